@@ -1,0 +1,108 @@
+"""Attaching to a process: find its runtime, build the layout, start an Unwinder.
+
+Nothing here stops or writes to the target. Errors come out as PytopErrors with a message for
+the user (no such process, not Python, permission, unsupported version, exited meanwhile).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+
+import psutil
+
+from . import errors, layouts
+from .locate import PythonVersion, Runtime, locate_runtime
+from .unwinder import Unwinder, read_memory
+
+# How far into glibc's (or musl's) struct pthread to look for the thread's kernel TID.
+PTHREAD_SCAN_BYTES = 2048
+
+
+@dataclass
+class Target:
+    pid: int
+    cmdline: str
+    version: PythonVersion
+    runtime: Runtime
+    layout: dict[str, int]
+    unwinder: Unwinder
+
+    def close(self) -> None:
+        self.unwinder.close()
+
+
+def command_line(pid: int) -> str:
+    try:
+        parts = psutil.Process(pid).cmdline()
+    except (psutil.Error, OSError):
+        parts = []
+    return " ".join(parts) if parts else f"pid {pid}"
+
+
+def _u64(pid: int, address: int) -> int:
+    return struct.unpack("<Q", read_memory(pid, address, 8))[0]
+
+
+def _thread_ids(pid: int, runtime: int, layout: dict[str, int]) -> list[int]:
+    """pthread_t of every thread of the main interpreter (attach time, simple reads)."""
+    interp = _u64(pid, runtime + layout["rt_interpreters_head"])
+    ids, tstate = [], _u64(pid, interp + layout["is_threads_head"]) if interp else 0
+    while tstate and len(ids) < 4096:
+        ids.append(_u64(pid, tstate + layout["ts_thread_id"]))
+        tstate = _u64(pid, tstate + layout["ts_next"])
+    return ids
+
+
+def _read_prefix(pid: int, address: int) -> bytes:
+    for size in (PTHREAD_SCAN_BYTES, 1024, 512):
+        try:
+            return read_memory(pid, address, size)
+        except OSError:
+            continue
+    return b""
+
+
+def calibrate_pthread_tid(pid: int, runtime: int, layout: dict[str, int]) -> int:
+    """Before 3.11 a thread state knows its pthread_t but not its TID. The libc keeps the TID
+    inside struct pthread at an offset of its own: find the offset where every Python thread's
+    struct holds one of the process's TIDs (the main thread's must be the pid itself)."""
+    try:
+        tids = {int(t) for t in os.listdir(f"/proc/{pid}/task")}
+        main = _u64(pid, runtime + layout["rt_main_thread"])
+        others = [t for t in _thread_ids(pid, runtime, layout) if t and t != main]
+    except OSError:
+        return -1
+    block = _read_prefix(pid, main) if main else b""
+    candidates = [off for off in range(0, len(block) - 3, 4)
+                  if struct.unpack_from("<i", block, off)[0] == pid]
+    for off in candidates:
+        try:
+            if all(struct.unpack("<i", read_memory(pid, t + off, 4))[0] in tids for t in others):
+                return off
+        except OSError:
+            continue
+    return -1
+
+
+def attach(pid: int) -> Target:
+    """Find and prepare to sample process `pid`'s Python threads."""
+    runtime = locate_runtime(pid)
+    version = runtime.version
+    debug_block = None
+    size = layouts.debug_offsets_size(version.minor_key)
+    try:
+        if size:
+            debug_block = read_memory(pid, runtime.runtime_address, size)
+        layout = layouts.layout_for(version.minor_key, str(version), version.hex, debug_block)
+        if layout["ts_native_thread_id"] < 0:
+            layout["pthread_tid"] = calibrate_pthread_tid(pid, runtime.runtime_address, layout)
+    except ProcessLookupError:
+        raise errors.TargetExited(f"process {pid} exited while pytop was attaching") from None
+    except PermissionError:
+        raise errors.permission_denied(pid, "reading the memory of") from None
+    except OSError as exc:
+        raise errors.AttachFailed(f"cannot read the Python runtime of process {pid}: {exc}") from None
+    unwinder = Unwinder(pid, layout, runtime.runtime_address)
+    return Target(pid, command_line(pid), version, runtime, layout, unwinder)

@@ -1,0 +1,165 @@
+"""Find a process's Python runtime: which file holds it, where _PyRuntime is, which version.
+
+Candidates are, in order, a mapped libpython*.so, a mapped file named python*, then whatever
+/proc/PID/exe is (which is ld-linux for a python started through an explicit loader, hence the
+name-based candidates first). For each, _PyRuntime comes from the `.PyRuntime` section (3.11+
+builds that have it) or the `_PyRuntime` symbol; the version from the `_Py_DebugOffsets` cookie
+at the start of _PyRuntime (3.13+), the `Py_Version` symbol (3.11+), the file name, or the
+PY_VERSION string in .rodata, in that order.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from dataclasses import dataclass
+
+from . import errors
+from .elf import ElfImage
+from .unwinder import read_memory
+from .procmaps import Mapping, basename, files_in_order, open_mapped_file, read_maps
+
+DEBUG_COOKIE = b"xdebugpy"
+_NAME_VERSION = re.compile(r"python(3)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class PythonVersion:
+    major: int
+    minor: int
+    micro: int | None = None  # None when only the file name told the version
+    releaselevel: int = 0xF  # as in PY_VERSION_HEX: 0xA alpha, 0xB beta, 0xC candidate, 0xF final
+    serial: int = 0
+
+    @classmethod
+    def from_hex(cls, value: int) -> PythonVersion:
+        return cls(value >> 24 & 0xFF, value >> 16 & 0xFF, value >> 8 & 0xFF, value >> 4 & 0xF, value & 0xF)
+
+    @property
+    def hex(self) -> int:
+        return (self.major << 24 | self.minor << 16 | (self.micro or 0) << 8
+                | self.releaselevel << 4 | self.serial)
+
+    @property
+    def minor_key(self) -> tuple[int, int]:
+        return (self.major, self.minor)
+
+    def __str__(self) -> str:
+        if self.micro is None:
+            return f"{self.major}.{self.minor}"
+        text = f"{self.major}.{self.minor}.{self.micro}"
+        if self.releaselevel in (0xA, 0xB, 0xC):
+            text += {0xA: "a", 0xB: "b", 0xC: "rc"}[self.releaselevel] + str(self.serial)
+        return text
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """Where the target's Python runtime lives."""
+
+    binary: str  # the file as the target maps it
+    runtime_address: int
+    version: PythonVersion
+    symbols: dict[str, int]  # relocated addresses of useful symbols found
+    debug_offsets: bytes | None  # the _Py_DebugOffsets block (3.13+)
+
+
+def _candidates(pid: int, by_file: dict[str, list[Mapping]]) -> list[str]:
+    libs = [p for p in by_file if basename(p).startswith("libpython")]
+    named = [p for p in by_file if basename(p).startswith("python") and p not in libs]
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)")
+    except OSError:
+        exe = ""
+    rest = [exe] if exe in by_file and exe not in libs + named else []
+    return libs + named + rest
+
+
+def _version_from_name(path: str) -> PythonVersion | None:
+    match = _NAME_VERSION.search(basename(path))
+    return PythonVersion(3, int(match.group(2))) if match else None
+
+
+def _find_in(pid: int, path: str, mappings: list[Mapping]) -> Runtime | None:
+    try:
+        image = ElfImage.open(open_mapped_file(pid, mappings[0]))
+    except (OSError, ValueError):
+        return None
+    try:
+        bias = image.load_bias(mappings)
+        if bias is None:
+            return None
+        symbols = {k: v + bias for k, v in image.symbols(("_PyRuntime", "Py_Version")).items()}
+        runtime = symbols.get("_PyRuntime")
+        if ".PyRuntime" in image.sections and image.sections[".PyRuntime"]:
+            runtime = image.sections[".PyRuntime"] + bias
+        if runtime is None:
+            runtime = _scan_for_cookie(pid, mappings)
+        if runtime is None:
+            return None
+        version, debug = _version(pid, runtime, symbols, path, image)
+        return Runtime(path, runtime, version, symbols, debug)
+    finally:
+        image.close()
+
+
+def _scan_for_cookie(pid: int, mappings: list[Mapping]) -> int | None:
+    """3.13+ without symbols or section: _PyRuntime starts with the debug cookie."""
+    for m in mappings:
+        if "w" not in m.perms or m.end - m.start > 64 << 20:
+            continue
+        try:
+            data = read_memory(pid, m.start, m.end - m.start)
+        except OSError:
+            continue
+        at = data.find(DEBUG_COOKIE)
+        while at >= 0:
+            if at % 8 == 0:
+                return m.start + at
+            at = data.find(DEBUG_COOKIE, at + 1)
+    return None
+
+
+def _version(pid: int, runtime: int, symbols: dict[str, int], path: str,
+             image: ElfImage) -> tuple[PythonVersion, bytes | None]:
+    head = read_memory(pid, runtime, 16)
+    if head[:8] == DEBUG_COOKIE:
+        return PythonVersion.from_hex(struct.unpack_from("<Q", head, 8)[0]), None
+    if "Py_Version" in symbols:
+        (value,) = struct.unpack("<I", read_memory(pid, symbols["Py_Version"], 4))
+        return PythonVersion.from_hex(value), None
+    named = _version_from_name(path)
+    found = image.version_string(named.minor if named else None)
+    if found:
+        return PythonVersion(3, found[0], found[1]), None
+    if named:
+        return named, None
+    raise errors.AttachFailed(f"found a Python runtime in {path} but could not tell its version")
+
+
+def locate_runtime(pid: int) -> Runtime:
+    """Find the Python runtime of process `pid`, or raise a PytopError saying why not."""
+    if not os.path.exists(f"/proc/{pid}"):
+        raise errors.NoSuchProcess(f"no process with pid {pid}")
+    try:
+        by_file = files_in_order(read_maps(pid))
+    except PermissionError:
+        raise errors.permission_denied(pid, "reading the memory maps of") from None
+    except (FileNotFoundError, ProcessLookupError):
+        raise errors.NoSuchProcess(f"no process with pid {pid} (it has exited)") from None
+    for path in _candidates(pid, by_file):
+        try:
+            found = _find_in(pid, path, by_file[path])
+        except PermissionError:
+            raise errors.permission_denied(pid, "reading the memory of") from None
+        except ProcessLookupError:
+            raise errors.TargetExited(f"process {pid} exited while pytop was attaching") from None
+        except OSError:
+            continue
+        if found:
+            return found
+    if not os.path.exists(f"/proc/{pid}"):
+        raise errors.TargetExited(f"process {pid} exited while pytop was attaching")
+    raise errors.NotPython(f"process {pid} does not look like a Python process "
+                           "(no Python runtime found in its executable or libraries)")

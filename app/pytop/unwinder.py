@@ -1,0 +1,169 @@
+"""The one module that talks to the native unwinder (cffi): everything else sees Python objects.
+
+A sample hands over compact data only: per thread a few integers and its frames as packed
+(code id: uint32, line: int32) pairs, innermost first, in one `bytes` object that doubles as a
+hashable stack key. Names are resolved once per code id with `code()`.
+"""
+
+from __future__ import annotations
+
+import errno
+import struct
+from dataclasses import dataclass
+from typing import Iterator
+
+from . import errors
+from ._native import ffi, lib
+
+FRAME = struct.Struct("<Ii")
+UNKNOWN_CODE = 0
+
+_STATUS_ERRNO = {lib.PYTOP_ERR_GONE: errno.ESRCH, lib.PYTOP_ERR_PERMISSION: errno.EPERM}
+STATUS_NAMES = {
+    lib.PYTOP_OK: "ok",
+    lib.PYTOP_ERR_GONE: "process gone",
+    lib.PYTOP_ERR_PERMISSION: "permission denied",
+    lib.PYTOP_ERR_READ: "read failed",
+    lib.PYTOP_ERR_CORRUPT: "inconsistent memory",
+    lib.PYTOP_ERR_LIMIT: "limit reached",
+    lib.PYTOP_ERR_NOMEM: "out of memory",
+    lib.PYTOP_ERR_ARGS: "invalid argument",
+}
+OS_STATE_OFF, OS_STATE_FAST, OS_STATE_EXACT = 0, 1, 2
+
+
+def read_memory(pid: int, address: int, length: int) -> bytes:
+    """`length` bytes at `address` in process `pid`. Raises OSError: ProcessLookupError when
+    the process is gone, PermissionError when not allowed, plain OSError otherwise."""
+    buf = ffi.new("char[]", length)
+    status = lib.pytop_read_memory(pid, address, buf, length)
+    if status != lib.PYTOP_OK:
+        raise OSError(_STATUS_ERRNO.get(status, errno.EFAULT),
+                      f"cannot read {length} bytes at {address:#x} in process {pid}")
+    return ffi.buffer(buf, length)[:]
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    name: str
+    qualname: str
+    filename: str
+    firstlineno: int
+
+
+UNKNOWN = CodeInfo("<unknown>", "<unknown>", "<unknown>", 0)
+
+
+@dataclass(frozen=True)
+class ThreadSample:
+    thread_id: int
+    native_id: int | None
+    interp_id: int
+    gil: bool
+    active: bool
+    os_state: str | None
+    error: str | None  # why the stack is incomplete, or None
+    truncated: bool
+    stack: bytes  # packed FRAME records, innermost first
+
+    def frames(self) -> Iterator[tuple[int, int]]:
+        """(code id, line) pairs, innermost first."""
+        return FRAME.iter_unpack(self.stack)
+
+    @property
+    def depth(self) -> int:
+        return len(self.stack) // FRAME.size
+
+
+@dataclass(frozen=True)
+class Sample:
+    threads: tuple[ThreadSample, ...]
+    gc_collecting: bool | None
+    syscalls: int
+
+
+class SampleError(Exception):
+    """One sample failed without the target being gone (a transient read, a torn structure)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class Unwinder:
+    """Samples every thread of one process. Not thread-safe: one thread uses it at a time."""
+
+    def __init__(self, pid: int, layout: dict[str, int], runtime_address: int):
+        self.pid = pid
+        c_layout = ffi.new("pytop_layout *")
+        for name, value in layout.items():
+            if hasattr(c_layout, name):
+                setattr(c_layout, name, value)
+        status = ffi.new("int *")
+        handle = lib.pytop_open(pid, c_layout, runtime_address, status)
+        if handle == ffi.NULL:
+            raise errors.AttachFailed(f"cannot start the unwinder: {STATUS_NAMES.get(status[0])}")
+        self._handle = ffi.gc(handle, lib.pytop_close)
+        self._out = ffi.new("pytop_sample *")
+        self._codes: dict[int, CodeInfo] = {UNKNOWN_CODE: UNKNOWN}
+
+    def set_max_depth(self, depth: int) -> None:
+        self._option(lib.PYTOP_OPT_MAX_DEPTH, depth)
+
+    def set_os_state_mode(self, mode: int) -> None:
+        self._option(lib.PYTOP_OPT_OS_STATE, mode)
+
+    def _option(self, option: int, value: int) -> None:
+        if lib.pytop_set_option(self._handle, option, value) != lib.PYTOP_OK:
+            raise ValueError(f"invalid unwinder option {option}={value}")
+
+    def sample(self) -> Sample:
+        """Every thread's stack now. Raises TargetExited, PermissionDenied or SampleError."""
+        out = self._out
+        status = lib.pytop_collect(self._handle, out)
+        if status != lib.PYTOP_OK:
+            message = ffi.string(lib.pytop_last_error(self._handle)).decode("utf-8", "replace")
+            if status == lib.PYTOP_ERR_GONE:
+                raise errors.TargetExited(f"process {self.pid} has exited")
+            if status == lib.PYTOP_ERR_PERMISSION:
+                raise errors.permission_denied(self.pid, "reading the memory of")
+            raise SampleError(status, message or STATUS_NAMES.get(status, "sample failed"))
+        frames = ffi.buffer(out.frames, out.frame_count * FRAME.size)[:]
+        threads = []
+        for i in range(out.thread_count):
+            t = out.threads[i]
+            start = t.first_frame * FRAME.size
+            threads.append(ThreadSample(
+                thread_id=t.thread_id,
+                native_id=t.native_id or None,
+                interp_id=t.interp_id,
+                gil=bool(t.flags & lib.PYTOP_THREAD_GIL),
+                active=bool(t.flags & lib.PYTOP_THREAD_ACTIVE),
+                os_state=t.os_state.decode() if t.flags & lib.PYTOP_THREAD_OS_KNOWN else None,
+                error=STATUS_NAMES.get(t.status, "error") if t.status else None,
+                truncated=bool(t.flags & lib.PYTOP_THREAD_TRUNCATED),
+                stack=frames[start:start + t.frame_count * FRAME.size],
+            ))
+        gc = None if out.gc_collecting < 0 else bool(out.gc_collecting)
+        return Sample(tuple(threads), gc, out.syscalls)
+
+    def code(self, code_id: int) -> CodeInfo:
+        """Names of a code id from a sample (resolved once, then cached)."""
+        info = self._codes.get(code_id)
+        if info is None:
+            c_info = ffi.new("pytop_code_info *")
+            if lib.pytop_describe_code(self._handle, code_id, c_info) != lib.PYTOP_OK:
+                return UNKNOWN
+            info = CodeInfo(
+                ffi.string(c_info.name).decode("utf-8", "replace"),
+                ffi.string(c_info.qualname).decode("utf-8", "replace"),
+                ffi.string(c_info.filename).decode("utf-8", "replace"),
+                c_info.firstlineno,
+            )
+            self._codes[code_id] = info
+        return info
+
+    def close(self) -> None:
+        if self._handle is not None:
+            ffi.release(self._handle)  # runs pytop_close now
+            self._handle = None

@@ -1,0 +1,292 @@
+/*
+ * The code-object cache: remote address -> small integer id, with names and decoded line
+ * ranges, read once per code object. A sample then costs no reads for code objects at all.
+ *
+ * An address can be reused after a code object dies, so entries are re-confirmed: from 3.14
+ * the target counts code-object deaths (interp->_code_object_generation) and an entry is
+ * re-read only when that count moved; before 3.14 an entry in use is re-read when its last
+ * check is older than `recheck_ms`, and at once when a frame's instruction offset does not fit
+ * its bytecode. Re-reads of all due entries share one syscall. An entry found replaced keeps its
+ * id and names (samples already handed out refer to them) and the address gets a new entry.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define TYPE_NAME_BYTES 16
+#define LINETABLE_SPECULATIVE_BYTES 256
+
+int codes_init(code_cache *c) {
+    memset(c, 0, sizeof *c);
+    c->slot_mask = 1023;
+    c->slots = calloc(c->slot_mask + 1, sizeof *c->slots);
+    c->recheck_ms = 250;
+    return c->slots ? PYTOP_OK : PYTOP_ERR_NOMEM;
+}
+
+void codes_free(code_cache *c) {
+    for (uint32_t i = 0; i < c->count; i++) {
+        code_entry *e = &c->entries[i];
+        free(e->name);
+        if (e->qualname != e->name) free(e->qualname);
+        free(e->filename);
+        line_ranges_free(&e->lines);
+    }
+    free(c->entries);
+    free(c->slots);
+    free(c->due);
+    memset(c, 0, sizeof *c);
+}
+
+const code_entry *codes_get(const code_cache *c, uint32_t id) {
+    return id >= 1 && id <= c->count ? &c->entries[id - 1] : NULL;
+}
+
+static uint32_t slot_of(uint64_t addr, uint32_t mask) {
+    return (uint32_t)(((addr >> 4) * 0x9E3779B97F4A7C15ull) >> 40) & mask;
+}
+
+/* The slot holding `addr`, or the empty slot where it would go. */
+static uint32_t find_slot(const code_cache *c, uint64_t addr) {
+    uint32_t i = slot_of(addr, c->slot_mask);
+    while (c->slots[i] && c->entries[c->slots[i] - 1].addr != addr) i = (i + 1) & c->slot_mask;
+    return i;
+}
+
+static int grow_slots(code_cache *c) {
+    uint32_t old_mask = c->slot_mask, *old = c->slots;
+    uint32_t mask = old_mask * 2 + 1;
+    uint32_t *slots = calloc((size_t)mask + 1, sizeof *slots);
+    if (!slots) return PYTOP_ERR_NOMEM;
+    c->slots = slots;
+    c->slot_mask = mask;
+    for (uint32_t i = 0; i <= old_mask; i++)
+        if (old[i]) c->slots[find_slot(c, c->entries[old[i] - 1].addr)] = old[i];
+    free(old);
+    return PYTOP_OK;
+}
+
+/* Remove `addr` from the table (backward-shift deletion keeps probe chains intact). */
+static void unmap_address(code_cache *c, uint64_t addr) {
+    uint32_t i = find_slot(c, addr);
+    if (!c->slots[i]) return;
+    c->slots[i] = 0;
+    for (uint32_t j = (i + 1) & c->slot_mask; c->slots[j]; j = (j + 1) & c->slot_mask) {
+        uint32_t id = c->slots[j];
+        c->slots[j] = 0;
+        c->slots[find_slot(c, c->entries[id - 1].addr)] = id;
+    }
+}
+
+static bool type_known(const uint64_t *set, uint64_t type) {
+    for (int i = 0; i < 8; i++)
+        if (set[i] == type) return true;
+    return false;
+}
+
+static void type_remember(uint64_t *set, uint64_t type) {
+    memmove(set + 1, set, 7 * sizeof *set);
+    set[0] = type;
+}
+
+/* Is `type` the target's code type? Answered from tp_name once per type object. */
+static int check_code_type(pytop_unwinder *u, uint64_t type) {
+    code_cache *c = &u->codes;
+    if (type_known(c->type_ok, type)) return PYTOP_OK;
+    if (type == 0 || type_known(c->type_bad, type)) return PYTOP_ERR_CORRUPT;
+    uint64_t name_ptr;
+    char name[TYPE_NAME_BYTES];
+    int status = remote_read(&u->mem, type + (uint64_t)u->L.tp_name, &name_ptr, sizeof name_ptr);
+    if (status == PYTOP_OK) status = remote_read(&u->mem, name_ptr, name, sizeof name);
+    if (status != PYTOP_OK) return status;
+    bool is_code = memcmp(name, "code", 5) == 0;
+    type_remember(is_code ? c->type_ok : c->type_bad, type);
+    return is_code ? PYTOP_OK : PYTOP_ERR_CORRUPT;
+}
+
+/* The identity of the code object whose header is `h`. */
+static void read_fingerprint(const pytop_layout *L, const uint8_t *h, code_entry *e) {
+    e->type = load_u64(h, L->ob_type);
+    e->name_ptr = load_u64(h, L->co_name);
+    e->qualname_ptr = L->co_qualname >= 0 ? load_u64(h, L->co_qualname) : e->name_ptr;
+    e->filename_ptr = load_u64(h, L->co_filename);
+    e->linetable_ptr = load_u64(h, L->co_linetable);
+    e->firstlineno = load_i32(h, L->co_firstlineno);
+}
+
+static bool same_object(const code_entry *a, const code_entry *b) {
+    return a->type == b->type && a->name_ptr == b->name_ptr && a->qualname_ptr == b->qualname_ptr &&
+           a->filename_ptr == b->filename_ptr && a->linetable_ptr == b->linetable_ptr &&
+           a->firstlineno == b->firstlineno;
+}
+
+/* Length of a bytes object, and its data if asked. */
+static const uint8_t *read_bytes(pytop_unwinder *u, uint64_t addr, size_t max, int64_t *length,
+                                 int *status) {
+    const pytop_layout *L = &u->L;
+    size_t header = (size_t)L->bytes_sval;
+    const uint8_t *h = remote_view(&u->mem, addr, header + LINETABLE_SPECULATIVE_BYTES, 0, status);
+    size_t have = header + LINETABLE_SPECULATIVE_BYTES;
+    if (!h) {
+        have = header;
+        h = remote_view(&u->mem, addr, header, 0, status);
+    }
+    if (!h) return NULL;
+    *length = load_i64(h, L->var_ob_size);
+    if (*length < 0 || (uint64_t)*length > max) {
+        *status = *length < 0 ? PYTOP_ERR_CORRUPT : PYTOP_ERR_LIMIT;
+        return NULL;
+    }
+    if (header + (size_t)*length <= have) return h + header;
+    return remote_view(&u->mem, addr + header, (size_t)*length, 0, status);
+}
+
+static int32_t code_length_in_bytes(pytop_unwinder *u, const uint8_t *h, int *status) {
+    const pytop_layout *L = &u->L;
+    int64_t n;
+    if (L->co_code >= 0) { /* up to 3.10: a bytes object */
+        if (!read_bytes(u, load_u64(h, L->co_code), INT32_MAX, &n, status)) return -1;
+    } else { /* 3.11+: the code object is a var-object of 2-byte code units */
+        n = load_i64(h, L->var_ob_size) * 2;
+    }
+    if (n < 0 || n > INT32_MAX) {
+        *status = PYTOP_ERR_CORRUPT;
+        return -1;
+    }
+    return (int32_t)n;
+}
+
+static int fill_entry(pytop_unwinder *u, uint64_t addr, const uint8_t *h, code_entry *e) {
+    const pytop_layout *L = &u->L;
+    int status;
+    memset(e, 0, sizeof *e);
+    e->addr = addr;
+    read_fingerprint(L, h, e);
+    if ((status = check_code_type(u, e->type)) != PYTOP_OK) return status;
+    e->code_bytes = code_length_in_bytes(u, h, &status);
+    if (e->code_bytes < 0) return status;
+    e->name = text_read(&u->mem, L, e->name_ptr, MAX_NAME_CHARS, &status);
+    if (!e->name) return status;
+    e->qualname = e->name;
+    if (e->qualname_ptr != e->name_ptr) {
+        e->qualname = text_read(&u->mem, L, e->qualname_ptr, MAX_NAME_CHARS, &status);
+        if (!e->qualname) return status;
+    }
+    e->filename = text_read(&u->mem, L, e->filename_ptr, MAX_FILENAME_CHARS, &status);
+    if (!e->filename) return status;
+    int64_t table_length;
+    const uint8_t *table = read_bytes(u, e->linetable_ptr, MAX_LINETABLE_BYTES, &table_length, &status);
+    if (!table) return status;
+    return line_ranges_decode(L->line_table, table, (size_t)table_length, e->firstlineno, &e->lines);
+}
+
+static void free_entry_data(code_entry *e) {
+    free(e->name);
+    if (e->qualname != e->name) free(e->qualname);
+    free(e->filename);
+    line_ranges_free(&e->lines);
+    e->name = e->qualname = e->filename = NULL;
+}
+
+static void mark_checked(pytop_unwinder *u, code_entry *e) {
+    e->checked_at_ms = u->now_ms;
+    e->checked_generation = u->codes.generation;
+}
+
+/* Read the code object at `addr` into a new entry and map the address to it. */
+static int load(pytop_unwinder *u, uint64_t addr, uint32_t *id) {
+    code_cache *c = &u->codes;
+    if (c->count >= UINT32_MAX / 2) return PYTOP_ERR_LIMIT;
+    if ((c->count + 1) * 2 > c->slot_mask && grow_slots(c) != PYTOP_OK) return PYTOP_ERR_NOMEM;
+    if (c->count == c->cap) {
+        uint32_t cap = c->cap ? c->cap * 2 : 256;
+        code_entry *grown = realloc(c->entries, cap * sizeof *grown);
+        if (!grown) return PYTOP_ERR_NOMEM;
+        c->entries = grown;
+        c->cap = cap;
+    }
+    int status;
+    const uint8_t *h = remote_view(&u->mem, addr, (size_t)u->L.co_header_size, 0, &status);
+    if (!h) return status;
+    code_entry e;
+    status = fill_entry(u, addr, h, &e);
+    if (status != PYTOP_OK) {
+        free_entry_data(&e);
+        return status;
+    }
+    mark_checked(u, &e);
+    c->entries[c->count++] = e;
+    *id = c->count;
+    c->slots[find_slot(c, addr)] = *id;
+    return PYTOP_OK;
+}
+
+static bool due_for_check(const pytop_unwinder *u, const code_entry *e) {
+    const code_cache *c = &u->codes;
+    if (c->generation_known) return e->checked_generation != c->generation;
+    return u->now_ms - e->checked_at_ms >= c->recheck_ms;
+}
+
+static void add_due(code_cache *c, uint32_t id) {
+    for (uint32_t i = 0; i < c->due_count; i++)
+        if (c->due[i] == id) return;
+    if (c->due_count == c->due_cap) {
+        uint32_t cap = c->due_cap ? c->due_cap * 2 : 32;
+        uint32_t *grown = realloc(c->due, cap * sizeof *grown);
+        if (!grown) return; /* checked next time */
+        c->due = grown;
+        c->due_cap = cap;
+    }
+    c->due[c->due_count++] = id;
+}
+
+int codes_lookup(pytop_unwinder *u, uint64_t addr, uint32_t *id) {
+    code_cache *c = &u->codes;
+    uint32_t found = c->slots[find_slot(c, addr)];
+    if (!found) return load(u, addr, id);
+    if (due_for_check(u, &c->entries[found - 1])) add_due(c, found);
+    *id = found;
+    return PYTOP_OK;
+}
+
+void codes_force_check(pytop_unwinder *u, uint32_t id) { add_due(&u->codes, id); }
+
+int codes_confirm_due(pytop_unwinder *u) {
+    code_cache *c = &u->codes;
+    uint32_t n = c->due_count;
+    if (n == 0) return 0;
+    size_t header = (size_t)u->L.co_header_size;
+    range *want = malloc(n * (sizeof *want + sizeof(uint8_t *) + sizeof(bool)) + n * header);
+    if (!want) return 0;
+    uint8_t **bufs = (uint8_t **)(want + n);
+    bool *ok = (bool *)(bufs + n);
+    uint8_t *space = (uint8_t *)(ok + n);
+    for (uint32_t i = 0; i < n; i++) {
+        want[i] = (range){c->entries[c->due[i] - 1].addr, header, NULL};
+        bufs[i] = space + (size_t)i * header;
+    }
+    int replaced = 0;
+    if (remote_readv(&u->mem, want, bufs, n, ok) == PYTOP_OK) {
+        for (uint32_t i = 0; i < n; i++) {
+            code_entry *e = &c->entries[c->due[i] - 1];
+            code_entry now;
+            if (ok[i]) read_fingerprint(&u->L, bufs[i], &now);
+            if (ok[i] && same_object(e, &now)) {
+                mark_checked(u, e);
+            } else {
+                e->stale = true; /* the id stays valid for names; the address is free again */
+                unmap_address(c, e->addr);
+                replaced++;
+            }
+        }
+    }
+    free(want);
+    c->due_count = 0;
+    return replaced;
+}
+
+int32_t codes_line(const code_cache *c, uint32_t id, int32_t byte_offset) {
+    const code_entry *e = codes_get(c, id);
+    return e ? line_ranges_lookup(&e->lines, byte_offset) : -1;
+}

@@ -1,0 +1,75 @@
+/*
+ * One thread's frames, innermost first, collected raw as (code object address, instruction
+ * byte offset); codes.c turns them into ids and lines afterwards.
+ *
+ * 3.8-3.10: a chain of heap PyFrameObjects linked by f_back; the offset is f_lasti in bytes.
+ * 3.11+: _PyInterpreterFrames linked by `previous`, most of them packed in the thread's
+ * data-stack chunks, so the live part of the current chunk is read whole; frames of older
+ * chunks and of generators are read with a window below them (the walk goes down in memory).
+ * Frames owned by the C stack or the interpreter itself (3.12+ shims) are not Python code and
+ * are skipped; from 3.14 the executable pointer carries tag bits that are masked off.
+ */
+#include "internal.h"
+
+#define MAX_CHUNK_FILL_BYTES (1u << 20)
+
+static int32_t max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
+
+static int walk_objects(pytop_unwinder *u, uint64_t frame, pytop_thread *t) {
+    const pytop_layout *L = &u->L;
+    size_t need = (size_t)max_i32(max_i32(L->fr_previous, L->fr_code) + 8, L->fr_lasti + 4);
+    for (int depth = 0; frame; depth++) {
+        if (depth >= u->max_depth) {
+            t->flags |= PYTOP_THREAD_TRUNCATED;
+            break;
+        }
+        int status;
+        const uint8_t *h = remote_view(&u->mem, frame, need, VIEW_TRACK, &status);
+        if (!h) return status;
+        int32_t lasti = load_i32(h, L->fr_lasti);
+        status = push_raw_frame(u, load_u64(h, L->fr_code), (int64_t)lasti * L->lasti_scale);
+        if (status != PYTOP_OK) return status;
+        frame = load_u64(h, L->fr_previous);
+    }
+    return PYTOP_OK;
+}
+
+static int walk_interpreter(pytop_unwinder *u, const thread_frames *tf, pytop_thread *t) {
+    const pytop_layout *L = &u->L;
+    uint64_t frame = tf->top_frame;
+    if (tf->chunk && tf->stack_top > tf->chunk && tf->stack_top - tf->chunk <= MAX_CHUNK_FILL_BYTES &&
+        frame >= tf->chunk && frame < tf->stack_top) {
+        int status = remote_fill(&u->mem, tf->chunk, tf->stack_top - tf->chunk);
+        if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION) return status;
+    }
+    uint64_t tag_mask = L->fr_executable_tag_bits > 0 ? (uint64_t)L->fr_executable_tag_bits : 0;
+    size_t need = (size_t)L->fr_header_size;
+    /* Skipped frames count towards the bound too, so a cycle of them cannot spin. */
+    int steps = 0, depth = 0;
+    for (; frame; steps++) {
+        if (depth >= u->max_depth || steps >= 2 * u->max_depth) {
+            t->flags |= PYTOP_THREAD_TRUNCATED;
+            break;
+        }
+        int status;
+        const uint8_t *h = remote_view(&u->mem, frame, need, VIEW_TRACK | VIEW_WINDOW, &status);
+        if (!h) return status;
+        uint8_t owner = h[L->fr_owner];
+        uint64_t next = load_u64(h, L->fr_previous);
+        if (L->fr_owner_native < 0 || owner < L->fr_owner_native) {
+            uint64_t code = load_u64(h, L->fr_code) & ~tag_mask;
+            uint64_t instr = load_u64(h, L->fr_instr_ptr);
+            uint64_t first = code + (uint64_t)L->co_code_adaptive;
+            status = push_raw_frame(u, code, (int64_t)(instr - first));
+            if (status != PYTOP_OK) return status;
+            depth++;
+        }
+        frame = next;
+    }
+    return PYTOP_OK;
+}
+
+int frames_walk(pytop_unwinder *u, const thread_frames *tf, pytop_thread *t) {
+    if (u->L.frame_model == PYTOP_FRAMES_OBJECTS) return walk_objects(u, tf->top_frame, t);
+    return walk_interpreter(u, tf, t);
+}

@@ -1,0 +1,237 @@
+/*
+ * Declarations shared by the unwinder's C files. Each file owns one subsystem:
+ *   remote.c     reading target memory: direct reads, the per-sample arena and prefetch
+ *   linetable.c  line-table decoders (pure: bytes in, line ranges out)
+ *   text.c       CPython str objects to UTF-8 (pure decoding plus the remote read)
+ *   codes.c      the code-object cache: remote address -> id, names, line ranges
+ *   frames.c     walking one thread's frames (PyFrameObject or _PyInterpreterFrame)
+ *   threads.c    walking interpreters and thread states, GIL holder, GC flag
+ *   osstate.c    each thread's state as the kernel reports it (/proc/PID/task/TID)
+ *   unwinder.c   the public API in pytop.h
+ * Every walk over target memory is bounded and every size read from the target is checked.
+ */
+#ifndef PYTOP_INTERNAL_H
+#define PYTOP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include "pytop.h"
+
+#define PAGE_SIZE_BYTES 4096u
+#define MAX_INTERPRETERS 256
+#define MAX_THREADS 8192
+#define DEFAULT_MAX_DEPTH 65536
+#define MAX_NAME_CHARS 1024          /* function names and qualnames are cut here */
+#define MAX_FILENAME_CHARS 4096
+#define MAX_LINETABLE_BYTES (4u << 20)
+#define MAX_READ_BYTES (16u << 20)   /* no single read of the target is larger */
+#define MAX_PREFETCH_RANGES 8192
+#define MAX_ARENA_BYTES (256u << 20) /* bound on what one sample may copy out of the target */
+#define ERROR_TEXT_BYTES 256
+
+/* ---- remote.c --------------------------------------------------------------------------- */
+
+typedef struct range {
+    uint64_t addr;
+    uint64_t len;
+    const uint8_t *data; /* NULL while not (or not successfully) read */
+} range;
+
+typedef struct arena_block {
+    struct arena_block *next;
+    size_t used, size;
+    uint8_t bytes[];
+} arena_block;
+
+/* Reads of one target process. Views returned by remote_view() stay valid until the next
+ * remote_begin_sample(): they point into the prefetch buffer or into the arena. */
+typedef struct remote {
+    int pid;
+    uint32_t syscalls;
+    /* What this sample read (to prefetch next time) and what was prefetched for it. */
+    range *touched;
+    size_t touched_count, touched_cap;
+    range *ranges;
+    size_t range_count, range_cap;
+    uint8_t *prefetch;
+    size_t prefetch_cap;
+    /* A few regions read whole during this sample (stack chunks), searched after `ranges`. */
+    range extra[64];
+    size_t extra_count;
+    arena_block *arena;
+    size_t arena_total;
+} remote;
+
+enum view_flags {
+    VIEW_TRACK = 1,  /* remember the access so the next sample prefetches it */
+    VIEW_WINDOW = 2  /* on a miss, read a window of memory below the address as well */
+};
+
+void remote_init(remote *r, int pid);
+void remote_free(remote *r);
+/* Start a sample: drop last sample's views and prefetch what it touched in one syscall. */
+int remote_begin_sample(remote *r);
+/* Read `len` bytes at `addr` into a buffer owned by `r`. Returns NULL and sets *status on
+ * failure. */
+const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int *status);
+/* Read a region whole and keep it for lookups during this sample. */
+int remote_fill(remote *r, uint64_t addr, size_t len);
+/* Direct read into the caller's buffer. */
+int remote_read(remote *r, uint64_t addr, void *buf, size_t len);
+/* Several independent reads in one syscall; ok[i] says which succeeded. */
+int remote_readv(remote *r, const range *want, uint8_t **bufs, size_t count, bool *ok);
+int status_from_errno(int err);
+
+static inline uint64_t load_u64(const uint8_t *p, int32_t off) {
+    uint64_t v;
+    __builtin_memcpy(&v, p + off, sizeof v);
+    return v;
+}
+static inline uint32_t load_u32(const uint8_t *p, int32_t off) {
+    uint32_t v;
+    __builtin_memcpy(&v, p + off, sizeof v);
+    return v;
+}
+static inline int32_t load_i32(const uint8_t *p, int32_t off) { return (int32_t)load_u32(p, off); }
+static inline int64_t load_i64(const uint8_t *p, int32_t off) { return (int64_t)load_u64(p, off); }
+
+/* ---- linetable.c ------------------------------------------------------------------------ */
+
+/* Lines by bytecode byte offset: entry i covers [start[i], start[i+1]) (the last up to `end`). */
+typedef struct line_ranges {
+    int32_t *start;
+    int32_t *line;
+    uint32_t count;
+    int32_t end;
+    int32_t firstlineno;
+} line_ranges;
+
+int line_ranges_decode(int format, const uint8_t *table, size_t length, int32_t firstlineno,
+                       line_ranges *out);
+int32_t line_ranges_lookup(const line_ranges *lr, int32_t offset);
+void line_ranges_free(line_ranges *lr);
+
+/* ---- text.c ----------------------------------------------------------------------------- */
+
+/* Read a str object and return a malloc'd UTF-8 copy (cut at max_chars), or NULL. */
+char *text_read(remote *r, const pytop_layout *L, uint64_t addr, size_t max_chars, int *status);
+
+/* ---- codes.c ---------------------------------------------------------------------------- */
+
+typedef struct code_entry {
+    uint64_t addr;
+    /* What identifies this code object: if any of it changes, the address was reused. */
+    uint64_t type, name_ptr, qualname_ptr, filename_ptr, linetable_ptr;
+    int32_t firstlineno;
+    int32_t code_bytes;     /* bytecode length, bounds the instruction offset */
+    uint64_t checked_at_ms; /* when last confirmed (versions without a code generation) */
+    uint64_t checked_generation;
+    char *name, *qualname, *filename;
+    line_ranges lines;
+    bool stale;             /* replaced by a newer object at the same address */
+} code_entry;
+
+typedef struct code_cache {
+    code_entry *entries; /* id = index + 1 */
+    uint32_t count, cap;
+    uint32_t *slots;     /* open addressing: remote address -> id, 0 = empty */
+    uint32_t slot_mask;
+    uint64_t type_ok[8], type_bad[8]; /* small caches of type objects known to be / not be code */
+    uint64_t generation; /* target's code-object generation (3.14+), when known */
+    bool generation_known;
+    uint64_t recheck_ms;
+    /* Entries used this sample that must be re-confirmed, checked together in one syscall. */
+    uint32_t *due;
+    uint32_t due_count, due_cap;
+} code_cache;
+
+struct pytop_unwinder;
+int codes_init(code_cache *c);
+void codes_free(code_cache *c);
+/* The id of the code object at `addr`; reads and decodes it the first time. */
+int codes_lookup(struct pytop_unwinder *u, uint64_t addr, uint32_t *id);
+/* Confirm entries that are due for a check, in one batch. Returns how many were found replaced
+ * (their address is then free for a new entry with a new id). */
+int codes_confirm_due(struct pytop_unwinder *u);
+/* Check this entry in the next codes_confirm_due(), whatever its age. */
+void codes_force_check(struct pytop_unwinder *u, uint32_t id);
+int32_t codes_line(const code_cache *c, uint32_t id, int32_t byte_offset);
+const code_entry *codes_get(const code_cache *c, uint32_t id);
+
+/* ---- frames.c --------------------------------------------------------------------------- */
+
+/* Where a thread's frames start, from its PyThreadState. */
+typedef struct thread_frames {
+    uint64_t top_frame;
+    uint64_t chunk;     /* 3.11+: current data-stack chunk */
+    uint64_t stack_top; /* 3.11+: datastack_top */
+} thread_frames;
+
+int frames_walk(struct pytop_unwinder *u, const thread_frames *tf, pytop_thread *t);
+
+/* ---- threads.c -------------------------------------------------------------------------- */
+
+int threads_walk(struct pytop_unwinder *u);
+
+/* ---- osstate.c -------------------------------------------------------------------------- */
+
+typedef struct task_files {
+    int tid;
+    int stat_fd;
+    int schedstat_fd;
+    char state;
+    uint64_t pcount;        /* times scheduled onto a CPU, from schedstat */
+    bool pcount_known;
+    uint32_t seen_in_sample;
+} task_files;
+
+typedef struct os_state {
+    int pid;
+    int mode; /* PYTOP_OPT_OS_STATE */
+    task_files *tasks;
+    uint32_t count, cap;
+    uint32_t sample_no;
+} os_state;
+
+void os_state_init(os_state *o, int pid);
+void os_state_free(os_state *o);
+/* The kernel's state letter for `tid` ('?' when unknown). */
+char os_state_of(os_state *o, int tid);
+/* Close files of threads that were not seen in this sample. */
+void os_state_end_sample(os_state *o);
+
+/* ---- unwinder.c ------------------------------------------------------------------------- */
+
+typedef struct raw_frame {
+    uint64_t code;
+    int32_t offset; /* instruction byte offset into the bytecode; negative: not started */
+} raw_frame;
+
+struct pytop_unwinder {
+    int pid;
+    pytop_layout L;
+    uint64_t runtime;
+    int max_depth;
+    remote mem;
+    code_cache codes;
+    os_state os;
+    /* The sample being built. Frames are first collected raw (code address, instruction byte
+     * offset), then resolved through the code cache into `frames`, index for index. */
+    pytop_thread *threads;
+    uint32_t thread_count, thread_cap;
+    raw_frame *raw;
+    pytop_frame *frames;
+    uint32_t frame_count, frame_cap;
+    int32_t gc_collecting;
+    uint64_t now_ms;
+    char error[ERROR_TEXT_BYTES];
+};
+
+/* Record a readable cause for the current failure; returns `status` for chaining. */
+int fail(struct pytop_unwinder *u, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int push_raw_frame(struct pytop_unwinder *u, uint64_t code, int64_t offset);
+pytop_thread *push_thread(struct pytop_unwinder *u);
+
+#endif

@@ -1,0 +1,332 @@
+/*
+ * Reading the target's memory with process_vm_readv, and never anything else.
+ *
+ * One syscall costs about as much as reading a page, so a sample is built to need few of them:
+ * every access is remembered ("touched"), and the next sample starts by reading all of last
+ * sample's touched memory in one scattered read (merged per page). When the stack did not
+ * change much, the walk then finds everything it needs already in hand. Views handed out during
+ * a sample point into the prefetch buffer or into an arena; both live until the next sample.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "internal.h"
+
+#define ARENA_BLOCK_BYTES (1u << 20)
+#define ARENA_KEEP_BYTES (8u << 20)
+#define MERGE_GAP_BYTES 256u
+#define WINDOW_BYTES (16u << 10)
+#define IOV_BATCH 1024
+#define PREFETCH_MAX_FAILURES 8
+
+static uint64_t page_floor(uint64_t a) { return a & ~(uint64_t)(PAGE_SIZE_BYTES - 1); }
+static uint64_t page_ceil(uint64_t a) { return page_floor(a + PAGE_SIZE_BYTES - 1); }
+
+int status_from_errno(int err) {
+    switch (err) {
+    case ESRCH: return PYTOP_ERR_GONE;
+    case EPERM:
+    case EACCES: return PYTOP_ERR_PERMISSION;
+    case ENOMEM: return PYTOP_ERR_NOMEM;
+    default: return PYTOP_ERR_READ;
+    }
+}
+
+void remote_init(remote *r, int pid) {
+    memset(r, 0, sizeof *r);
+    r->pid = pid;
+}
+
+static void arena_release(remote *r, size_t keep) {
+    arena_block **link = &r->arena;
+    size_t kept = 0;
+    while (*link) {
+        arena_block *b = *link;
+        if (kept + b->size <= keep) {
+            b->used = 0;
+            kept += b->size;
+            link = &b->next;
+        } else {
+            *link = b->next;
+            free(b);
+        }
+    }
+    r->arena_total = 0;
+}
+
+void remote_free(remote *r) {
+    arena_release(r, 0);
+    free(r->touched);
+    free(r->ranges);
+    free(r->prefetch);
+    memset(r, 0, sizeof *r);
+}
+
+static uint8_t *arena_alloc(remote *r, size_t len) {
+    if (r->arena_total + len > MAX_ARENA_BYTES) return NULL;
+    for (arena_block *b = r->arena; b; b = b->next) {
+        if (b->size - b->used >= len) {
+            uint8_t *p = b->bytes + b->used;
+            b->used += (len + 7) & ~(size_t)7;
+            if (b->used > b->size) b->used = b->size;
+            r->arena_total += len;
+            return p;
+        }
+    }
+    size_t size = len > ARENA_BLOCK_BYTES ? len : ARENA_BLOCK_BYTES;
+    arena_block *b = malloc(sizeof *b + size);
+    if (!b) return NULL;
+    b->size = size;
+    b->used = (len + 7) & ~(size_t)7;
+    if (b->used > size) b->used = size;
+    b->next = r->arena;
+    r->arena = b;
+    r->arena_total += len;
+    return b->bytes;
+}
+
+int remote_read(remote *r, uint64_t addr, void *buf, size_t len) {
+    if (len == 0) return PYTOP_OK;
+    if (len > MAX_READ_BYTES) return PYTOP_ERR_LIMIT;
+    if (addr == 0 || addr + len < addr) return PYTOP_ERR_CORRUPT;
+    struct iovec local = {buf, len};
+    struct iovec remote_iov = {(void *)(uintptr_t)addr, len};
+    r->syscalls++;
+    ssize_t n = process_vm_readv(r->pid, &local, 1, &remote_iov, 1, 0);
+    if (n < 0) return status_from_errno(errno);
+    return (size_t)n == len ? PYTOP_OK : PYTOP_ERR_READ;
+}
+
+/* Read up to IOV_BATCH ranges from `first`; returns how many were attempted, or -status. */
+static long readv_batch(remote *r, const range *want, uint8_t **bufs, size_t count, bool *ok) {
+    struct iovec local[IOV_BATCH], remote_iov[IOV_BATCH];
+    size_t n = count < IOV_BATCH ? count : IOV_BATCH;
+    for (size_t i = 0; i < n; i++) {
+        local[i] = (struct iovec){bufs[i], want[i].len};
+        remote_iov[i] = (struct iovec){(void *)(uintptr_t)want[i].addr, want[i].len};
+    }
+    r->syscalls++;
+    ssize_t got = process_vm_readv(r->pid, local, n, remote_iov, n, 0);
+    if (got < 0) {
+        int status = status_from_errno(errno);
+        if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION) return -status;
+        ok[0] = false; /* the first range failed; the kernel stops there */
+        return 1;
+    }
+    /* The kernel stops at the first range it cannot read in full. */
+    size_t done = 0;
+    uint64_t left = (uint64_t)got;
+    while (done < n && left >= want[done].len) {
+        ok[done] = true;
+        left -= want[done].len;
+        done++;
+    }
+    if (done < n) {
+        ok[done] = false;
+        done++;
+    }
+    return (long)done;
+}
+
+int remote_readv(remote *r, const range *want, uint8_t **bufs, size_t count, bool *ok) {
+    size_t i = 0;
+    int failures = 0;
+    while (i < count) {
+        long done = readv_batch(r, want + i, bufs + i, count - i, ok + i);
+        if (done < 0) return (int)-done;
+        if (!ok[i + done - 1]) failures++;
+        i += (size_t)done;
+        if (failures >= PREFETCH_MAX_FAILURES) {
+            for (; i < count; i++) ok[i] = false;
+        }
+    }
+    return PYTOP_OK;
+}
+
+static void track(remote *r, uint64_t addr, uint64_t len) {
+    /* Walks touch neighbouring memory in a row (frames in a chunk): grow the last entry when
+     * the new access shares its pages, so the list stays short and nearly sorted. */
+    if (r->touched_count) {
+        range *last = &r->touched[r->touched_count - 1];
+        uint64_t end = addr + len, last_end = last->addr + last->len;
+        if (addr <= last_end + MERGE_GAP_BYTES && end + MERGE_GAP_BYTES >= last->addr) {
+            uint64_t lo = addr < last->addr ? addr : last->addr;
+            uint64_t hi = end > last_end ? end : last_end;
+            if (hi - lo <= MAX_READ_BYTES) {
+                last->addr = lo;
+                last->len = hi - lo;
+                return;
+            }
+        }
+    }
+    if (r->touched_count == r->touched_cap) {
+        if (r->touched_cap >= MAX_PREFETCH_RANGES) return;
+        size_t cap = r->touched_cap ? r->touched_cap * 2 : 64;
+        range *grown = realloc(r->touched, cap * sizeof *grown);
+        if (!grown) return;
+        r->touched = grown;
+        r->touched_cap = cap;
+    }
+    r->touched[r->touched_count++] = (range){addr, len, NULL};
+}
+
+static int by_address(const void *a, const void *b) {
+    uint64_t x = ((const range *)a)->addr, y = ((const range *)b)->addr;
+    return x < y ? -1 : x > y;
+}
+
+static void sort_ranges(range *v, size_t n) {
+    if (n > 24) {
+        qsort(v, n, sizeof *v, by_address);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        range x = v[i];
+        size_t j = i;
+        while (j > 0 && v[j - 1].addr > x.addr) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
+}
+
+/* Merge last sample's touched ranges into page-friendly prefetch ranges. */
+static size_t plan_prefetch(remote *r) {
+    sort_ranges(r->touched, r->touched_count);
+    size_t n = 0;
+    for (size_t i = 0; i < r->touched_count; i++) {
+        uint64_t a = r->touched[i].addr, e = a + r->touched[i].len;
+        if (n) {
+            range *cur = &r->ranges[n - 1];
+            uint64_t cur_end = cur->addr + cur->len;
+            bool near = a <= cur_end + MERGE_GAP_BYTES || page_floor(a) == page_floor(cur_end - 1);
+            if (near && (e > cur_end ? e : cur_end) - cur->addr <= MAX_READ_BYTES) {
+                if (e > cur_end) cur->len = e - cur->addr;
+                continue;
+            }
+        }
+        r->ranges[n++] = (range){a, e - a, NULL};
+    }
+    /* Reading the rest of a page the kernel pins anyway is nearly free, and it catches stacks
+     * that grew a little since last time. */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t end = page_ceil(r->ranges[i].addr + r->ranges[i].len);
+        if (i + 1 < n && end > r->ranges[i + 1].addr) end = r->ranges[i + 1].addr;
+        r->ranges[i].len = end - r->ranges[i].addr;
+    }
+    return n;
+}
+
+int remote_begin_sample(remote *r) {
+    arena_release(r, ARENA_KEEP_BYTES);
+    r->extra_count = 0;
+    r->syscalls = 0;
+    r->range_count = 0;
+    if (r->touched_count == 0) return PYTOP_OK;
+    if (r->range_cap < r->touched_count) {
+        range *grown = realloc(r->ranges, r->touched_count * sizeof *grown);
+        if (!grown) return PYTOP_ERR_NOMEM;
+        r->ranges = grown;
+        r->range_cap = r->touched_count;
+    }
+    size_t n = plan_prefetch(r);
+    r->touched_count = 0;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) total += r->ranges[i].len;
+    if (total > MAX_ARENA_BYTES) return PYTOP_OK; /* too much to guess at; read on demand */
+    if (total > r->prefetch_cap) {
+        uint8_t *grown = realloc(r->prefetch, total);
+        if (!grown) return PYTOP_ERR_NOMEM;
+        r->prefetch = grown;
+        r->prefetch_cap = total;
+    }
+    uint8_t **bufs = malloc(n * (sizeof *bufs + sizeof(bool)));
+    if (!bufs) return PYTOP_ERR_NOMEM;
+    bool *ok = (bool *)(bufs + n);
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        bufs[i] = r->prefetch + off;
+        off += r->ranges[i].len;
+    }
+    int status = remote_readv(r, r->ranges, bufs, n, ok);
+    if (status == PYTOP_OK) {
+        for (size_t i = 0; i < n; i++) r->ranges[i].data = ok[i] ? bufs[i] : NULL;
+        r->range_count = n;
+    }
+    free(bufs);
+    return status;
+}
+
+static const uint8_t *lookup(const remote *r, uint64_t addr, uint64_t len) {
+    size_t lo = 0, hi = r->range_count;
+    while (lo < hi) { /* first range starting after addr */
+        size_t mid = (lo + hi) / 2;
+        if (r->ranges[mid].addr <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo > 0) {
+        const range *c = &r->ranges[lo - 1];
+        if (c->data && addr + len <= c->addr + c->len) return c->data + (addr - c->addr);
+    }
+    for (size_t i = 0; i < r->extra_count; i++) {
+        const range *c = &r->extra[i];
+        if (addr >= c->addr && addr + len <= c->addr + c->len) return c->data + (addr - c->addr);
+    }
+    return NULL;
+}
+
+static const uint8_t *read_into_arena(remote *r, uint64_t addr, size_t len, int *status) {
+    uint8_t *buf = arena_alloc(r, len);
+    if (!buf) {
+        *status = PYTOP_ERR_LIMIT;
+        return NULL;
+    }
+    *status = remote_read(r, addr, buf, len);
+    return *status == PYTOP_OK ? buf : NULL;
+}
+
+static void keep_extra(remote *r, uint64_t addr, size_t len, const uint8_t *data) {
+    if (r->extra_count < sizeof r->extra / sizeof r->extra[0])
+        r->extra[r->extra_count++] = (range){addr, len, data};
+}
+
+const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int *status) {
+    *status = PYTOP_OK;
+    if (len == 0 || len > MAX_READ_BYTES || addr == 0 || addr + len < addr) {
+        *status = len > MAX_READ_BYTES ? PYTOP_ERR_LIMIT : PYTOP_ERR_CORRUPT;
+        return NULL;
+    }
+    if (flags & VIEW_TRACK) track(r, addr, len);
+    const uint8_t *hit = lookup(r, addr, len);
+    if (hit) return hit;
+    if (flags & VIEW_WINDOW) {
+        /* Walking outwards goes down in memory: read the window below too, if it is mapped. */
+        uint64_t end = addr + len;
+        uint64_t start = page_floor(addr) > WINDOW_BYTES ? page_floor(addr) - WINDOW_BYTES : 0;
+        if (start && end - start <= MAX_READ_BYTES) {
+            int window_status;
+            const uint8_t *w = read_into_arena(r, start, end - start, &window_status);
+            if (w) {
+                keep_extra(r, start, end - start, w);
+                return w + (addr - start);
+            }
+            if (window_status == PYTOP_ERR_GONE || window_status == PYTOP_ERR_PERMISSION) {
+                *status = window_status;
+                return NULL;
+            }
+        }
+    }
+    return read_into_arena(r, addr, len, status);
+}
+
+int remote_fill(remote *r, uint64_t addr, size_t len) {
+    if (len == 0 || lookup(r, addr, len)) return PYTOP_OK;
+    int status;
+    const uint8_t *data = read_into_arena(r, addr, len, &status);
+    if (data) keep_extra(r, addr, len, data);
+    return status;
+}

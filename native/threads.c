@@ -1,0 +1,181 @@
+/*
+ * Every interpreter (runtime->interpreters.head, then ->next) and every thread state of each
+ * (threads.head, then ->next), with the GIL holder, the GC flag and each thread's OS state.
+ *
+ * The GIL: up to 3.11 one lives in _PyRuntime (ceval.gil); from 3.12 each interpreter has its
+ * own (_gil), unused by interpreters that share the main one. A thread holds the GIL when a
+ * locked GIL names its thread state as last holder.
+ */
+#include "internal.h"
+
+typedef struct gil_holders {
+    uint64_t tstate[MAX_INTERPRETERS + 1];
+    int count;
+} gil_holders;
+
+static int read_u64(pytop_unwinder *u, uint64_t addr, uint64_t *out) {
+    int status;
+    const uint8_t *p = remote_view(&u->mem, addr, 8, VIEW_TRACK, &status);
+    if (p) *out = load_u64(p, 0);
+    return status;
+}
+
+static int read_i32(pytop_unwinder *u, uint64_t addr, int32_t *out) {
+    int status;
+    const uint8_t *p = remote_view(&u->mem, addr, 4, VIEW_TRACK, &status);
+    if (p) *out = load_i32(p, 0);
+    return status;
+}
+
+static int read_gil(pytop_unwinder *u, uint64_t base, int32_t locked_off, int32_t holder_off,
+                    gil_holders *g) {
+    if (locked_off < 0 || holder_off < 0) return PYTOP_OK;
+    int32_t locked = 0;
+    uint64_t holder = 0;
+    int status = read_i32(u, base + (uint64_t)locked_off, &locked);
+    if (status == PYTOP_OK) status = read_u64(u, base + (uint64_t)holder_off, &holder);
+    if (status == PYTOP_OK && locked && holder && g->count < MAX_INTERPRETERS + 1)
+        g->tstate[g->count++] = holder;
+    return status;
+}
+
+static int read_gc_flag(pytop_unwinder *u, uint64_t addr) {
+    int32_t collecting = 0;
+    int status = read_i32(u, addr, &collecting);
+    if (status != PYTOP_OK) return status;
+    if (u->gc_collecting < 0) u->gc_collecting = 0;
+    if (collecting) u->gc_collecting = 1;
+    return PYTOP_OK;
+}
+
+/* Where the thread's frames start, from its PyThreadState at `ts`. */
+static int thread_frames_of(pytop_unwinder *u, uint64_t ts, thread_frames *tf) {
+    const pytop_layout *L = &u->L;
+    int status = PYTOP_OK;
+    *tf = (thread_frames){0, 0, 0};
+    if (L->ts_cframe >= 0) { /* 3.11-3.12: tstate->cframe->current_frame */
+        uint64_t cframe = 0;
+        status = read_u64(u, ts + (uint64_t)L->ts_cframe, &cframe);
+        if (status == PYTOP_OK && cframe)
+            status = read_u64(u, cframe + (uint64_t)L->cf_current_frame, &tf->top_frame);
+    } else {
+        status = read_u64(u, ts + (uint64_t)L->ts_frame, &tf->top_frame);
+    }
+    if (status == PYTOP_OK && L->ts_datastack_chunk >= 0 && L->ts_datastack_top >= 0) {
+        status = read_u64(u, ts + (uint64_t)L->ts_datastack_chunk, &tf->chunk);
+        if (status == PYTOP_OK) status = read_u64(u, ts + (uint64_t)L->ts_datastack_top, &tf->stack_top);
+    }
+    return status;
+}
+
+static int native_id_of(pytop_unwinder *u, uint64_t ts, uint64_t thread_id, int32_t *tid) {
+    const pytop_layout *L = &u->L;
+    *tid = 0;
+    if (L->ts_native_thread_id >= 0) {
+        uint64_t v = 0;
+        int status = read_u64(u, ts + (uint64_t)L->ts_native_thread_id, &v);
+        if (status == PYTOP_OK && v <= INT32_MAX) *tid = (int32_t)v;
+        return status;
+    }
+    /* Before 3.11 only the pthread_t is known; glibc keeps the TID inside struct pthread. */
+    if (L->pthread_tid >= 0 && thread_id) {
+        int32_t v = 0;
+        if (read_i32(u, thread_id + (uint64_t)L->pthread_tid, &v) == PYTOP_OK && v > 0) *tid = v;
+    }
+    return PYTOP_OK;
+}
+
+static void set_os_state(pytop_unwinder *u, pytop_thread *t) {
+    t->os_state = '?';
+    if (u->os.mode == 0 || t->native_id <= 0) return;
+    t->os_state = os_state_of(&u->os, t->native_id);
+    if (t->os_state == '?') return;
+    t->flags |= PYTOP_THREAD_OS_KNOWN;
+    if (t->os_state == 'R') t->flags |= PYTOP_THREAD_ACTIVE;
+}
+
+static int walk_thread(pytop_unwinder *u, uint64_t ts, int64_t interp_id, uint64_t *next) {
+    const pytop_layout *L = &u->L;
+    uint64_t thread_id = 0;
+    int status = read_u64(u, ts + (uint64_t)L->ts_next, next);
+    if (status == PYTOP_OK) status = read_u64(u, ts + (uint64_t)L->ts_thread_id, &thread_id);
+    if (status != PYTOP_OK) return fail(u, status, "cannot read thread state at 0x%llx", (unsigned long long)ts);
+    pytop_thread *t = push_thread(u);
+    if (!t) return fail(u, PYTOP_ERR_NOMEM, "out of memory for threads");
+    t->thread_id = thread_id;
+    t->tstate = ts;
+    t->interp_id = interp_id;
+    t->first_frame = u->frame_count;
+    if ((status = native_id_of(u, ts, thread_id, &t->native_id)) != PYTOP_OK) return status;
+    thread_frames tf;
+    status = thread_frames_of(u, ts, &tf);
+    if (status == PYTOP_OK) status = frames_walk(u, &tf, t);
+    t->frame_count = u->frame_count - t->first_frame;
+    t->status = status;
+    set_os_state(u, t);
+    /* Losing the process or the permission ends the sample; anything else is this thread's. */
+    if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION || status == PYTOP_ERR_NOMEM)
+        return fail(u, status, "reading the stack of thread %llu", (unsigned long long)thread_id);
+    return PYTOP_OK;
+}
+
+static int walk_interpreter_state(pytop_unwinder *u, uint64_t interp, gil_holders *g,
+                                  uint64_t *generation_sum, uint64_t *next) {
+    const pytop_layout *L = &u->L;
+    uint64_t head = 0, id = 0;
+    int status = read_u64(u, interp + (uint64_t)L->is_next, next);
+    if (status == PYTOP_OK) status = read_u64(u, interp + (uint64_t)L->is_id, &id);
+    if (status == PYTOP_OK) status = read_u64(u, interp + (uint64_t)L->is_threads_head, &head);
+    if (status == PYTOP_OK) status = read_gil(u, interp, L->is_gil_locked, L->is_gil_holder, g);
+    if (status == PYTOP_OK && L->is_gc_collecting >= 0)
+        status = read_gc_flag(u, interp + (uint64_t)L->is_gc_collecting);
+    if (status == PYTOP_OK && L->is_code_generation >= 0) {
+        uint64_t generation = 0;
+        status = read_u64(u, interp + (uint64_t)L->is_code_generation, &generation);
+        *generation_sum += generation;
+    }
+    if (status != PYTOP_OK)
+        return fail(u, status, "cannot read interpreter state at 0x%llx", (unsigned long long)interp);
+    uint64_t ts = head;
+    for (int n = 0; ts; n++) {
+        if (u->thread_count >= MAX_THREADS || n >= MAX_THREADS)
+            return fail(u, PYTOP_ERR_LIMIT, "more than %d threads (or a cycle in the thread list)", MAX_THREADS);
+        uint64_t next_ts = 0;
+        if ((status = walk_thread(u, ts, (int64_t)id, &next_ts)) != PYTOP_OK) return status;
+        ts = next_ts;
+    }
+    return PYTOP_OK;
+}
+
+static void mark_gil_holders(pytop_unwinder *u, const gil_holders *g) {
+    for (uint32_t i = 0; i < u->thread_count; i++)
+        for (int k = 0; k < g->count; k++)
+            if (u->threads[i].tstate == g->tstate[k]) u->threads[i].flags |= PYTOP_THREAD_GIL;
+}
+
+int threads_walk(pytop_unwinder *u) {
+    const pytop_layout *L = &u->L;
+    gil_holders g = {.count = 0};
+    uint64_t interp = 0, generation_sum = 0;
+    int status = read_gil(u, u->runtime, L->rt_gil_locked, L->rt_gil_holder, &g);
+    if (status == PYTOP_OK && L->rt_gc_collecting >= 0)
+        status = read_gc_flag(u, u->runtime + (uint64_t)L->rt_gc_collecting);
+    if (status == PYTOP_OK)
+        status = read_u64(u, u->runtime + (uint64_t)L->rt_interpreters_head, &interp);
+    if (status != PYTOP_OK) return fail(u, status, "cannot read the Python runtime state");
+    if (!interp) return fail(u, PYTOP_ERR_CORRUPT, "the Python runtime has no interpreter (starting up or shutting down)");
+    for (int n = 0; interp; n++) {
+        if (n >= MAX_INTERPRETERS)
+            return fail(u, PYTOP_ERR_LIMIT, "more than %d interpreters (or a cycle in their list)", MAX_INTERPRETERS);
+        uint64_t next = 0;
+        if ((status = walk_interpreter_state(u, interp, &g, &generation_sum, &next)) != PYTOP_OK)
+            return status;
+        interp = next;
+    }
+    if (L->is_code_generation >= 0) {
+        u->codes.generation = generation_sum;
+        u->codes.generation_known = true;
+    }
+    mark_gil_holders(u, &g);
+    return PYTOP_OK;
+}

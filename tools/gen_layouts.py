@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""Generate app/pytop/layouts/generated.py: CPython struct offsets for every supported version.
+
+How: for each minor version, a small C program is compiled against that version's own headers
+(internal ones included, with Py_BUILD_CORE) and prints offsetof()/sizeof() of every field the
+unwinder reads. The headers come from the interpreters tools/provision_interpreters.py finds or
+fetches (pyenv's include/ for 3.8-3.13, the libpythonX.Y-dev package from Debian sid for 3.14 and
+3.15). For 3.13+ it also records where each field sits inside `_Py_DebugOffsets`, so that pytop can
+take the offsets a target publishes about itself at run time and only falls back to this table
+for what the target does not publish.
+
+Run it after adding a version or when a header changes:
+    python tools/gen_layouts.py            # rewrites app/pytop/layouts/generated.py
+    python tools/gen_layouts.py --check    # exit 1 if the committed file is out of date
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pprint
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUTPUT = HERE.parent / "app" / "pytop" / "layouts" / "generated.py"
+sys.path.insert(0, str(HERE))
+import provision_interpreters  # noqa: E402
+
+V = tuple[int, int]
+ALL = ((3, 8), (3, 99))
+
+
+def since(v: V) -> tuple[V, V]:
+    return (v, (3, 99))
+
+
+def until(v: V) -> tuple[V, V]:
+    return ((3, 8), v)
+
+
+# (layout field, C expression, (first, last) minor version it applies to). The first matching
+# row wins. Missing fields become -1 in the generated table.
+FIELDS: list[tuple[str, str, tuple[V, V]]] = [
+    # _PyRuntimeState
+    ("rt_interpreters_head", "offsetof(_PyRuntimeState, interpreters.head)", ALL),
+    ("rt_main_thread", "offsetof(_PyRuntimeState, main_thread)", ALL),
+    ("rt_gil_locked", "offsetof(_PyRuntimeState, ceval.gil.locked)", until((3, 11))),
+    ("rt_gil_holder", "offsetof(_PyRuntimeState, ceval.gil.last_holder)", until((3, 11))),
+    ("rt_gc_collecting", "offsetof(_PyRuntimeState, gc.collecting)", until((3, 8))),
+    ("rt_size", "sizeof(_PyRuntimeState)", ALL),
+    # PyInterpreterState
+    ("is_next", "offsetof(PyInterpreterState, next)", ALL),
+    ("is_id", "offsetof(PyInterpreterState, id)", ALL),
+    ("is_threads_head", "offsetof(PyInterpreterState, tstate_head)", until((3, 10))),
+    ("is_threads_head", "offsetof(PyInterpreterState, threads.head)", since((3, 11))),
+    ("is_gil_locked", "offsetof(PyInterpreterState, _gil.locked)", since((3, 12))),
+    ("is_gil_holder", "offsetof(PyInterpreterState, _gil.last_holder)", since((3, 12))),
+    ("is_gc_collecting", "offsetof(PyInterpreterState, gc.collecting)", since((3, 9))),
+    ("is_code_generation", "offsetof(PyInterpreterState, _code_object_generation)", since((3, 14))),
+    ("is_size", "sizeof(PyInterpreterState)", ALL),
+    # PyThreadState
+    ("ts_next", "offsetof(PyThreadState, next)", ALL),
+    ("ts_interp", "offsetof(PyThreadState, interp)", ALL),
+    ("ts_thread_id", "offsetof(PyThreadState, thread_id)", ALL),
+    ("ts_native_thread_id", "offsetof(PyThreadState, native_thread_id)", since((3, 11))),
+    ("ts_frame", "offsetof(PyThreadState, frame)", until((3, 10))),
+    ("ts_frame", "offsetof(PyThreadState, current_frame)", since((3, 13))),
+    ("ts_cframe", "offsetof(PyThreadState, cframe)", ((3, 11), (3, 12))),
+    ("cf_current_frame", "offsetof(_PyCFrame, current_frame)", ((3, 11), (3, 12))),
+    ("ts_datastack_chunk", "offsetof(PyThreadState, datastack_chunk)", since((3, 11))),
+    ("ts_datastack_top", "offsetof(PyThreadState, datastack_top)", since((3, 11))),
+    ("ts_size", "sizeof(PyThreadState)", ALL),
+    # Frames: PyFrameObject chain up to 3.10, _PyInterpreterFrame from 3.11.
+    ("fr_previous", "offsetof(PyFrameObject, f_back)", until((3, 10))),
+    ("fr_previous", "offsetof(_PyInterpreterFrame, previous)", since((3, 11))),
+    ("fr_code", "offsetof(PyFrameObject, f_code)", until((3, 10))),
+    ("fr_code", "offsetof(_PyInterpreterFrame, f_code)", ((3, 11), (3, 12))),
+    ("fr_code", "offsetof(_PyInterpreterFrame, f_executable)", since((3, 13))),
+    ("fr_lasti", "offsetof(PyFrameObject, f_lasti)", until((3, 10))),
+    ("fr_instr_ptr", "offsetof(_PyInterpreterFrame, prev_instr)", ((3, 11), (3, 12))),
+    ("fr_instr_ptr", "offsetof(_PyInterpreterFrame, instr_ptr)", since((3, 13))),
+    ("fr_owner", "offsetof(_PyInterpreterFrame, owner)", since((3, 11))),
+    ("fr_header_size", "offsetof(PyFrameObject, f_localsplus)", until((3, 10))),
+    ("fr_header_size", "offsetof(_PyInterpreterFrame, localsplus)", since((3, 11))),
+    # The first owner value that marks a frame that is not Python code (C-stack shims, and
+    # from 3.14 interpreter-owned entry frames); such frames are skipped.
+    ("fr_owner_native", "FRAME_OWNED_BY_CSTACK", ((3, 12), (3, 13))),
+    ("fr_owner_native", "FRAME_OWNED_BY_INTERPRETER", since((3, 14))),
+    ("fr_executable_tag_bits", "Py_TAG_BITS", since((3, 14))),
+    ("chunk_previous", "offsetof(_PyStackChunk, previous)", since((3, 11))),
+    ("chunk_size", "offsetof(_PyStackChunk, size)", since((3, 11))),
+    ("chunk_data", "offsetof(_PyStackChunk, data)", since((3, 11))),
+    # PyCodeObject
+    ("co_filename", "offsetof(PyCodeObject, co_filename)", ALL),
+    ("co_name", "offsetof(PyCodeObject, co_name)", ALL),
+    ("co_qualname", "offsetof(PyCodeObject, co_qualname)", since((3, 11))),
+    ("co_linetable", "offsetof(PyCodeObject, co_lnotab)", until((3, 9))),
+    ("co_linetable", "offsetof(PyCodeObject, co_linetable)", since((3, 10))),
+    ("co_firstlineno", "offsetof(PyCodeObject, co_firstlineno)", ALL),
+    ("co_code", "offsetof(PyCodeObject, co_code)", until((3, 10))),
+    ("co_code_adaptive", "offsetof(PyCodeObject, co_code_adaptive)", since((3, 11))),
+    ("co_header_size", "sizeof(PyCodeObject)", until((3, 10))),
+    ("co_header_size", "offsetof(PyCodeObject, co_code_adaptive)", since((3, 11))),
+    # Plain objects
+    ("ob_type", "offsetof(PyObject, ob_type)", ALL),
+    ("var_ob_size", "offsetof(PyVarObject, ob_size)", ALL),
+    ("tp_name", "offsetof(PyTypeObject, tp_name)", ALL),
+    ("bytes_sval", "offsetof(PyBytesObject, ob_sval)", ALL),
+    ("str_length", "offsetof(PyASCIIObject, length)", ALL),
+    ("str_state", "offsetof(PyASCIIObject, state)", ALL),
+    ("str_ascii_size", "sizeof(PyASCIIObject)", ALL),
+    ("str_compact_size", "sizeof(PyCompactUnicodeObject)", ALL),
+    ("str_legacy_data", "offsetof(PyUnicodeObject, data)", ALL),
+]
+
+# Bit fields of PyASCIIObject.state, found by setting each one and looking at the word.
+STATE_BITS = ("kind", "compact", "ascii")
+
+# Layout field -> member of _Py_DebugOffsets (3.13+). `is_gc_collecting` is the sum of two
+# entries (is_gc + gc_collecting) and is computed by pytop itself.
+DEBUG_FIELDS: dict[str, str] = {
+    "version": "version",
+    "free_threaded": "free_threaded",
+    "rt_interpreters_head": "runtime_state.interpreters_head",
+    "is_size": "interpreter_state.size",
+    "is_next": "interpreter_state.next",
+    "is_id": "interpreter_state.id",
+    "is_threads_head": "interpreter_state.threads_head",
+    "is_gil_locked": "interpreter_state.gil_runtime_state_locked",
+    "is_gil_holder": "interpreter_state.gil_runtime_state_holder",
+    "is_gc": "interpreter_state.gc",
+    "is_code_generation": "interpreter_state.code_object_generation",
+    "ts_size": "thread_state.size",
+    "ts_next": "thread_state.next",
+    "ts_interp": "thread_state.interp",
+    "ts_thread_id": "thread_state.thread_id",
+    "ts_native_thread_id": "thread_state.native_thread_id",
+    "ts_frame": "thread_state.current_frame",
+    "ts_datastack_chunk": "thread_state.datastack_chunk",
+    "fr_previous": "interpreter_frame.previous",
+    "fr_code": "interpreter_frame.executable",
+    "fr_instr_ptr": "interpreter_frame.instr_ptr",
+    "fr_owner": "interpreter_frame.owner",
+    "fr_header_size": "interpreter_frame.localsplus",
+    "co_filename": "code_object.filename",
+    "co_name": "code_object.name",
+    "co_qualname": "code_object.qualname",
+    "co_linetable": "code_object.linetable",
+    "co_firstlineno": "code_object.firstlineno",
+    "co_code_adaptive": "code_object.co_code_adaptive",
+    "ob_type": "pyobject.ob_type",
+    "tp_name": "type_object.tp_name",
+    "bytes_sval": "bytes_object.ob_sval",
+    "str_state": "unicode_object.state",
+    "str_length": "unicode_object.length",
+    "str_ascii_size": "unicode_object.asciiobject_size",
+    "str_compact_size": "unicode_object.compactunicodeobject_size",
+    "gc_collecting": "gc.collecting",
+}
+
+# Members that later versions added to _Py_DebugOffsets.
+DEBUG_FIELDS_SINCE: dict[str, V] = {"is_code_generation": (3, 14), "str_compact_size": (3, 15)}
+
+PROLOGUE = r"""
+#define Py_BUILD_CORE 1
+#include "Python.h"
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#if PY_VERSION_HEX < 0x030B0000
+#  include "frameobject.h"
+#endif
+#if PY_VERSION_HEX < 0x03090000
+#  include "internal/pycore_pystate.h"
+#else
+#  include "internal/pycore_runtime.h"
+#  include "internal/pycore_interp.h"
+#endif
+#if PY_VERSION_HEX >= 0x030B0000
+#  include "internal/pycore_frame.h"
+#endif
+#if PY_VERSION_HEX >= 0x030E0000
+#  include "internal/pycore_interpframe.h"
+#  include "internal/pycore_stackref.h"
+#  include "internal/pycore_debug_offsets.h"
+#endif
+
+static int bit_shift(unsigned int mask) { int s = 0; while (mask && !(mask & 1)) { mask >>= 1; s++; } return s; }
+static unsigned int state_word(PyASCIIObject *o) { unsigned int w = 0; memcpy(&w, &o->state, sizeof w); return w; }
+
+int main(void) {
+    int first = 1;
+    printf("{");
+#define EMIT(name, value) do { printf("%s\"%s\": %ld", first ? "" : ", ", name, (long)(value)); first = 0; } while (0)
+"""
+
+
+def applies(span: tuple[V, V], version: V) -> bool:
+    return span[0] <= version <= span[1]
+
+
+def program(version: V) -> str:
+    lines = [PROLOGUE]
+    chosen = set()
+    for name, expr, span in FIELDS:
+        if name not in chosen and applies(span, version):
+            chosen.add(name)
+            lines.append(f'    EMIT("{name}", {expr});')
+    for bit in STATE_BITS:
+        lines.append(
+            "    { PyASCIIObject o; memset(&o, 0, sizeof o); o.state.%s = ~0u; "
+            'EMIT("str_%s_shift", bit_shift(state_word(&o) >> 0)); '
+            'EMIT("str_%s_width", __builtin_popcount(state_word(&o))); }' % (bit, bit, bit)
+        )
+    if version >= (3, 13):
+        lines.append('    EMIT("dbg_size", sizeof(_Py_DebugOffsets));')
+        for name, member in DEBUG_FIELDS.items():
+            if version < DEBUG_FIELDS_SINCE.get(name, (3, 13)):
+                continue
+            lines.append(f'    EMIT("dbg_{name}", offsetof(_Py_DebugOffsets, {member}));')
+    lines.append('    printf("}\\n");\n    return 0;\n}\n')
+    return "\n".join(lines)
+
+
+def measure(version: V, include: list[str]) -> dict[str, int]:
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "layout.c"
+        exe = Path(tmp) / "layout"
+        src.write_text(program(version))
+        flags = [f"-I{d}" for d in include] + [f"-I{include[0]}/internal"]
+        subprocess.run(["cc", "-w", "-std=gnu11", *flags, str(src), "-o", str(exe)], check=True)
+        out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def split(values: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    layout = {k: v for k, v in values.items() if not k.startswith("dbg_")}
+    debug = {k[4:]: v for k, v in values.items() if k.startswith("dbg_")}
+    return layout, debug
+
+
+def headers_by_version(cache: Path) -> dict[V, list[str]]:
+    interpreters, problems = provision_interpreters.provision(cache)
+    found: dict[V, list[str]] = {}
+    for interp in interpreters:
+        if interp["include"]:
+            major, minor = (int(p) for p in interp["version"].split("."))
+            found.setdefault((major, minor), interp["include"])
+    for problem in problems:
+        print(f"gen_layouts: {problem}", file=sys.stderr)
+    return found
+
+
+def render(layouts: dict[V, dict[str, int]], debug: dict[V, dict[str, int]]) -> str:
+    return (
+        '"""CPython struct offsets per minor version. Generated by tools/gen_layouts.py; do not edit.\n\n'
+        "LAYOUTS[v][field] is an offset (or size, or constant) from that version's headers; -1 means\n"
+        "the version has no such field. DEBUG_OFFSETS[v][field] is where that field's value sits inside\n"
+        'the `_Py_DebugOffsets` block a 3.13+ target publishes about itself.\n"""\n\n'
+        f"LAYOUTS = {pprint.pformat(layouts, width=100, sort_dicts=True)}\n\n"
+        f"DEBUG_OFFSETS = {pprint.pformat(debug, width=100, sort_dicts=True)}\n"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare with the committed file")
+    parser.add_argument("--cache", type=Path, default=provision_interpreters.default_cache())
+    args = parser.parse_args()
+    all_fields = sorted({name for name, _, _ in FIELDS})
+    layouts: dict[V, dict[str, int]] = {}
+    debug: dict[V, dict[str, int]] = {}
+    for version, include in sorted(headers_by_version(args.cache).items()):
+        layout, dbg = split(measure(version, include))
+        layouts[version] = {name: layout.get(name, -1) for name in all_fields} | {
+            k: v for k, v in layout.items() if k.startswith("str_")
+        }
+        if dbg:
+            debug[version] = dbg
+    text = render(layouts, debug)
+    if args.check:
+        current = OUTPUT.read_text() if OUTPUT.exists() else ""
+        if current != text:
+            print(f"{OUTPUT} is out of date: run tools/gen_layouts.py", file=sys.stderr)
+            return 1
+        return 0
+    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
+    OUTPUT.write_text(text)
+    print(f"wrote {OUTPUT} for {', '.join('%d.%d' % v for v in layouts)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
