@@ -1,7 +1,8 @@
 """cffi build script (API mode) for pytop's native unwinder: the extension `pytop._native`.
 
 The cdef is pytop.h itself, minus the preprocessor lines cffi does not read, so the public header
-and the Python binding cannot drift apart. setup.py names this file in `cffi_modules`.
+and the Python binding cannot drift apart. setup.py names `ffibuilder` in `cffi_modules`; the
+sanitizer test calls make_builder() with its own flags.
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Sequence
 
 from cffi import FFI
 
 NATIVE = Path(__file__).resolve().parent
 SOURCES = ["remote.c", "linetable.c", "text.c", "codes.c", "frames.c", "threads.c", "osstate.c", "unwinder.c"]
-WARNINGS = ["-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
+CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
 
 
 def cdef_text() -> str:
@@ -27,21 +29,27 @@ def cdef_text() -> str:
     return "\n".join(lines)
 
 
-def relative(path: Path) -> str:
-    # setuptools wants source paths relative to the project root it runs from.
-    return os.path.relpath(path, Path.cwd())
+def make_builder(absolute: bool = False, cflags: Sequence[str] = (), ldflags: Sequence[str] = ()) -> FFI:
+    """setuptools wants source paths relative to the project root it runs from; a build in a
+    temporary directory (ffi.compile(tmpdir=...)) needs them absolute."""
+
+    def path(p: Path) -> str:
+        return str(p) if absolute else os.path.relpath(p, Path.cwd())
+
+    builder = FFI()
+    builder.cdef(cdef_text())
+    builder.set_source(
+        "pytop._native",
+        '#include "pytop.h"',
+        sources=[path(NATIVE / name) for name in SOURCES],
+        include_dirs=[path(NATIVE)],
+        extra_compile_args=[*CFLAGS, *cflags],
+        extra_link_args=list(ldflags),
+    )
+    return builder
 
 
-ffibuilder = FFI()
-ffibuilder.cdef(cdef_text())
-ffibuilder.set_source(
-    "pytop._native",
-    '#include "pytop.h"',
-    sources=[relative(NATIVE / name) for name in SOURCES],
-    include_dirs=[relative(NATIVE)],
-    extra_compile_args=["-std=gnu11", "-O2", *WARNINGS, *os.environ.get("PYTOP_CFLAGS", "").split()],
-    extra_link_args=os.environ.get("PYTOP_LDFLAGS", "").split(),
-)
+ffibuilder = make_builder()
 
 if __name__ == "__main__":
     ffibuilder.compile(verbose=True)

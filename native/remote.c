@@ -15,6 +15,18 @@
 
 #include "internal.h"
 
+/* In a sanitizer build, bytes of the arena and of the prefetch buffer that no view owns are
+ * poisoned, so a walk that reads past the end of what it asked for is caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+#define GUARD_BYTES 16u /* between prefetched ranges */
 #define ARENA_BLOCK_BYTES (1u << 20)
 #define ARENA_KEEP_BYTES (8u << 20)
 #define MERGE_GAP_BYTES 256u
@@ -47,10 +59,12 @@ static void arena_release(remote *r, size_t keep) {
         arena_block *b = *link;
         if (kept + b->size <= keep) {
             b->used = 0;
+            POISON(b->bytes, b->size);
             kept += b->size;
             link = &b->next;
         } else {
             *link = b->next;
+            UNPOISON(b->bytes, b->size);
             free(b);
         }
     }
@@ -61,31 +75,31 @@ void remote_free(remote *r) {
     arena_release(r, 0);
     free(r->touched);
     free(r->ranges);
+    UNPOISON(r->prefetch, r->prefetch_cap);
     free(r->prefetch);
     memset(r, 0, sizeof *r);
 }
 
 static uint8_t *arena_alloc(remote *r, size_t len) {
     if (r->arena_total + len > MAX_ARENA_BYTES) return NULL;
-    for (arena_block *b = r->arena; b; b = b->next) {
-        if (b->size - b->used >= len) {
-            uint8_t *p = b->bytes + b->used;
-            b->used += (len + 7) & ~(size_t)7;
-            if (b->used > b->size) b->used = b->size;
-            r->arena_total += len;
-            return p;
-        }
+    size_t step = (len + 7 + GUARD_BYTES) & ~(size_t)7; /* aligned, with a poisoned gap */
+    arena_block *b = r->arena;
+    while (b && b->size - b->used < step) b = b->next;
+    if (!b) {
+        size_t size = step > ARENA_BLOCK_BYTES ? step : ARENA_BLOCK_BYTES;
+        b = malloc(sizeof *b + size);
+        if (!b) return NULL;
+        b->size = size;
+        b->used = 0;
+        POISON(b->bytes, size);
+        b->next = r->arena;
+        r->arena = b;
     }
-    size_t size = len > ARENA_BLOCK_BYTES ? len : ARENA_BLOCK_BYTES;
-    arena_block *b = malloc(sizeof *b + size);
-    if (!b) return NULL;
-    b->size = size;
-    b->used = (len + 7) & ~(size_t)7;
-    if (b->used > size) b->used = size;
-    b->next = r->arena;
-    r->arena = b;
+    uint8_t *p = b->bytes + b->used;
+    b->used += step;
     r->arena_total += len;
-    return b->bytes;
+    UNPOISON(p, len);
+    return p;
 }
 
 int remote_read(remote *r, uint64_t addr, void *buf, size_t len) {
@@ -236,9 +250,10 @@ int remote_begin_sample(remote *r) {
     size_t n = plan_prefetch(r);
     r->touched_count = 0;
     size_t total = 0;
-    for (size_t i = 0; i < n; i++) total += r->ranges[i].len;
+    for (size_t i = 0; i < n; i++) total += r->ranges[i].len + GUARD_BYTES;
     if (total > MAX_ARENA_BYTES) return PYTOP_OK; /* too much to guess at; read on demand */
     if (total > r->prefetch_cap) {
+        UNPOISON(r->prefetch, r->prefetch_cap);
         uint8_t *grown = realloc(r->prefetch, total);
         if (!grown) return PYTOP_ERR_NOMEM;
         r->prefetch = grown;
@@ -248,9 +263,11 @@ int remote_begin_sample(remote *r) {
     if (!bufs) return PYTOP_ERR_NOMEM;
     bool *ok = (bool *)(bufs + n);
     size_t off = 0;
+    POISON(r->prefetch, r->prefetch_cap);
     for (size_t i = 0; i < n; i++) {
         bufs[i] = r->prefetch + off;
-        off += r->ranges[i].len;
+        UNPOISON(bufs[i], r->ranges[i].len);
+        off += r->ranges[i].len + GUARD_BYTES;
     }
     int status = remote_readv(r, r->ranges, bufs, n, ok);
     if (status == PYTOP_OK) {

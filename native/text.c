@@ -13,8 +13,14 @@
 
 #define SPECULATIVE_DATA_BYTES 192
 
+static uint32_t as_scalar(uint32_t cp) {
+    /* Lone surrogates and values past Unicode are not text. */
+    return (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF ? 0xFFFD : cp;
+}
+
+static size_t utf8_length(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
+
 static size_t put_utf8(uint32_t cp, char *out) {
-    if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD; /* lone surrogates are not text */
     if (cp < 0x80) {
         out[0] = (char)cp;
         return 1;
@@ -37,8 +43,8 @@ static size_t put_utf8(uint32_t cp, char *out) {
     return 4;
 }
 
-int64_t pytop_decode_text(int kind, const uint8_t *data, size_t data_length, size_t count,
-                          char *out, size_t capacity) {
+static int64_t decode_text(int kind, const uint8_t *data, size_t data_length, size_t count,
+                           char *out, size_t capacity) {
     if ((kind != 1 && kind != 2 && kind != 4) || capacity == 0) return -1;
     if (count > data_length / (size_t)kind) return -1;
     size_t used = 0;
@@ -52,13 +58,29 @@ int64_t pytop_decode_text(int kind, const uint8_t *data, size_t data_length, siz
             cp = v;
         } else {
             memcpy(&cp, data + 4 * i, 4);
-            if (cp > 0x10FFFF) cp = 0xFFFD;
         }
-        if (used + 4 + 1 > capacity) break; /* cut, but never in the middle of a character */
+        cp = as_scalar(cp);
+        if (used + utf8_length(cp) + 1 > capacity) break; /* cut between characters */
         used += put_utf8(cp, out + used);
     }
     out[used] = '\0';
     return (int64_t)used;
+}
+
+int64_t pytop_decode_text(int kind, const uint8_t *data, size_t data_length, size_t count,
+                          char *out, size_t capacity) {
+    /* Exact-size copies: in a sanitizer build, any access past either end is caught. */
+    uint8_t *in = malloc(data_length ? data_length : 1);
+    char *buf = malloc(capacity ? capacity : 1);
+    int64_t n = -1;
+    if (in && buf) {
+        memcpy(in, data, data_length);
+        n = decode_text(kind, in, data_length, count, buf, capacity);
+        if (n >= 0) memcpy(out, buf, (size_t)n + 1);
+    }
+    free(in);
+    free(buf);
+    return n;
 }
 
 static unsigned state_field(uint32_t state, int32_t shift, int32_t width) {
@@ -105,7 +127,7 @@ char *text_read(remote *r, const pytop_layout *L, uint64_t addr, size_t max_char
         *status = PYTOP_ERR_NOMEM;
         return NULL;
     }
-    if (pytop_decode_text((int)kind, data, bytes, count, out, capacity) < 0) {
+    if (decode_text((int)kind, data, bytes, count, out, capacity) < 0) {
         free(out);
         *status = PYTOP_ERR_CORRUPT;
         return NULL;

@@ -6,6 +6,8 @@ escaping is a bug in pytop.
 
 from __future__ import annotations
 
+import os
+
 
 class PytopError(Exception):
     """A failure the user can act on; str(error) is the whole explanation."""
@@ -41,13 +43,36 @@ class AttachFailed(PytopError):
     """The process is Python, but its runtime could not be found or read."""
 
 
-PERMISSION_ADVICE = (
-    "run pytop as root (sudo), give it CAP_SYS_PTRACE (sudo setcap cap_sys_ptrace+ep $(which python3)), "
-    "or allow tracing of your own processes with "
-    "'echo 0 | sudo tee /proc/sys/kernel/yama/ptrace_scope'; in a container, start it with "
-    "--cap-add SYS_PTRACE"
-)
+def _ptrace_scope() -> int | None:
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _owner(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def permission_advice(pid: int) -> str:
+    """What to do about a refused read, for the situation at hand."""
+    owner, scope = _owner(pid), _ptrace_scope()
+    if os.geteuid() == 0:
+        return ("pytop runs as root but without CAP_SYS_PTRACE; in a container, start it with "
+                "--cap-add SYS_PTRACE (docker) or the SYS_PTRACE capability (Kubernetes)")
+    if owner is not None and owner != os.geteuid():
+        return (f"the process belongs to another user (uid {owner}); run pytop as that user "
+                "or with sudo")
+    if scope is not None and scope > 0:
+        return (f"kernel.yama.ptrace_scope is {scope}, which only lets debuggers read their own "
+                "children; run pytop with sudo, or allow it with "
+                "'echo 0 | sudo tee /proc/sys/kernel/yama/ptrace_scope'")
+    return "run pytop with sudo or give it CAP_SYS_PTRACE"
 
 
 def permission_denied(pid: int, what: str) -> PermissionDenied:
-    return PermissionDenied(f"permission denied {what} process {pid}: {PERMISSION_ADVICE}")
+    return PermissionDenied(f"permission denied {what} process {pid}: {permission_advice(pid)}")

@@ -43,6 +43,19 @@ def read_memory(pid: int, address: int, length: int) -> bytes:
     return ffi.buffer(buf, length)[:]
 
 
+def decode_line(table_format: int, table: bytes, firstlineno: int, offset: int) -> int:
+    """The line of bytecode byte `offset` per a line table, as the native decoder reads it
+    (-1: no line). Exposed for tests that hold it against CPython's own reading."""
+    return int(lib.pytop_decode_line(table_format, table, len(table), firstlineno, offset))
+
+
+def decode_text(kind: int, data: bytes, count: int, capacity: int = 1 << 16) -> str | None:
+    """`count` characters of `kind` bytes each, as the native str decoder turns them to UTF-8."""
+    out = ffi.new("char[]", capacity)
+    n = lib.pytop_decode_text(kind, data, len(data), count, out, capacity)
+    return None if n < 0 else ffi.buffer(out, n)[:].decode("utf-8")
+
+
 @dataclass(frozen=True)
 class CodeInfo:
     name: str

@@ -1,0 +1,110 @@
+"""Starting target interpreters for tests: provisioning, launch styles, readiness handshake."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = Path(__file__).resolve().parent / "targets"
+PROVISION = ROOT / "tools" / "provision_interpreters.py"
+EXPECTED = [
+    "pyenv-3.8", "pyenv-3.9", "pyenv-3.10", "pyenv-3.11", "pyenv-3.12", "pyenv-3.13",
+    "debian-3.11",
+    "sid-3.14-chroot", "sid-3.14-loader", "sid-3.15-chroot", "sid-3.15-loader",
+]
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+CHROOT_TARGET_DIR = "/tmp/pytop-test-targets"
+
+
+def provision() -> tuple[dict[str, dict[str, Any]], str]:
+    """Every interpreter the provisioning script could offer, by name, and its complaints."""
+    proc = subprocess.run([sys.executable, str(PROVISION), "--json"], capture_output=True, text=True)
+    try:
+        found = {i["name"]: i for i in json.loads(proc.stdout or "[]")}
+    except json.JSONDecodeError:
+        found = {}
+    return found, proc.stderr.strip()
+
+
+def stage(interp: dict[str, Any], script: str) -> str:
+    """The path under which the interpreter sees `script` (copied into a chroot if needed)."""
+    if interp["launch"] != "chroot":
+        return str(TARGETS / script)
+    inside = Path(interp["root"]) / CHROOT_TARGET_DIR.lstrip("/")
+    inside.mkdir(parents=True, exist_ok=True)
+    for source in TARGETS.glob("*.py"):
+        shutil.copyfile(source, inside / source.name)
+    return f"{CHROOT_TARGET_DIR}/{script}"
+
+
+@dataclass
+class RunningTarget:
+    pid: int
+    info: dict[str, Any]
+    process: subprocess.Popen[str]
+    script_path: str
+
+
+def _read_line(proc: subprocess.Popen[str], timeout: float) -> str:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    buffer = b""
+    fd = proc.stdout.fileno()
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            buffer += chunk
+            if b"\n" in buffer:
+                return buffer.split(b"\n", 1)[0].decode()
+        elif proc.poll() is not None:
+            break
+    return ""
+
+
+def target_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+@contextlib.contextmanager
+def running(interp: dict[str, Any], script: str, *args: str, timeout: float = 60) -> Iterator[RunningTarget]:
+    """Start `script` under `interp`, wait for its JSON readiness line, kill it afterwards."""
+    path = stage(interp, script)
+    proc = subprocess.Popen([*interp["argv"], path, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=target_env(), cwd="/")
+    try:
+        line = _read_line(proc, timeout)
+        if not line:
+            proc.kill()
+            _, err = proc.communicate(timeout=10)
+            raise RuntimeError(f"{script} on {interp['name']} never became ready: {err.decode()[-2000:]}")
+        yield RunningTarget(proc.pid, json.loads(line), proc, path)  # type: ignore[arg-type]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
+
+
+PYTOP = [sys.executable, "-m", "pytop"]
+
+
+def run_pytop(*args: str, timeout: float = 120, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """The installed pytop command line, as a user would run it."""
+    return subprocess.run([*PYTOP, *args], capture_output=True, text=True, timeout=timeout, **kwargs)

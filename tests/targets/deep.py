@@ -1,0 +1,28 @@
+"""Target: one thread recursing DEPTH (argv[1], default 10000) frames deep, then sleeping."""
+
+import sys
+import threading
+import time
+
+from report import frames_of, ready, thread_info
+
+DEPTH = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
+sys.setrecursionlimit(DEPTH + 1000)
+# Before 3.11 every Python call also nests in C: give the thread room for it.
+threading.stack_size(512 << 20)
+
+
+def recurse(n):
+    if n > 1:
+        return recurse(n - 1)
+    frame = sys._getframe()
+    ready({"threads": {"deep": thread_info(frame)}, "depth": len(frames_of(frame))}) or time.sleep(1e6)
+
+
+def main():
+    thread = threading.Thread(target=recurse, args=(DEPTH,), name="deep", daemon=True)
+    thread.start()
+    thread.join()
+
+
+main()

@@ -1,0 +1,29 @@
+"""Target: busy in several threads for SECONDS (argv[1], default 0.5), then exits."""
+
+import sys
+import threading
+import time
+
+from report import ready
+
+SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 0.5
+deadline = time.monotonic() + SECONDS
+
+
+def churn(depth):
+    if depth:
+        return churn(depth - 1)
+    return sum(i * i for i in range(200))
+
+
+def work():
+    while time.monotonic() < deadline:
+        churn(20)
+
+
+threads = [threading.Thread(target=work) for _ in range(4)]
+for t in threads:
+    t.start()
+ready({"threads": {}})
+for t in threads:
+    t.join()

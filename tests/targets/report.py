@@ -1,0 +1,52 @@
+"""Shared by the target scripts: what the target itself knows about its stacks, as JSON.
+
+A target prints one JSON line on stdout once it is in the state a test wants to observe (the
+readiness handshake), then blocks. Frames are listed innermost first, as pytop lists them.
+"""
+
+import json
+import sys
+import threading
+
+
+def frames_of(frame):
+    out = []
+    while frame is not None:
+        code = frame.f_code
+        out.append({
+            "function": getattr(code, "co_qualname", code.co_name),
+            "filename": code.co_filename,
+            "line": frame.f_lineno,
+        })
+        frame = frame.f_back
+    return out
+
+
+def thread_info(frame=None):
+    info = {"thread_id": threading.get_ident(), "name": threading.current_thread().name}
+    if hasattr(threading, "get_native_id"):
+        info["native_id"] = threading.get_native_id()
+    if frame is not None:
+        info["frames"] = frames_of(frame)
+    return info
+
+
+def ready(document):
+    sys.stdout.write(json.dumps(document) + "\n")
+    sys.stdout.flush()
+
+
+class Collector:
+    """Gathers one entry per named thread and reports once all `expected` have arrived."""
+
+    def __init__(self, expected, extra=None):
+        self.expected = set(expected)
+        self.entries = {}
+        self.extra = extra or {}
+        self.lock = threading.Lock()
+
+    def add(self, key, frame):
+        with self.lock:
+            self.entries[key] = thread_info(frame)
+            if set(self.entries) == self.expected:
+                ready(dict(self.extra, threads=self.entries, version=list(sys.version_info[:3])))

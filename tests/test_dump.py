@@ -1,0 +1,71 @@
+"""`pytop --dump` and `pytop --dump --json` against real targets on every interpreter."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+
+import helpers
+
+FRAME = {
+    "type": "object",
+    "required": ["function", "filename", "line"],
+    "properties": {"function": {"type": "string"}, "filename": {"type": "string"}, "line": {"type": "integer"}},
+}
+DUMP_SCHEMA = {
+    "type": "object",
+    "required": ["pid", "python_version", "threads"],
+    "properties": {
+        "pid": {"type": "integer"},
+        "python_version": {"type": "string", "pattern": r"^3\.\d+\.\d+"},
+        "threads": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["thread_id", "native_id", "name", "gil", "active", "frames"],
+                "properties": {
+                    "thread_id": {"type": "integer"},
+                    "native_id": {"type": "integer"},
+                    "name": {"type": ["string", "null"]},
+                    "gil": {"type": "boolean"},
+                    "active": {"type": "boolean"},
+                    "frames": {"type": "array", "items": FRAME},
+                },
+            },
+        },
+    },
+}
+
+
+def test_dump_json(interp: dict[str, Any]) -> None:
+    with helpers.running(interp, "stacks.py") as t:
+        result = helpers.run_pytop("--dump", "--json", str(t.pid))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, DUMP_SCHEMA)
+    assert document["pid"] == t.pid
+    assert document["python_version"] == ".".join(map(str, t.info["version"]))
+    threads = {thread["thread_id"]: thread for thread in document["threads"]}
+    for key in ("main", "sleeper"):
+        expected = t.info["threads"][key]
+        got = threads[expected["thread_id"]]
+        assert got["frames"] == expected["frames"]
+        assert got["native_id"] == expected["native_id"]
+        assert got["active"] is False and got["gil"] is False
+
+
+def test_dump_text(interp: dict[str, Any]) -> None:
+    with helpers.running(interp, "stacks.py") as t:
+        result = helpers.run_pytop("--dump", str(t.pid))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"Process {t.pid}: ")
+    assert lines[1] == "Python v" + ".".join(map(str, t.info["version"]))
+    main = t.info["threads"]["main"]
+    header = f"Thread {main['thread_id']:#x} (TID {main['native_id']})"
+    at = next(i for i, line in enumerate(lines) if line.startswith(header))
+    assert "idle" in lines[at]
+    for offset, frame in enumerate(main["frames"], start=1):
+        assert lines[at + offset] == f"    {frame['function']} ({frame['filename']}:{frame['line']})"

@@ -1,0 +1,60 @@
+"""pytop's C code built once with AddressSanitizer and UndefinedBehaviorSanitizer, then run
+against real targets of every interpreter and on fuzzed decoder input. A memory error or
+undefined behaviour aborts the run and fails the test with the sanitizer's report."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import runpy
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import helpers
+from conftest import interpreters
+
+SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
+
+
+def build_sanitized(where: Path) -> Path:
+    """The package from app/pytop with its native module rebuilt under the sanitizers."""
+    builder = runpy.run_path(str(helpers.ROOT / "native" / "build_ffi.py"))["make_builder"](
+        absolute=True, cflags=SANITIZE, ldflags=["-fsanitize=address,undefined"])
+    built = Path(builder.compile(tmpdir=str(where / "build")))
+    package = where / "pkg" / "pytop"
+    shutil.copytree(helpers.ROOT / "app" / "pytop", package,
+                    ignore=shutil.ignore_patterns("_native*", "__pycache__"))
+    shutil.copy(built, package / built.name)
+    return package.parent
+
+
+def compiler_file(name: str) -> str:
+    return subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_native_code_under_asan_and_ubsan(tmp_path: Path) -> None:
+    found, complaints = interpreters()
+    missing = [name for name in helpers.EXPECTED if name not in found]
+    if missing and helpers.IN_CI:
+        pytest.fail(f"interpreters missing: {missing}: {complaints}")
+    pythonpath = build_sanitized(tmp_path)
+    plan = [(name, "stacks.py", ()) for name in found]
+    plan += [(name, "deep.py", ("3000",)) for name in ("pyenv-3.10", "pyenv-3.12", "sid-3.14-loader") if name in found]
+    with contextlib.ExitStack() as stack:
+        pids = [stack.enter_context(helpers.running(found[name], script, *args)).pid
+                for name, script, args in plan]
+        env = dict(os.environ, PYTHONPATH=str(pythonpath), LD_PRELOAD=compiler_file("libasan.so"),
+                   ASAN_OPTIONS="detect_leaks=0:exitcode=99",
+                   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=98")
+        result = subprocess.run([sys.executable, str(helpers.ROOT / "tests" / "sanitized_driver.py"),
+                                 *map(str, pids)], capture_output=True, text=True, env=env,
+                                cwd=tmp_path, timeout=900)
+    report = result.stdout + result.stderr
+    assert "AddressSanitizer" not in report and "runtime error" not in report, report[-6000:]
+    assert result.returncode == 0, report[-6000:]
+    assert report.count(f"{150} samples") == len(pids), report

@@ -1,0 +1,150 @@
+"""The unwinder against real target processes, on every supported interpreter: exact stacks,
+thread ids, GIL holder, OS activity, deep stacks, many threads, non-ASCII names, exits."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+import helpers
+from pytop import errors
+from pytop.attach import Target, attach
+from pytop.unwinder import OS_STATE_EXACT, OS_STATE_FAST, Sample, SampleError, ThreadSample
+
+
+def frames_of(target: Target, thread: ThreadSample) -> list[dict[str, Any]]:
+    out = []
+    for code_id, line in thread.frames():
+        code = target.unwinder.code(code_id)
+        out.append({"function": code.qualname, "filename": code.filename, "line": line})
+    return out
+
+
+def good_sample(target: Target, tries: int = 50) -> Sample:
+    for _ in range(tries):
+        try:
+            sample = target.unwinder.sample()
+        except SampleError:
+            continue
+        if all(t.error is None for t in sample.threads):
+            return sample
+    raise AssertionError(f"no clean sample in {tries} tries")
+
+
+def by_id(sample: Sample) -> dict[int, ThreadSample]:
+    return {t.thread_id: t for t in sample.threads}
+
+
+def test_stacks_are_what_the_target_reports(interp: dict[str, Any]) -> None:
+    with helpers.running(interp, "stacks.py") as t:
+        target = attach(t.pid)
+        try:
+            assert str(target.version) == ".".join(map(str, t.info["version"]))
+            threads = by_id(good_sample(target))
+            assert len(threads) == 3
+            for key in ("main", "sleeper"):
+                expected = t.info["threads"][key]
+                got = threads[expected["thread_id"]]
+                assert frames_of(target, got) == expected["frames"], key
+                assert got.native_id == expected["native_id"]
+            spinner = t.info["threads"]["spinner"]
+            got = frames_of(target, threads[spinner["thread_id"]])
+            assert got[0]["function"] == spinner["frames"][0]["function"]
+            assert got[0]["line"] in t.info["spin_lines"]
+            assert got[1:] == spinner["frames"][1:]
+        finally:
+            target.close()
+
+
+@pytest.mark.parametrize("mode", [OS_STATE_FAST, OS_STATE_EXACT])
+def test_gil_holder_and_os_activity(interp: dict[str, Any], mode: int) -> None:
+    with helpers.running(interp, "stacks.py") as t:
+        target = attach(t.pid)
+        target.unwinder.set_os_state_mode(mode)
+        ids = {key: info["thread_id"] for key, info in t.info["threads"].items()}
+        gil = {key: 0 for key in ids}
+        active = {key: 0 for key in ids}
+        samples = 0
+        try:
+            while samples < 200:
+                try:
+                    threads = by_id(target.unwinder.sample())
+                except SampleError:
+                    continue
+                samples += 1
+                for key, thread_id in ids.items():
+                    gil[key] += threads[thread_id].gil
+                    active[key] += threads[thread_id].active
+                time.sleep(0.002)
+        finally:
+            target.close()
+    # Sleeping threads are never active and never hold the GIL; the spinner mostly does both
+    # (it shares two cores with the sampler, and gives up the GIL at each switch interval).
+    assert gil["main"] == gil["sleeper"] == 0
+    assert active["main"] == active["sleeper"] == 0
+    assert gil["spinner"] > samples * 0.5
+    assert active["spinner"] > samples * 0.5
+
+
+def test_ten_thousand_frames(interp: dict[str, Any]) -> None:
+    with helpers.running(interp, "deep.py", "10000") as t:
+        target = attach(t.pid)
+        try:
+            expected = t.info["threads"]["deep"]
+            for _ in range(3):  # the first sample reads everything, later ones use the cache
+                deep = by_id(good_sample(target))[expected["thread_id"]]
+                assert not deep.truncated
+                assert deep.depth == t.info["depth"] >= 10000
+                assert frames_of(target, deep) == expected["frames"]
+        finally:
+            target.close()
+
+
+def test_fifty_threads(interp: dict[str, Any]) -> None:
+    with helpers.running(interp, "many_threads.py", "50") as t:
+        target = attach(t.pid)
+        try:
+            threads = by_id(good_sample(target))
+            assert len(threads) == 51
+            for key, expected in t.info["threads"].items():
+                got = threads[expected["thread_id"]]
+                assert got.native_id == expected["native_id"], key
+                assert frames_of(target, got) == expected["frames"], key
+                assert not got.active and not got.gil
+        finally:
+            target.close()
+
+
+def test_non_ascii_names(interp: dict[str, Any]) -> None:
+    with helpers.running(interp, "ünïcödé_名前.py") as t:
+        target = attach(t.pid)
+        try:
+            expected = t.info["threads"]["main"]
+            got = frames_of(target, by_id(good_sample(target))[expected["thread_id"]])
+            assert got == expected["frames"]
+            assert got[0]["function"].endswith("función_λ")
+            assert got[0]["filename"].endswith("ünïcödé_名前.py")
+        finally:
+            target.close()
+
+
+def test_target_exiting_while_sampled(interp: dict[str, Any]) -> None:
+    with helpers.running(interp, "exiting.py", "1.0") as t:
+        target = attach(t.pid)
+        good = 0
+        deadline = time.monotonic() + 60
+        try:
+            with pytest.raises(errors.TargetExited):
+                while time.monotonic() < deadline:
+                    try:
+                        target.unwinder.sample()
+                        good += 1
+                    except SampleError:
+                        pass  # torn while threads start, stop or the runtime shuts down
+                    if t.process.poll() is not None:
+                        t.process.wait()
+        finally:
+            target.close()
+        assert good > 0
