@@ -216,6 +216,7 @@ static int load(pytop_unwinder *u, uint64_t addr, uint32_t *id) {
         return status;
     }
     mark_checked(u, &e);
+    e.memo_offset = INT32_MIN;
     c->entries[c->count++] = e;
     *id = c->count;
     c->slots[find_slot(c, addr)] = *id;
@@ -286,7 +287,12 @@ int codes_confirm_due(pytop_unwinder *u) {
     return replaced;
 }
 
-int32_t codes_line(const code_cache *c, uint32_t id, int32_t byte_offset) {
-    const code_entry *e = codes_get(c, id);
-    return e ? line_ranges_lookup(&e->lines, byte_offset) : -1;
+int32_t codes_line(code_cache *c, uint32_t id, int32_t byte_offset) {
+    if (id < 1 || id > c->count) return -1;
+    code_entry *e = &c->entries[id - 1];
+    if (e->memo_offset != byte_offset) {
+        e->memo_line = line_ranges_lookup(&e->lines, byte_offset);
+        e->memo_offset = byte_offset;
+    }
+    return e->memo_line;
 }

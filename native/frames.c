@@ -4,14 +4,12 @@
  *
  * 3.8-3.10: a chain of heap PyFrameObjects linked by f_back; the offset is f_lasti in bytes.
  * 3.11+: _PyInterpreterFrames linked by `previous`, most of them packed in the thread's
- * data-stack chunks, so the live part of the current chunk is read whole; frames of older
- * chunks and of generators are read with a window below them (the walk goes down in memory).
+ * data-stack chunks: a frame missing from the prefetch is read together with the memory below
+ * it, down to the start of the current chunk (or a window, for older chunks and generators).
  * Frames owned by the C stack or the interpreter itself (3.12+ shims) are not Python code and
  * are skipped; from 3.14 the executable pointer carries tag bits that are masked off.
  */
 #include "internal.h"
-
-#define MAX_CHUNK_FILL_BYTES (1u << 20)
 
 static int32_t max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
 
@@ -37,13 +35,10 @@ static int walk_objects(pytop_unwinder *u, uint64_t frame, pytop_thread *t) {
 static int walk_interpreter(pytop_unwinder *u, const thread_frames *tf, pytop_thread *t) {
     const pytop_layout *L = &u->L;
     uint64_t frame = tf->top_frame;
-    if (tf->chunk && tf->stack_top > tf->chunk && tf->stack_top - tf->chunk <= MAX_CHUNK_FILL_BYTES &&
-        frame >= tf->chunk && frame < tf->stack_top) {
-        int status = remote_fill(&u->mem, tf->chunk, tf->stack_top - tf->chunk);
-        if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION) return status;
-    }
-    uint64_t tag_mask = L->fr_executable_tag_bits > 0 ? (uint64_t)L->fr_executable_tag_bits : 0;
     size_t need = (size_t)L->fr_header_size;
+    /* Frames of the current data-stack chunk lie between its first slot and the stack top. */
+    uint64_t first_slot = tf->chunk ? tf->chunk + (uint64_t)L->chunk_data : 0;
+    uint64_t tag_mask = L->fr_executable_tag_bits > 0 ? (uint64_t)L->fr_executable_tag_bits : 0;
     /* Skipped frames count towards the bound too, so a cycle of them cannot spin. */
     int steps = 0, depth = 0;
     for (; frame; steps++) {
@@ -52,7 +47,8 @@ static int walk_interpreter(pytop_unwinder *u, const thread_frames *tf, pytop_th
             break;
         }
         int status;
-        const uint8_t *h = remote_view(&u->mem, frame, need, VIEW_TRACK | VIEW_WINDOW, &status);
+        uint64_t floor = frame >= first_slot && frame < tf->stack_top ? first_slot : 0;
+        const uint8_t *h = remote_view_window(&u->mem, frame, need, floor, &status);
         if (!h) return status;
         uint8_t owner = h[L->fr_owner];
         uint64_t next = load_u64(h, L->fr_previous);

@@ -53,7 +53,7 @@ typedef struct remote {
     range *touched;
     size_t touched_count, touched_cap;
     range *ranges;
-    size_t range_count, range_cap;
+    size_t range_count, range_cap, last_hit;
     uint8_t *prefetch;
     size_t prefetch_cap;
     /* A few regions read whole during this sample (stack chunks), searched after `ranges`. */
@@ -64,8 +64,7 @@ typedef struct remote {
 } remote;
 
 enum view_flags {
-    VIEW_TRACK = 1,  /* remember the access so the next sample prefetches it */
-    VIEW_WINDOW = 2  /* on a miss, read a window of memory below the address as well */
+    VIEW_TRACK = 1 /* remember the access so the next sample prefetches it */
 };
 
 void remote_init(remote *r, int pid);
@@ -75,8 +74,10 @@ int remote_begin_sample(remote *r);
 /* Read `len` bytes at `addr` into a buffer owned by `r`. Returns NULL and sets *status on
  * failure. */
 const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int *status);
-/* Read a region whole and keep it for lookups during this sample. */
-int remote_fill(remote *r, uint64_t addr, size_t len);
+/* A tracked view that, on a miss, reads down to `floor` (or a guessed window when floor is 0)
+ * in the same syscall and keeps it for the rest of the sample: the next frames of a walk
+ * outwards are usually just below. */
+const uint8_t *remote_view_window(remote *r, uint64_t addr, size_t len, uint64_t floor, int *status);
 /* Direct read into the caller's buffer. */
 int remote_read(remote *r, uint64_t addr, void *buf, size_t len);
 /* Several independent reads in one syscall; ok[i] says which succeeded. */
@@ -129,6 +130,7 @@ typedef struct code_entry {
     uint64_t checked_generation;
     char *name, *qualname, *filename;
     line_ranges lines;
+    int32_t memo_offset, memo_line; /* the last lookup: stacks repeat offsets */
     bool stale;             /* replaced by a newer object at the same address */
 } code_entry;
 
@@ -156,7 +158,7 @@ int codes_lookup(struct pytop_unwinder *u, uint64_t addr, uint32_t *id);
 int codes_confirm_due(struct pytop_unwinder *u);
 /* Check this entry in the next codes_confirm_due(), whatever its age. */
 void codes_force_check(struct pytop_unwinder *u, uint32_t id);
-int32_t codes_line(const code_cache *c, uint32_t id, int32_t byte_offset);
+int32_t codes_line(code_cache *c, uint32_t id, int32_t byte_offset);
 const code_entry *codes_get(const code_cache *c, uint32_t id);
 
 /* ---- frames.c --------------------------------------------------------------------------- */
@@ -189,6 +191,7 @@ typedef struct task_files {
 typedef struct os_state {
     int pid;
     int mode; /* PYTOP_OPT_OS_STATE */
+    uint32_t syscalls;
     task_files *tasks;
     uint32_t count, cap;
     uint32_t sample_no;
@@ -196,8 +199,9 @@ typedef struct os_state {
 
 void os_state_init(os_state *o, int pid);
 void os_state_free(os_state *o);
-/* The kernel's state letter for `tid` ('?' when unknown). */
-char os_state_of(os_state *o, int tid);
+/* The kernel's state letter for `tid` ('?' when unknown). *idle_since is set when the thread
+ * was not running at the last look and has not been on a CPU since: its stack is unchanged. */
+char os_state_of(os_state *o, int tid, bool *idle_since);
 /* Close files of threads that were not seen in this sample. */
 void os_state_end_sample(os_state *o);
 
@@ -208,6 +212,16 @@ typedef struct raw_frame {
     int32_t offset; /* instruction byte offset into the bytecode; negative: not started */
 } raw_frame;
 
+/* One sample's threads and frames. Frames are first collected raw (code address, instruction
+ * byte offset), then resolved through the code cache into `frames`, index for index. */
+typedef struct sample_buf {
+    pytop_thread *threads;
+    uint32_t thread_count, thread_cap;
+    raw_frame *raw;
+    pytop_frame *frames;
+    uint32_t frame_count, frame_cap;
+} sample_buf;
+
 struct pytop_unwinder {
     int pid;
     pytop_layout L;
@@ -216,13 +230,9 @@ struct pytop_unwinder {
     remote mem;
     code_cache codes;
     os_state os;
-    /* The sample being built. Frames are first collected raw (code address, instruction byte
-     * offset), then resolved through the code cache into `frames`, index for index. */
-    pytop_thread *threads;
-    uint32_t thread_count, thread_cap;
-    raw_frame *raw;
-    pytop_frame *frames;
-    uint32_t frame_count, frame_cap;
+    /* This sample and the one before: a thread that has not run since keeps its stack. */
+    sample_buf bufs[2];
+    sample_buf *cur, *prev;
     int32_t gc_collecting;
     uint64_t now_ms;
     char error[ERROR_TEXT_BYTES];
@@ -233,5 +243,9 @@ int fail(struct pytop_unwinder *u, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int push_raw_frame(struct pytop_unwinder *u, uint64_t code, int64_t offset);
 pytop_thread *push_thread(struct pytop_unwinder *u);
+/* The same thread state in the previous sample, or NULL (t->tstate must be set). */
+const pytop_thread *previous_thread(const struct pytop_unwinder *u, const pytop_thread *t);
+/* Copy the stack `t` had in the previous sample, if it had one; false if not. */
+bool reuse_previous_stack(struct pytop_unwinder *u, pytop_thread *t);
 
 #endif

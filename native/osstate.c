@@ -68,9 +68,10 @@ static task_files *find_task(os_state *o, int tid) {
     return t;
 }
 
-static char read_stat_state(task_files *t) {
+static char read_stat_state(os_state *o, task_files *t) {
     char buf[512];
     ssize_t n = pread(t->stat_fd, buf, sizeof buf - 1, 0);
+    o->syscalls++;
     if (n <= 0) return '?';
     buf[n] = '\0';
     char *close_paren = strrchr(buf, ')'); /* the command name may itself hold ')' */
@@ -79,10 +80,11 @@ static char read_stat_state(task_files *t) {
 }
 
 /* Times put on a CPU, or 0 when schedstat is missing or disabled. */
-static uint64_t read_pcount(task_files *t) {
+static uint64_t read_pcount(os_state *o, task_files *t) {
     if (t->schedstat_fd < 0) return 0;
     char buf[96];
     ssize_t n = pread(t->schedstat_fd, buf, sizeof buf - 1, 0);
+    o->syscalls++;
     if (n <= 0) return 0;
     buf[n] = '\0';
     unsigned long long run, wait, count;
@@ -90,30 +92,34 @@ static uint64_t read_pcount(task_files *t) {
     return count;
 }
 
-char os_state_of(os_state *o, int tid) {
+char os_state_of(os_state *o, int tid, bool *idle_since) {
+    *idle_since = false;
     task_files *t = find_task(o, tid);
     if (!t) return '?';
     t->seen_in_sample = o->sample_no;
     bool idle_before = t->state != '?' && t->state != 'R';
     if (o->mode == 1 && idle_before && t->pcount_known) {
-        uint64_t pcount = read_pcount(t);
-        if (pcount && pcount == t->pcount) return t->state; /* not on a CPU since: unchanged */
-        t->state = read_stat_state(t);
+        uint64_t pcount = read_pcount(o, t);
+        if (pcount && pcount == t->pcount) { /* not on a CPU since: nothing changed */
+            *idle_since = true;
+            return t->state;
+        }
+        t->state = read_stat_state(o, t);
         t->pcount = pcount;
         t->pcount_known = pcount != 0;
         return t->state;
     }
     if (o->mode == 1 && idle_before) { /* last count was read after the stat: re-read both */
-        uint64_t pcount = read_pcount(t);
-        t->state = read_stat_state(t);
+        uint64_t pcount = read_pcount(o, t);
+        t->state = read_stat_state(o, t);
         t->pcount = pcount;
         t->pcount_known = pcount != 0;
         return t->state;
     }
-    t->state = read_stat_state(t);
+    t->state = read_stat_state(o, t);
     t->pcount_known = false;
     if (o->mode == 1 && t->state != 'R' && t->state != '?') {
-        t->pcount = read_pcount(t); /* read after the stat: only a hint, see above */
+        t->pcount = read_pcount(o, t); /* read after the stat: only a hint, see above */
     }
     return t->state;
 }
@@ -126,4 +132,5 @@ void os_state_end_sample(os_state *o) {
     }
     o->count = kept;
     o->sample_no++;
+    o->syscalls = 0;
 }

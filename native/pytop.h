@@ -63,7 +63,8 @@ enum pytop_thread_flags {
     PYTOP_THREAD_GIL = 1,       /* holds the GIL */
     PYTOP_THREAD_ACTIVE = 2,    /* the OS reports it running (state R) */
     PYTOP_THREAD_OS_KNOWN = 4,  /* its OS state could be read */
-    PYTOP_THREAD_TRUNCATED = 8  /* its stack was cut at the depth limit */
+    PYTOP_THREAD_TRUNCATED = 8, /* its stack was cut at the depth limit */
+    PYTOP_THREAD_UNCHANGED = 16 /* it has not run since the last sample: its stack was reused */
 };
 
 /* One frame: which code object (an id, stable while the object lives) and which line. */
@@ -91,7 +92,7 @@ typedef struct pytop_sample {
     uint32_t thread_count;
     uint32_t frame_count;
     int32_t gc_collecting; /* 1 if the garbage collector was running, 0 if not, -1 unknown */
-    uint32_t syscalls;     /* reads this call made (for benchmarks) */
+    uint32_t syscalls;     /* syscalls this call made: memory and /proc reads (for benchmarks) */
 } pytop_sample;
 
 typedef struct pytop_code_info {
@@ -119,6 +120,11 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value);
 /* Take one sample of every thread. On PYTOP_OK `out` describes it; on failure
  * pytop_last_error() says what went wrong. */
 int pytop_collect(pytop_unwinder *u, pytop_sample *out);
+/* `count` samples back to back, for benchmarks of the unwinder alone: adds the good samples,
+ * the threads they held and the syscalls made to the counters. Stops early only when the target
+ * is gone or unreadable, and returns that status. */
+int pytop_bench_collect(pytop_unwinder *u, uint32_t count, uint64_t *good, uint64_t *threads,
+                        uint64_t *syscalls);
 int pytop_describe_code(pytop_unwinder *u, uint32_t code_id, pytop_code_info *out);
 const char *pytop_last_error(pytop_unwinder *u);
 void pytop_close(pytop_unwinder *u);

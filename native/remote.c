@@ -278,16 +278,23 @@ int remote_begin_sample(remote *r) {
     return status;
 }
 
-static const uint8_t *lookup(const remote *r, uint64_t addr, uint64_t len) {
+static bool holds(const range *c, uint64_t addr, uint64_t len) {
+    return c->data && addr >= c->addr && addr + len <= c->addr + c->len;
+}
+
+static const uint8_t *lookup(remote *r, uint64_t addr, uint64_t len) {
+    /* Walks read neighbours in a row: try the range of the last hit first. */
+    if (r->last_hit < r->range_count && holds(&r->ranges[r->last_hit], addr, len))
+        return r->ranges[r->last_hit].data + (addr - r->ranges[r->last_hit].addr);
     size_t lo = 0, hi = r->range_count;
     while (lo < hi) { /* first range starting after addr */
         size_t mid = (lo + hi) / 2;
         if (r->ranges[mid].addr <= addr) lo = mid + 1;
         else hi = mid;
     }
-    if (lo > 0) {
-        const range *c = &r->ranges[lo - 1];
-        if (c->data && addr + len <= c->addr + c->len) return c->data + (addr - c->addr);
+    if (lo > 0 && holds(&r->ranges[lo - 1], addr, len)) {
+        r->last_hit = lo - 1;
+        return r->ranges[lo - 1].data + (addr - r->ranges[lo - 1].addr);
     }
     for (size_t i = 0; i < r->extra_count; i++) {
         const range *c = &r->extra[i];
@@ -311,39 +318,42 @@ static void keep_extra(remote *r, uint64_t addr, size_t len, const uint8_t *data
         r->extra[r->extra_count++] = (range){addr, len, data};
 }
 
-const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int *status) {
-    *status = PYTOP_OK;
+static bool bad_request(uint64_t addr, size_t len, int *status) {
     if (len == 0 || len > MAX_READ_BYTES || addr == 0 || addr + len < addr) {
         *status = len > MAX_READ_BYTES ? PYTOP_ERR_LIMIT : PYTOP_ERR_CORRUPT;
-        return NULL;
+        return true;
     }
-    if (flags & VIEW_TRACK) track(r, addr, len);
-    const uint8_t *hit = lookup(r, addr, len);
-    if (hit) return hit;
-    if (flags & VIEW_WINDOW) {
-        /* Walking outwards goes down in memory: read the window below too, if it is mapped. */
-        uint64_t end = addr + len;
-        uint64_t start = page_floor(addr) > WINDOW_BYTES ? page_floor(addr) - WINDOW_BYTES : 0;
-        if (start && end - start <= MAX_READ_BYTES) {
-            int window_status;
-            const uint8_t *w = read_into_arena(r, start, end - start, &window_status);
-            if (w) {
-                keep_extra(r, start, end - start, w);
-                return w + (addr - start);
-            }
-            if (window_status == PYTOP_ERR_GONE || window_status == PYTOP_ERR_PERMISSION) {
-                *status = window_status;
-                return NULL;
-            }
-        }
-    }
-    return read_into_arena(r, addr, len, status);
+    *status = PYTOP_OK;
+    return false;
 }
 
-int remote_fill(remote *r, uint64_t addr, size_t len) {
-    if (len == 0 || lookup(r, addr, len)) return PYTOP_OK;
-    int status;
-    const uint8_t *data = read_into_arena(r, addr, len, &status);
-    if (data) keep_extra(r, addr, len, data);
-    return status;
+const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int *status) {
+    if (bad_request(addr, len, status)) return NULL;
+    if (flags & VIEW_TRACK) track(r, addr, len);
+    const uint8_t *hit = lookup(r, addr, len);
+    return hit ? hit : read_into_arena(r, addr, len, status);
+}
+
+const uint8_t *remote_view_window(remote *r, uint64_t addr, size_t len, uint64_t floor, int *status) {
+    if (bad_request(addr, len, status)) return NULL;
+    track(r, addr, len);
+    const uint8_t *hit = lookup(r, addr, len);
+    if (hit) return hit;
+    /* A walk outwards goes down in memory: read the window below as well, in one go. */
+    uint64_t end = addr + len;
+    uint64_t start = page_floor(addr) > WINDOW_BYTES ? page_floor(addr) - WINDOW_BYTES : 0;
+    if (floor && start < floor) start = floor;
+    if (start && start < addr && end - start <= MAX_READ_BYTES) {
+        int window_status;
+        const uint8_t *w = read_into_arena(r, start, end - start, &window_status);
+        if (w) {
+            keep_extra(r, start, end - start, w);
+            return w + (addr - start);
+        }
+        if (window_status == PYTOP_ERR_GONE || window_status == PYTOP_ERR_PERMISSION) {
+            *status = window_status;
+            return NULL;
+        }
+    }
+    return read_into_arena(r, addr, len, status); /* the window was not all mapped */
 }

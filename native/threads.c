@@ -68,30 +68,40 @@ static int thread_frames_of(pytop_unwinder *u, uint64_t ts, thread_frames *tf) {
     return status;
 }
 
-static int native_id_of(pytop_unwinder *u, uint64_t ts, uint64_t thread_id, int32_t *tid) {
+static int native_id_of(pytop_unwinder *u, pytop_thread *t) {
     const pytop_layout *L = &u->L;
-    *tid = 0;
+    t->native_id = 0;
     if (L->ts_native_thread_id >= 0) {
         uint64_t v = 0;
-        int status = read_u64(u, ts + (uint64_t)L->ts_native_thread_id, &v);
-        if (status == PYTOP_OK && v <= INT32_MAX) *tid = (int32_t)v;
+        int status = read_u64(u, t->tstate + (uint64_t)L->ts_native_thread_id, &v);
+        if (status == PYTOP_OK && v <= INT32_MAX) t->native_id = (int32_t)v;
         return status;
     }
-    /* Before 3.11 only the pthread_t is known; glibc keeps the TID inside struct pthread. */
-    if (L->pthread_tid >= 0 && thread_id) {
+    /* Before 3.11 only the pthread_t is known; the libc keeps the TID inside struct pthread,
+     * on a page of its own. A thread keeps its TID: take last sample's while /proc still knew
+     * it (a reused pthread_t then belongs to a thread whose old TID is gone). */
+    const pytop_thread *old = previous_thread(u, t);
+    if (old && old->thread_id == t->thread_id && old->native_id > 0 && old->os_state != '?') {
+        t->native_id = old->native_id;
+        return PYTOP_OK;
+    }
+    if (L->pthread_tid >= 0 && t->thread_id) {
         int32_t v = 0;
-        if (read_i32(u, thread_id + (uint64_t)L->pthread_tid, &v) == PYTOP_OK && v > 0) *tid = v;
+        if (read_i32(u, t->thread_id + (uint64_t)L->pthread_tid, &v) == PYTOP_OK && v > 0) t->native_id = v;
     }
     return PYTOP_OK;
 }
 
-static void set_os_state(pytop_unwinder *u, pytop_thread *t) {
+/* Returns whether the thread has not run since the last sample. */
+static bool set_os_state(pytop_unwinder *u, pytop_thread *t) {
+    bool idle_since = false;
     t->os_state = '?';
-    if (u->os.mode == 0 || t->native_id <= 0) return;
-    t->os_state = os_state_of(&u->os, t->native_id);
-    if (t->os_state == '?') return;
+    if (u->os.mode == 0 || t->native_id <= 0) return false;
+    t->os_state = os_state_of(&u->os, t->native_id, &idle_since);
+    if (t->os_state == '?') return false;
     t->flags |= PYTOP_THREAD_OS_KNOWN;
     if (t->os_state == 'R') t->flags |= PYTOP_THREAD_ACTIVE;
+    return idle_since;
 }
 
 static int walk_thread(pytop_unwinder *u, uint64_t ts, int64_t interp_id, uint64_t *next) {
@@ -105,14 +115,17 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, int64_t interp_id, uint64
     t->thread_id = thread_id;
     t->tstate = ts;
     t->interp_id = interp_id;
-    t->first_frame = u->frame_count;
-    if ((status = native_id_of(u, ts, thread_id, &t->native_id)) != PYTOP_OK) return status;
-    thread_frames tf;
-    status = thread_frames_of(u, ts, &tf);
-    if (status == PYTOP_OK) status = frames_walk(u, &tf, t);
-    t->frame_count = u->frame_count - t->first_frame;
+    t->first_frame = u->cur->frame_count;
+    if ((status = native_id_of(u, t)) != PYTOP_OK) return status;
+    /* Only the thread itself changes its frames: one that has not been on a CPU since the last
+     * sample has the same stack, and reading it again would only cost time. */
+    if (!set_os_state(u, t) || !reuse_previous_stack(u, t)) {
+        thread_frames tf;
+        status = thread_frames_of(u, ts, &tf);
+        if (status == PYTOP_OK) status = frames_walk(u, &tf, t);
+    }
+    t->frame_count = u->cur->frame_count - t->first_frame;
     t->status = status;
-    set_os_state(u, t);
     /* Losing the process or the permission ends the sample; anything else is this thread's. */
     if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION || status == PYTOP_ERR_NOMEM)
         return fail(u, status, "reading the stack of thread %llu", (unsigned long long)thread_id);
@@ -138,7 +151,7 @@ static int walk_interpreter_state(pytop_unwinder *u, uint64_t interp, gil_holder
         return fail(u, status, "cannot read interpreter state at 0x%llx", (unsigned long long)interp);
     uint64_t ts = head;
     for (int n = 0; ts; n++) {
-        if (u->thread_count >= MAX_THREADS || n >= MAX_THREADS)
+        if (u->cur->thread_count >= MAX_THREADS || n >= MAX_THREADS)
             return fail(u, PYTOP_ERR_LIMIT, "more than %d threads (or a cycle in the thread list)", MAX_THREADS);
         uint64_t next_ts = 0;
         if ((status = walk_thread(u, ts, (int64_t)id, &next_ts)) != PYTOP_OK) return status;
@@ -148,9 +161,9 @@ static int walk_interpreter_state(pytop_unwinder *u, uint64_t interp, gil_holder
 }
 
 static void mark_gil_holders(pytop_unwinder *u, const gil_holders *g) {
-    for (uint32_t i = 0; i < u->thread_count; i++)
+    for (uint32_t i = 0; i < u->cur->thread_count; i++)
         for (int k = 0; k < g->count; k++)
-            if (u->threads[i].tstate == g->tstate[k]) u->threads[i].flags |= PYTOP_THREAD_GIL;
+            if (u->cur->threads[i].tstate == g->tstate[k]) u->cur->threads[i].flags |= PYTOP_THREAD_GIL;
 }
 
 int threads_walk(pytop_unwinder *u) {

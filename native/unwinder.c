@@ -1,18 +1,18 @@
 /*
- * The public API of pytop.h: open, sample, resolve code ids, close.
+ * The public API of pytop.h: open, collect, describe code, close.
  *
  * A sample is built in three steps: walk interpreters, threads and frames (threads.c,
  * frames.c) collecting raw frames; resolve every raw frame's code address through the code
  * cache, confirming due entries in one batch; then compute lines. Nothing here allocates per
- * frame: the arrays grow to the largest sample seen and are reused.
+ * frame: two sample buffers (this sample, the previous one) grow to the largest sample seen and
+ * are reused. The previous one also serves threads that have not run since: their stacks are
+ * copied instead of read.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <time.h>
 
 #include "internal.h"
@@ -34,33 +34,64 @@ static uint64_t monotonic_ms(void) {
 }
 
 pytop_thread *push_thread(pytop_unwinder *u) {
-    if (u->thread_count == u->thread_cap) {
-        uint32_t cap = u->thread_cap ? u->thread_cap * 2 : 16;
-        pytop_thread *grown = realloc(u->threads, cap * sizeof *grown);
+    sample_buf *b = u->cur;
+    if (b->thread_count == b->thread_cap) {
+        uint32_t cap = b->thread_cap ? b->thread_cap * 2 : 16;
+        pytop_thread *grown = realloc(b->threads, cap * sizeof *grown);
         if (!grown) return NULL;
-        u->threads = grown;
-        u->thread_cap = cap;
+        b->threads = grown;
+        b->thread_cap = cap;
     }
-    pytop_thread *t = &u->threads[u->thread_count++];
+    pytop_thread *t = &b->threads[b->thread_count++];
     memset(t, 0, sizeof *t);
     return t;
 }
 
+static int reserve_frames(sample_buf *b, uint32_t more) {
+    if (b->frame_count + more <= b->frame_cap) return PYTOP_OK;
+    if (more > UINT32_MAX / 4 - b->frame_count) return PYTOP_ERR_LIMIT;
+    uint32_t cap = b->frame_cap ? b->frame_cap : 256;
+    while (cap < b->frame_count + more) cap *= 2;
+    raw_frame *raw = realloc(b->raw, cap * sizeof *raw);
+    if (!raw) return PYTOP_ERR_NOMEM;
+    b->raw = raw;
+    pytop_frame *frames = realloc(b->frames, cap * sizeof *frames);
+    if (!frames) return PYTOP_ERR_NOMEM;
+    b->frames = frames;
+    b->frame_cap = cap;
+    return PYTOP_OK;
+}
+
 int push_raw_frame(pytop_unwinder *u, uint64_t code, int64_t offset) {
-    if (u->frame_count == u->frame_cap) {
-        uint32_t cap = u->frame_cap ? u->frame_cap * 2 : 256;
-        raw_frame *raw = realloc(u->raw, cap * sizeof *raw);
-        if (!raw) return PYTOP_ERR_NOMEM;
-        u->raw = raw;
-        pytop_frame *frames = realloc(u->frames, cap * sizeof *frames);
-        if (!frames) return PYTOP_ERR_NOMEM;
-        u->frames = frames;
-        u->frame_cap = cap;
-    }
+    int status = reserve_frames(u->cur, 1);
+    if (status != PYTOP_OK) return status;
     /* An offset that cannot be right is kept as "unknown" and makes its code entry suspect. */
     if (offset < -2 || offset > INT32_MAX) offset = INT32_MAX;
-    u->raw[u->frame_count++] = (raw_frame){code, (int32_t)offset};
+    u->cur->raw[u->cur->frame_count++] = (raw_frame){code, (int32_t)offset};
     return PYTOP_OK;
+}
+
+const pytop_thread *previous_thread(const pytop_unwinder *u, const pytop_thread *t) {
+    const sample_buf *p = u->prev;
+    uint32_t guess = u->cur->thread_count - 1; /* threads usually come in the same order */
+    if (guess < p->thread_count && p->threads[guess].tstate == t->tstate) return &p->threads[guess];
+    for (uint32_t i = 0; i < p->thread_count; i++)
+        if (p->threads[i].tstate == t->tstate) return &p->threads[i];
+    return NULL;
+}
+
+bool reuse_previous_stack(pytop_unwinder *u, pytop_thread *t) {
+    const pytop_thread *old = previous_thread(u, t);
+    if (!old || old->thread_id != t->thread_id || old->native_id != t->native_id || old->status != PYTOP_OK)
+        return false;
+    if (reserve_frames(u->cur, old->frame_count) != PYTOP_OK) return false;
+    sample_buf *b = u->cur;
+    memcpy(b->raw + b->frame_count, u->prev->raw + old->first_frame, old->frame_count * sizeof *b->raw);
+    memcpy(b->frames + b->frame_count, u->prev->frames + old->first_frame,
+           old->frame_count * sizeof *b->frames);
+    b->frame_count += old->frame_count;
+    t->flags |= PYTOP_THREAD_UNCHANGED | (old->flags & PYTOP_THREAD_TRUNCATED);
+    return true;
 }
 
 pytop_unwinder *pytop_open(int pid, const pytop_layout *layout, uint64_t runtime_address,
@@ -80,6 +111,8 @@ pytop_unwinder *pytop_open(int pid, const pytop_layout *layout, uint64_t runtime
     u->L = *layout;
     u->runtime = runtime_address;
     u->max_depth = DEFAULT_MAX_DEPTH;
+    u->cur = &u->bufs[0];
+    u->prev = &u->bufs[1];
     remote_init(&u->mem, pid);
     os_state_init(&u->os, pid);
     *status = PYTOP_OK;
@@ -107,39 +140,57 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
 /* Map every raw frame of `t` to a code id. A code object that cannot be read marks the
  * thread (a frame torn by the running target), not the whole sample. */
 static int resolve_ids(pytop_unwinder *u, pytop_thread *t) {
+    const sample_buf *b = u->cur;
+    uint64_t last_code = 0;
+    uint32_t last_id = 0;
     for (uint32_t i = t->first_frame; i < t->first_frame + t->frame_count; i++) {
-        uint32_t id = 0;
-        int status = codes_lookup(u, u->raw[i].code, &id);
-        if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION || status == PYTOP_ERR_NOMEM)
-            return fail(u, status, "reading a code object at 0x%llx", (unsigned long long)u->raw[i].code);
-        if (status != PYTOP_OK && t->status == PYTOP_OK) t->status = status;
-        const code_entry *e = codes_get(&u->codes, id);
-        if (e && u->raw[i].offset >= e->code_bytes) codes_force_check(u, id);
-        u->frames[i].code_id = id;
+        const raw_frame *raw = &b->raw[i];
+        if (raw->code != last_code || last_id == 0) { /* recursion repeats one code object */
+            int status = codes_lookup(u, raw->code, &last_id);
+            if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION || status == PYTOP_ERR_NOMEM)
+                return fail(u, status, "reading a code object at 0x%llx", (unsigned long long)raw->code);
+            if (status != PYTOP_OK) {
+                last_id = 0;
+                if (t->status == PYTOP_OK) t->status = status;
+            }
+            last_code = raw->code;
+        }
+        const code_entry *e = codes_get(&u->codes, last_id);
+        if (e && raw->offset >= e->code_bytes) codes_force_check(u, last_id);
+        b->frames[i].code_id = last_id;
     }
     return PYTOP_OK;
 }
 
 static int resolve_all(pytop_unwinder *u) {
+    sample_buf *b = u->cur;
     for (int round = 0; round < 2; round++) {
-        for (uint32_t k = 0; k < u->thread_count; k++) {
-            int status = resolve_ids(u, &u->threads[k]);
+        for (uint32_t k = 0; k < b->thread_count; k++) {
+            if (b->threads[k].flags & PYTOP_THREAD_UNCHANGED) continue; /* resolved before */
+            int status = resolve_ids(u, &b->threads[k]);
             if (status != PYTOP_OK) return status;
         }
         /* Replaced entries lose their address: the second round loads the new objects. */
         if (codes_confirm_due(u) == 0) break;
     }
-    for (uint32_t i = 0; i < u->frame_count; i++) {
-        int32_t offset = u->raw[i].offset;
-        u->frames[i].line = offset == INT32_MAX ? -1 : codes_line(&u->codes, u->frames[i].code_id, offset);
+    for (uint32_t k = 0; k < b->thread_count; k++) {
+        const pytop_thread *t = &b->threads[k];
+        if (t->flags & PYTOP_THREAD_UNCHANGED) continue;
+        for (uint32_t i = t->first_frame; i < t->first_frame + t->frame_count; i++) {
+            int32_t offset = b->raw[i].offset;
+            b->frames[i].line = offset == INT32_MAX ? -1 : codes_line(&u->codes, b->frames[i].code_id, offset);
+        }
     }
     return PYTOP_OK;
 }
 
 int pytop_collect(pytop_unwinder *u, pytop_sample *out) {
     memset(out, 0, sizeof *out);
-    u->thread_count = 0;
-    u->frame_count = 0;
+    sample_buf *swap = u->prev;
+    u->prev = u->cur;
+    u->cur = swap;
+    u->cur->thread_count = 0;
+    u->cur->frame_count = 0;
     u->gc_collecting = -1;
     u->error[0] = '\0';
     u->now_ms = monotonic_ms();
@@ -147,19 +198,35 @@ int pytop_collect(pytop_unwinder *u, pytop_sample *out) {
     int status = remote_begin_sample(&u->mem);
     if (status == PYTOP_OK) status = threads_walk(u);
     if (status == PYTOP_OK) status = resolve_all(u);
+    uint32_t os_syscalls = u->os.syscalls;
     os_state_end_sample(&u->os);
     if (status != PYTOP_OK) {
-        if (status == PYTOP_ERR_GONE) fail(u, status, "the process has exited");
-        else if (status == PYTOP_ERR_PERMISSION) fail(u, status, "permission denied reading the process");
+        u->cur->thread_count = 0; /* nothing of a failed sample may be reused */
+        if (status == PYTOP_ERR_GONE) snprintf(u->error, sizeof u->error, "the process has exited");
         else fail(u, status, "sample failed");
         return status;
     }
-    out->threads = u->threads;
-    out->frames = u->frames;
-    out->thread_count = u->thread_count;
-    out->frame_count = u->frame_count;
+    out->threads = u->cur->threads;
+    out->frames = u->cur->frames;
+    out->thread_count = u->cur->thread_count;
+    out->frame_count = u->cur->frame_count;
     out->gc_collecting = u->gc_collecting;
-    out->syscalls = u->mem.syscalls;
+    out->syscalls = u->mem.syscalls + os_syscalls;
+    return PYTOP_OK;
+}
+
+int pytop_bench_collect(pytop_unwinder *u, uint32_t count, uint64_t *good, uint64_t *threads,
+                        uint64_t *syscalls) {
+    pytop_sample out;
+    for (uint32_t i = 0; i < count; i++) {
+        int status = pytop_collect(u, &out);
+        *syscalls += u->mem.syscalls;
+        if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION) return status;
+        if (status != PYTOP_OK) continue;
+        *good += 1;
+        *threads += out.thread_count;
+        *syscalls += out.syscalls - u->mem.syscalls;
+    }
     return PYTOP_OK;
 }
 
@@ -181,9 +248,11 @@ void pytop_close(pytop_unwinder *u) {
     codes_free(&u->codes);
     remote_free(&u->mem);
     os_state_free(&u->os);
-    free(u->threads);
-    free(u->raw);
-    free(u->frames);
+    for (int i = 0; i < 2; i++) {
+        free(u->bufs[i].threads);
+        free(u->bufs[i].raw);
+        free(u->bufs[i].frames);
+    }
     free(u);
 }
 

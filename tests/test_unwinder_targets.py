@@ -148,3 +148,40 @@ def test_target_exiting_while_sampled(interp: dict[str, Any]) -> None:
         finally:
             target.close()
         assert good > 0
+
+
+def test_idle_threads_keep_their_stack_without_rereading(interp: dict[str, Any]) -> None:
+    with helpers.running(interp, "stacks.py") as t:
+        target = attach(t.pid)
+        try:
+            expected = {info["thread_id"]: info["frames"] for key, info in t.info["threads"].items()
+                        if key != "spinner"}
+            spinner = t.info["threads"]["spinner"]["thread_id"]
+            reused = 0
+            for _ in range(30):
+                threads = by_id(good_sample(target))
+                for thread_id, frames in expected.items():
+                    assert frames_of(target, threads[thread_id]) == frames
+                    reused += threads[thread_id].unchanged
+                assert not threads[spinner].unchanged
+                time.sleep(0.005)
+        finally:
+            target.close()
+    assert reused >= 40  # two sleeping threads, 29 chances each after the first sample
+
+
+def test_a_thread_that_ran_is_read_again(interp: dict[str, Any]) -> None:
+    """Mostly asleep, but between two phases: both must show up, in their true share."""
+    with helpers.running(interp, "alternating.py") as t:
+        target = attach(t.pid)
+        seen = {"phase_a": 0, "phase_b": 0}
+        try:
+            for _ in range(300):
+                thread = by_id(good_sample(target))[t.info["alternating"]]
+                top = target.unwinder.code(next(thread.frames())[0]).name
+                if top in seen:
+                    seen[top] += 1
+                time.sleep(0.001)
+        finally:
+            target.close()
+    assert seen["phase_a"] > 60 and seen["phase_b"] > 60, seen

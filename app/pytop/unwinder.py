@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import struct
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from . import errors
 from ._native import ffi, lib
@@ -67,25 +67,51 @@ class CodeInfo:
 UNKNOWN = CodeInfo("<unknown>", "<unknown>", "<unknown>", 0)
 
 
-@dataclass(frozen=True)
-class ThreadSample:
-    thread_id: int
-    native_id: int | None
+class ThreadSample(NamedTuple):
+    """One thread in one sample. Built for speed (a sampler makes thousands a second)."""
+
+    thread_id: int  # Python's thread id (threading.get_ident())
+    native_id: int  # kernel TID, 0 when unknown
     interp_id: int
-    gil: bool
-    active: bool
-    os_state: str | None
-    error: str | None  # why the stack is incomplete, or None
-    truncated: bool
-    stack: bytes  # packed FRAME records, innermost first
+    flags: int  # PYTOP_THREAD_* bits
+    status: int  # PYTOP_OK, or why the stack is incomplete
+    stack: bytes  # packed FRAME records, innermost first: also a hashable key of the stack
+    os_state: str  # the kernel's state letter, "?" when unknown
+
+    @property
+    def gil(self) -> bool:
+        return bool(self.flags & lib.PYTOP_THREAD_GIL)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.flags & lib.PYTOP_THREAD_ACTIVE)
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.flags & lib.PYTOP_THREAD_TRUNCATED)
+
+    @property
+    def unchanged(self) -> bool:
+        """The thread had not run since the previous sample, so its stack was not read again."""
+        return bool(self.flags & lib.PYTOP_THREAD_UNCHANGED)
+
+    @property
+    def error(self) -> str | None:
+        return STATUS_NAMES.get(self.status, "error") if self.status else None
+
+    @property
+    def depth(self) -> int:
+        return len(self.stack) // FRAME.size
 
     def frames(self) -> Iterator[tuple[int, int]]:
         """(code id, line) pairs, innermost first."""
         return FRAME.iter_unpack(self.stack)
 
-    @property
-    def depth(self) -> int:
-        return len(self.stack) // FRAME.size
+
+# pytop_thread as laid out in C: thread_id, tstate, interp_id, native_id, flags, status,
+# first_frame, frame_count, os_state.
+_THREAD = struct.Struct("<QQqiIiIIc3x")
+assert _THREAD.size == ffi.sizeof("pytop_thread"), "pytop.h and unwinder.py disagree"
 
 
 @dataclass(frozen=True)
@@ -142,23 +168,22 @@ class Unwinder:
                 raise errors.permission_denied(self.pid, "reading the memory of")
             raise SampleError(status, message or STATUS_NAMES.get(status, "sample failed"))
         frames = ffi.buffer(out.frames, out.frame_count * FRAME.size)[:]
-        threads = []
-        for i in range(out.thread_count):
-            t = out.threads[i]
-            start = t.first_frame * FRAME.size
-            threads.append(ThreadSample(
-                thread_id=t.thread_id,
-                native_id=t.native_id or None,
-                interp_id=t.interp_id,
-                gil=bool(t.flags & lib.PYTOP_THREAD_GIL),
-                active=bool(t.flags & lib.PYTOP_THREAD_ACTIVE),
-                os_state=t.os_state.decode() if t.flags & lib.PYTOP_THREAD_OS_KNOWN else None,
-                error=STATUS_NAMES.get(t.status, "error") if t.status else None,
-                truncated=bool(t.flags & lib.PYTOP_THREAD_TRUNCATED),
-                stack=frames[start:start + t.frame_count * FRAME.size],
-            ))
+        records = ffi.buffer(out.threads, out.thread_count * _THREAD.size)
+        size = FRAME.size
+        threads = tuple([
+            ThreadSample(tid, native, interp, flags, status,
+                         frames[first * size:(first + count) * size], state.decode("latin-1"))
+            for tid, _, interp, native, flags, status, first, count, state in _THREAD.iter_unpack(records)
+        ])
         gc = None if out.gc_collecting < 0 else bool(out.gc_collecting)
-        return Sample(tuple(threads), gc, out.syscalls)
+        return Sample(threads, gc, out.syscalls)
+
+    def bench(self, count: int) -> tuple[int, int, int]:
+        """`count` samples back to back in C, building no Python objects, for benchmarks of the
+        unwinder alone: (good samples, threads they held, syscalls made)."""
+        good, threads, syscalls = (ffi.new("uint64_t *") for _ in range(3))
+        lib.pytop_bench_collect(self._handle, count, good, threads, syscalls)
+        return good[0], threads[0], syscalls[0]
 
     def code(self, code_id: int) -> CodeInfo:
         """Names of a code id from a sample (resolved once, then cached)."""
