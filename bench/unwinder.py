@@ -104,11 +104,16 @@ def measure_pytop(interp: dict, workload: str, seconds: float, raw: bool) -> dic
             "syscalls_per_call": syscalls / max(attempts, 1)}
 
 
-def _pyspy_run(pid: int, seconds: float) -> tuple[float, int, int]:
+# py-spy takes duration x rate samples even when it falls behind, so each workload gets a rate
+# py-spy can keep up with (per the figures in ../shared/PEERS.md).
+PYSPY_RATE = {"basic": 1000, "deep_static": 40, "threads": 100}
+
+
+def _pyspy_run(pid: int, seconds: float, rate: int) -> tuple[float, int, int]:
     with tempfile.NamedTemporaryFile(suffix=".txt") as out:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = subprocess.run(
-            ["py-spy", "record", "--nonblocking", "--idle", "--threads", "--rate", "10000",
+            ["py-spy", "record", "--nonblocking", "--idle", "--threads", "--rate", str(rate),
              "--duration", str(int(seconds)), "--format", "raw", "--output", out.name, "--pid", str(pid)],
             capture_output=True, text=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -129,9 +134,9 @@ def measure_pyspy(interp: dict, workload: str, seconds: float) -> dict | None:
         return None  # py-spy does not recognise a python started through ld-linux
     short = max(1, int(seconds / 2))
     with Target(interp, workload) as t:
-        cpu1, samples1, stacks1 = _pyspy_run(t.pid, short)
+        cpu1, samples1, stacks1 = _pyspy_run(t.pid, short, PYSPY_RATE[workload])
     with Target(interp, workload) as t:
-        cpu2, samples2, stacks2 = _pyspy_run(t.pid, short + max(2, int(seconds)))
+        cpu2, samples2, stacks2 = _pyspy_run(t.pid, short + max(2, int(seconds)), PYSPY_RATE[workload])
     if samples2 <= samples1:
         return None
     return {"cpu": cpu2 - cpu1, "calls": samples2 - samples1, "stacks": stacks2 - stacks1, "failed": 0}

@@ -61,6 +61,7 @@ typedef struct remote {
     size_t extra_count;
     arena_block *arena;
     size_t arena_total;
+    bool fresh; /* ignore what this sample read before: re-reading a torn structure */
 } remote;
 
 enum view_flags {
@@ -243,6 +244,8 @@ int fail(struct pytop_unwinder *u, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int push_raw_frame(struct pytop_unwinder *u, uint64_t code, int64_t offset);
 pytop_thread *push_thread(struct pytop_unwinder *u);
+/* Code ids for the raw frames of `t`; a code object that cannot be read sets t->status. */
+int resolve_ids(struct pytop_unwinder *u, pytop_thread *t);
 /* The same thread state in the previous sample, or NULL (t->tstate must be set). */
 const pytop_thread *previous_thread(const struct pytop_unwinder *u, const pytop_thread *t);
 /* Copy the stack `t` had in the previous sample, if it had one; false if not. */

@@ -283,6 +283,7 @@ static bool holds(const range *c, uint64_t addr, uint64_t len) {
 }
 
 static const uint8_t *lookup(remote *r, uint64_t addr, uint64_t len) {
+    if (r->fresh) return NULL;
     /* Walks read neighbours in a row: try the range of the last hit first. */
     if (r->last_hit < r->range_count && holds(&r->ranges[r->last_hit], addr, len))
         return r->ranges[r->last_hit].data + (addr - r->ranges[r->last_hit].addr);

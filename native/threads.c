@@ -104,6 +104,22 @@ static bool set_os_state(pytop_unwinder *u, pytop_thread *t) {
     return idle_since;
 }
 
+/* Walk the frames of `t` and map them to code ids; on failure t->status says why. */
+static int read_stack(pytop_unwinder *u, pytop_thread *t) {
+    thread_frames tf;
+    u->cur->frame_count = t->first_frame; /* drop what an earlier attempt left */
+    t->status = PYTOP_OK;
+    int status = thread_frames_of(u, t->tstate, &tf);
+    if (status == PYTOP_OK) status = frames_walk(u, &tf, t);
+    t->frame_count = u->cur->frame_count - t->first_frame;
+    if (status == PYTOP_OK) {
+        status = resolve_ids(u, t);
+        if (status == PYTOP_OK) status = t->status;
+    }
+    t->status = status;
+    return status;
+}
+
 static int walk_thread(pytop_unwinder *u, uint64_t ts, int64_t interp_id, uint64_t *next) {
     const pytop_layout *L = &u->L;
     uint64_t thread_id = 0;
@@ -120,12 +136,15 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, int64_t interp_id, uint64
     /* Only the thread itself changes its frames: one that has not been on a CPU since the last
      * sample has the same stack, and reading it again would only cost time. */
     if (!set_os_state(u, t) || !reuse_previous_stack(u, t)) {
-        thread_frames tf;
-        status = thread_frames_of(u, ts, &tf);
-        if (status == PYTOP_OK) status = frames_walk(u, &tf, t);
+        status = read_stack(u, t);
+        if (status == PYTOP_ERR_READ || status == PYTOP_ERR_CORRUPT) {
+            /* The thread changed its stack while we read it: once more, from fresh memory. */
+            u->mem.fresh = true;
+            status = read_stack(u, t);
+            u->mem.fresh = false;
+        }
     }
     t->frame_count = u->cur->frame_count - t->first_frame;
-    t->status = status;
     /* Losing the process or the permission ends the sample; anything else is this thread's. */
     if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION || status == PYTOP_ERR_NOMEM)
         return fail(u, status, "reading the stack of thread %llu", (unsigned long long)thread_id);

@@ -139,7 +139,7 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
 
 /* Map every raw frame of `t` to a code id. A code object that cannot be read marks the
  * thread (a frame torn by the running target), not the whole sample. */
-static int resolve_ids(pytop_unwinder *u, pytop_thread *t) {
+int resolve_ids(pytop_unwinder *u, pytop_thread *t) {
     const sample_buf *b = u->cur;
     uint64_t last_code = 0;
     uint32_t last_id = 0;
@@ -162,16 +162,18 @@ static int resolve_ids(pytop_unwinder *u, pytop_thread *t) {
     return PYTOP_OK;
 }
 
+/* Code ids were found thread by thread during the walk; confirm the cache entries that are due
+ * in one batch, and if some turned out replaced, look everything up again (their addresses now
+ * load the new objects). Then the lines. */
 static int resolve_all(pytop_unwinder *u) {
     sample_buf *b = u->cur;
-    for (int round = 0; round < 2; round++) {
+    if (codes_confirm_due(u) > 0) {
         for (uint32_t k = 0; k < b->thread_count; k++) {
-            if (b->threads[k].flags & PYTOP_THREAD_UNCHANGED) continue; /* resolved before */
+            if (b->threads[k].flags & PYTOP_THREAD_UNCHANGED) continue; /* its objects live */
             int status = resolve_ids(u, &b->threads[k]);
             if (status != PYTOP_OK) return status;
         }
-        /* Replaced entries lose their address: the second round loads the new objects. */
-        if (codes_confirm_due(u) == 0) break;
+        codes_confirm_due(u);
     }
     for (uint32_t k = 0; k < b->thread_count; k++) {
         const pytop_thread *t = &b->threads[k];

@@ -21,15 +21,14 @@ def interpreters() -> tuple[dict[str, dict[str, Any]], str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "interp" in metafunc.fixturenames:
-        found, _ = interpreters()
-        params = [found.get(name, {"name": name, "missing": True}) for name in helpers.EXPECTED]
-        metafunc.parametrize("interp", params, ids=helpers.EXPECTED)
+    found, _ = interpreters()
+    for fixture, names in (("interp", helpers.EXPECTED), ("some_interp", helpers.SOME)):
+        if fixture in metafunc.fixturenames:
+            params = [found.get(name, {"name": name, "missing": True}) for name in names]
+            metafunc.parametrize(fixture, params, ids=names)
 
 
-@pytest.fixture
-def interp(request: pytest.FixtureRequest) -> dict[str, Any]:
-    value: dict[str, Any] = request.param
+def _available(value: dict[str, Any]) -> dict[str, Any]:
     if value.get("missing"):
         _, complaints = interpreters()
         message = f"interpreter {value['name']} is not available: {complaints or 'not installed'}"
@@ -37,3 +36,15 @@ def interp(request: pytest.FixtureRequest) -> dict[str, Any]:
             pytest.fail(message)
         pytest.skip(message)
     return value
+
+
+@pytest.fixture
+def interp(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Each supported interpreter and launch style in turn."""
+    return _available(request.param)
+
+
+@pytest.fixture
+def some_interp(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """One interpreter per frame layout, for tests above the unwinder (sampler, UI, CLI)."""
+    return _available(request.param)

@@ -22,6 +22,8 @@ EXPECTED = [
     "debian-3.11",
     "sid-3.14-chroot", "sid-3.14-loader", "sid-3.15-chroot", "sid-3.15-loader",
 ]
+# One per frame model and launch style: object frames, interpreter frames, chroot + debug offsets.
+SOME = ["pyenv-3.8", "pyenv-3.12", "sid-3.15-chroot"]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 CHROOT_TARGET_DIR = "/tmp/pytop-test-targets"
 
@@ -80,6 +82,29 @@ def target_env() -> dict[str, str]:
     return env
 
 
+# The syscalls time.sleep() ends up in: select (before 3.11), clock_nanosleep, nanosleep, pselect6.
+SLEEP_SYSCALLS = {23, 35, 230, 270}
+
+
+def wait_until_asleep(pid: int, tids: list[int], timeout: float = 20) -> None:
+    """Until the kernel shows each thread inside its sleep syscall (not, say, waiting for the
+    GIL on its way there): only then are the stacks the target reported the ones it has."""
+    deadline = time.monotonic() + timeout
+    pending = list(tids)
+    while pending and time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/task/{pending[0]}/syscall") as f:
+                number = f.read().split()[0]
+        except OSError:
+            number = ""
+        if number.isdigit() and int(number) in SLEEP_SYSCALLS:
+            pending.pop(0)
+        else:
+            time.sleep(0.005)
+    if pending:
+        raise RuntimeError(f"threads {pending} of {pid} did not fall asleep")
+
+
 @contextlib.contextmanager
 def running(interp: dict[str, Any], script: str, *args: str, timeout: float = 60) -> Iterator[RunningTarget]:
     """Start `script` under `interp`, wait for its JSON readiness line, kill it afterwards."""
@@ -92,7 +117,9 @@ def running(interp: dict[str, Any], script: str, *args: str, timeout: float = 60
             proc.kill()
             _, err = proc.communicate(timeout=10)
             raise RuntimeError(f"{script} on {interp['name']} never became ready: {err.decode()[-2000:]}")
-        yield RunningTarget(proc.pid, json.loads(line), proc, path)  # type: ignore[arg-type]
+        info = json.loads(line)
+        wait_until_asleep(proc.pid, [tid for tid in info.get("sleepers", []) if tid])
+        yield RunningTarget(proc.pid, info, proc, path)  # type: ignore[arg-type]
     finally:
         if proc.poll() is None:
             proc.kill()

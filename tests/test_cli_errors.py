@@ -35,7 +35,7 @@ def test_no_such_process() -> None:
 
 @pytest.mark.parametrize("bad", ["abc", "-5", "0", "12x"])
 def test_pid_that_is_not_a_number(bad: str) -> None:
-    result = helpers.run_pytop("--dump", "--", bad)
+    result = helpers.run_pytop("--dump", f"--pid={bad}")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "not a process id" in result.stderr

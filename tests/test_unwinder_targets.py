@@ -131,7 +131,7 @@ def test_non_ascii_names(interp: dict[str, Any]) -> None:
 
 
 def test_target_exiting_while_sampled(interp: dict[str, Any]) -> None:
-    with helpers.running(interp, "exiting.py", "1.0") as t:
+    with helpers.running(interp, "exiting.py", "2.0") as t:
         target = attach(t.pid)
         good = 0
         deadline = time.monotonic() + 60

@@ -1,12 +1,22 @@
-"""pytop's command line: arguments, pre-flight checks and wiring; errors become one clear line."""
+"""pytop's command line: arguments, pre-flight checks and wiring; errors become one clear line.
+
+    pytop [options] PID             watch a running process (also -p/--pid PID)
+    pytop [options] -- CMD [ARGS]   start CMD, watch it, end it on exit
+    pytop --demo                    watch the bundled demo workload
+    pytop --dump [--json] PID       print every thread's stack once
+    pytop --batch [--duration S] [--json] PID   no screen: sample, then print the table
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from . import __version__, errors
+
+SORT_CHOICES = {"own": "own_pct", "total": "total_pct", "owntime": "own_time", "totaltime": "total_time",
+                "1": "own_pct", "2": "total_pct", "3": "own_time", "4": "total_time"}
 
 
 def parse_pid(text: str) -> int:
@@ -19,18 +29,80 @@ def parse_pid(text: str) -> int:
     return pid
 
 
+def positive(kind: type) -> object:
+    def parse(text: str) -> object:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+        return value
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pytop",
-        description="A live, top-style view of where a running Python process spends its time.",
+        usage="pytop [options] PID | pytop [options] -- COMMAND [ARGS...] | pytop --demo",
+        description="A live, top-style view of where a running Python process spends its time. "
+                    "pytop reads the process's memory and never stops it or writes to it.",
     )
     parser.add_argument("pid", nargs="?", type=parse_pid, help="process id of a running Python program")
     parser.add_argument("-p", "--pid", dest="pid_option", type=parse_pid, metavar="PID",
                         help="process id (same as the positional PID)")
-    parser.add_argument("--dump", action="store_true", help="print every thread's stack once and exit")
-    parser.add_argument("--json", action="store_true", help="with --dump: print one JSON object")
+    parser.add_argument("--demo", action="store_true", help="start and watch pytop's demo workload")
+    sampling = parser.add_argument_group("sampling")
+    sampling.add_argument("-r", "--rate", type=positive(float), default=100.0, metavar="HZ",
+                          help="samples per second (default 100)")
+    sampling.add_argument("-i", "--idle", action="store_true", help="include idle threads")
+    sampling.add_argument("-g", "--gil", action="store_true", help="only the thread holding the GIL")
+    sampling.add_argument("--nonblocking", action="store_true",
+                          help="accepted for py-spy habits: pytop never stops the target")
+    view = parser.add_argument_group("view")
+    view.add_argument("--delay", type=positive(float), default=1.0, metavar="SECONDS",
+                      help="seconds between screen refreshes (default 1)")
+    view.add_argument("--sort", choices=sorted(SORT_CHOICES), default="owntime",
+                      help="initial sort column: own (%%Own), total (%%Total), owntime (default) or "
+                           "totaltime, or the key 1-4")
+    view.add_argument("--by-line", action="store_true", help="start with one row per line, not per function")
+    view.add_argument("--full-filenames", action="store_true", help="show full file paths")
+    once = parser.add_argument_group("without a screen")
+    once.add_argument("--dump", action="store_true", help="print every thread's stack once and exit")
+    once.add_argument("--batch", action="store_true", help="sample for --duration seconds, print the table")
+    once.add_argument("--duration", type=positive(float), default=10.0, metavar="SECONDS",
+                      help="with --batch: how long to sample (default 10)")
+    once.add_argument("--json", action="store_true", help="with --dump or --batch: print JSON")
     parser.add_argument("--version", action="version", version=f"pytop {__version__}")
     return parser
+
+
+def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """pytop's own arguments, and the command after `--` (if any)."""
+    args = list(argv)
+    if "--" in args:
+        at = args.index("--")
+        return args[:at], args[at + 1:]
+    return args, []
+
+
+def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
+    pid = args.pid_option or args.pid
+    sources = sum([pid is not None, bool(command), args.demo])
+    if sources == 0:
+        raise errors.UsageError("which process? give a PID, a command after --, or --demo (see pytop --help)")
+    if sources > 1:
+        raise errors.UsageError("give only one of a PID, a command after --, or --demo")
+    if args.json and not (args.dump or args.batch):
+        raise errors.UsageError("--json goes with --dump or --batch")
+    if args.dump and args.batch:
+        raise errors.UsageError("--dump and --batch do not go together")
+    if args.dump and pid is None:
+        raise errors.UsageError("--dump needs the PID of a running process")
+    if not (args.dump or args.batch) and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise errors.UsageError("the live view needs a terminal; without one, use --batch --duration "
+                                "SECONDS for a report, or --dump for the stacks")
 
 
 def run_dump(pid: int, as_json: bool) -> int:
@@ -55,18 +127,44 @@ def run_dump(pid: int, as_json: bool) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    pid = args.pid_option or args.pid
+def run_watch(args: argparse.Namespace, command: list[str]) -> int:
+    from . import batch
+    from .attach import attach
+    from .launch import Child, attach_when_ready, demo_command
+    from .live import info_of, run_live
+    from .sampler import Sampler, Settings
+
+    child = None
+    if args.demo or command:
+        child = Child(demo_command() if args.demo else command, quiet=not args.batch)
     try:
-        if args.json and not args.dump:
-            raise errors.UsageError("--json goes with --dump")
-        if pid is None:
-            raise errors.UsageError("which process? give a PID")
+        target = attach_when_ready(child) if child else attach(args.pid_option or args.pid)
+        sort = SORT_CHOICES[args.sort]
+        settings = Settings(rate=args.rate, delay=args.delay, idle=args.idle, gil_only=args.gil,
+                            by_line=args.by_line)
+        if args.batch:
+            settings = Settings(rate=args.rate, delay=args.duration + 3600, idle=args.idle,
+                                gil_only=args.gil, by_line=args.by_line, quick_start=False)
+            snapshot = batch.collect(Sampler(target.unwinder, info_of(target), settings), args.duration)
+            out = batch.as_json(snapshot, sort) if args.json else batch.as_text(snapshot, sort, args.full_filenames)
+            sys.stdout.write(out)
+            return 0
+        return run_live(target, settings, sort=sort, full_filenames=args.full_filenames,
+                        child_log=child.log_path if child else None)
+    finally:
+        if child:
+            child.end()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    own, command = split_command(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(own)
+    try:
+        check_arguments(args, command)
         if args.dump:
-            return run_dump(pid, args.json)
-        raise errors.UsageError("the live view is not built yet; use --dump")
+            return run_dump(args.pid_option or args.pid, args.json)
+        return run_watch(args, command)
     except errors.PytopError as exc:
         print(f"pytop: {exc}", file=sys.stderr)
         return exc.exit_code

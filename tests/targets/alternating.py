@@ -5,7 +5,7 @@ import sys
 import threading
 import time
 
-from report import ready, thread_info
+from report import Collector
 
 
 def phase_a():
@@ -25,5 +25,4 @@ def alternate():
 thread = threading.Thread(target=alternate, name="alternating", daemon=True)
 thread.start()
 time.sleep(0.05)
-ready({"threads": {"main": thread_info(sys._getframe())}, "alternating": thread.ident})
-time.sleep(1e6)
+Collector(["main"], extra={"alternating": thread.ident}).add("main", sys._getframe()) or time.sleep(1e6)

@@ -4,7 +4,7 @@ import sys
 import threading
 import time
 
-from report import frames_of, ready, thread_info
+from report import Collector, frames_of
 
 DEPTH = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
 sys.setrecursionlimit(DEPTH + 1000)
@@ -12,11 +12,14 @@ sys.setrecursionlimit(DEPTH + 1000)
 threading.stack_size(512 << 20)
 
 
+collector = Collector(["deep"])
+
+
 def recurse(n):
     if n > 1:
         return recurse(n - 1)
-    frame = sys._getframe()
-    ready({"threads": {"deep": thread_info(frame)}, "depth": len(frames_of(frame))}) or time.sleep(1e6)
+    collector.extra["depth"] = len(frames_of(sys._getframe()))
+    collector.add("deep", sys._getframe()) or time.sleep(1e6)
 
 
 def main():

@@ -1,7 +1,9 @@
 """Shared by the target scripts: what the target itself knows about its stacks, as JSON.
 
 A target prints one JSON line on stdout once it is in the state a test wants to observe (the
-readiness handshake), then blocks. Frames are listed innermost first, as pytop lists them.
+readiness handshake), then blocks. Frames are listed innermost first, as pytop lists them. The
+line lists the TIDs of the threads that then go to sleep ("sleepers"): the test waits until the
+kernel shows each of them in its sleep syscall, so no thread is still on its way there.
 """
 
 import json
@@ -37,10 +39,12 @@ def ready(document):
 
 
 class Collector:
-    """Gathers one entry per named thread and reports once all `expected` have arrived."""
+    """Gathers one entry per named thread and reports once all `expected` have arrived. Every
+    thread but the `busy` ones goes to sleep right after its add()."""
 
-    def __init__(self, expected, extra=None):
+    def __init__(self, expected, extra=None, busy=()):
         self.expected = set(expected)
+        self.busy = set(busy)
         self.entries = {}
         self.extra = extra or {}
         self.lock = threading.Lock()
@@ -49,4 +53,7 @@ class Collector:
         with self.lock:
             self.entries[key] = thread_info(frame)
             if set(self.entries) == self.expected:
-                ready(dict(self.extra, threads=self.entries, version=list(sys.version_info[:3])))
+                sleepers = [info.get("native_id") for name, info in self.entries.items()
+                            if name not in self.busy]
+                ready(dict(self.extra, threads=self.entries, version=list(sys.version_info[:3]),
+                           sleepers=sleepers))

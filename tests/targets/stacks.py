@@ -8,7 +8,7 @@ import time
 
 from report import Collector
 
-collector = Collector(["main", "sleeper", "spinner"], extra={"spin_lines": []})
+collector = Collector(["main", "sleeper", "spinner"], extra={"spin_lines": []}, busy=["spinner"])
 
 
 class Worker:

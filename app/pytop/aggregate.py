@@ -1,0 +1,140 @@
+"""Turning samples into per-function figures. Pure: no threads, no I/O, no target.
+
+A sample is a list of (thread key, stack) pairs plus the real time it stands for (the elapsed
+interval since the previous sample, so figures stay right when sampling falls behind). Stacks
+are the unwinder's packed (code id, line) frames, innermost first, and double as keys: a window
+and the time since the last reset are kept as counts per unique stack, so memory grows with the
+number of distinct stacks, not with the number of samples.
+
+Own: the function is the innermost frame. Total: the function is anywhere in the stack; a
+recursive function is counted once per stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+
+from .unwinder import FRAME
+
+Describe = Callable[[int], tuple[str, str]]  # code id -> (function, filename)
+RowKey = tuple[str, str, int]  # (function, filename, line or 0)
+
+
+@dataclass
+class Figures:
+    own_count: int = 0
+    total_count: int = 0
+    own_time: float = 0.0
+    total_time: float = 0.0
+
+
+@dataclass
+class StackCounts:
+    """Samples per (thread, stack), with the time they stand for."""
+
+    counts: dict[tuple[Hashable, bytes], list[float]] = field(default_factory=dict)
+    samples: int = 0  # sampling events
+    thread_samples: int = 0
+    duration: float = 0.0  # sum of the sampling events' intervals
+    gil_samples: int = 0  # events in which some thread held the GIL
+    active_thread_samples: int = 0
+
+    def add(self, dt: float, stacks: Iterable[tuple[Hashable, bytes]]) -> None:
+        self.samples += 1
+        self.duration += dt
+        counts = self.counts
+        for key in stacks:
+            entry = counts.get(key)
+            if entry is None:
+                counts[key] = [1, dt]
+            else:
+                entry[0] += 1
+                entry[1] += dt
+
+
+class FunctionTable:
+    """Per-function figures in both views (by function, by line), built from stack counts."""
+
+    def __init__(self, describe: Describe, names: dict[int, tuple[str, str]] | None = None):
+        self.describe = describe
+        self.by_function: dict[RowKey, Figures] = {}
+        self.by_line: dict[RowKey, Figures] = {}
+        self._names = {} if names is None else names  # code id -> (function, filename)
+
+    def _name(self, code_id: int) -> tuple[str, str]:
+        name = self._names.get(code_id)
+        if name is None:
+            name = self._names[code_id] = self.describe(code_id)
+        return name
+
+    def add_stack(self, stack: bytes, count: float, seconds: float) -> None:
+        functions: list[RowKey] = []
+        lines: list[RowKey] = []
+        for code_id, line in FRAME.iter_unpack(stack):
+            function, filename = self._name(code_id)
+            functions.append((function, filename, 0))
+            lines.append((function, filename, line))
+        if not functions:
+            return
+        for table, keys in ((self.by_function, functions), (self.by_line, lines)):
+            own = table.get(keys[0])
+            if own is None:
+                own = table[keys[0]] = Figures()
+            own.own_count += count
+            own.own_time += seconds
+            for key in set(keys):
+                figures = table.get(key)
+                if figures is None:
+                    figures = table[key] = Figures()
+                figures.total_count += count
+                figures.total_time += seconds
+
+    def add_counts(self, counts: StackCounts, thread: Hashable | None = None) -> None:
+        for (thread_key, stack), (count, seconds) in counts.counts.items():
+            if thread is None or thread_key == thread:
+                self.add_stack(stack, count, seconds)
+
+    def rows(self, by_line: bool) -> dict[RowKey, Figures]:
+        return self.by_line if by_line else self.by_function
+
+
+class Aggregator:
+    """The current refresh window and everything since the last reset."""
+
+    def __init__(self, describe: Describe):
+        self.describe = describe
+        self.names: dict[int, tuple[str, str]] = {}
+        self.window = StackCounts()
+        self.total = StackCounts()
+        self.totals = FunctionTable(describe, self.names)
+
+    def add_sample(self, dt: float, stacks: list[tuple[Hashable, bytes]], gil: bool,
+                   active_threads: int, threads: int) -> None:
+        for counts in (self.window, self.total):
+            counts.add(dt, stacks)
+            counts.thread_samples += threads
+            counts.gil_samples += gil
+            counts.active_thread_samples += active_threads
+
+    def close_window(self) -> tuple[StackCounts, FunctionTable]:
+        """End the current window: its figures join the totals; returns them for display."""
+        window, self.window = self.window, StackCounts()
+        figures = FunctionTable(self.describe, self.names)
+        figures.add_counts(window)
+        for table_name in ("by_function", "by_line"):
+            total_table = getattr(self.totals, table_name)
+            for key, fig in getattr(figures, table_name).items():
+                into = total_table.get(key)
+                if into is None:
+                    into = total_table[key] = Figures()
+                into.own_count += fig.own_count
+                into.total_count += fig.total_count
+                into.own_time += fig.own_time
+                into.total_time += fig.total_time
+        return window, figures
+
+    def reset(self) -> None:
+        self.window = StackCounts()
+        self.total = StackCounts()
+        self.totals = FunctionTable(self.describe, self.names)

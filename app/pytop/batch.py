@@ -1,0 +1,83 @@
+"""`pytop --batch`: sample for a while without a screen, then print the final table."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from .model import FunctionRow, Snapshot
+from .sampler import Sampler
+from .ui import format as fmt
+
+SORT_FIELDS = {"own_pct": "own_pct", "total_pct": "total_pct", "own_time": "own_time", "total_time": "total_time"}
+
+
+def collect(sampler: Sampler, duration: float) -> Snapshot:
+    """Run the sampler for `duration` seconds (or until the target exits, or Ctrl-C) and return
+    one snapshot covering the whole run."""
+    final: list[Snapshot] = []
+    done = threading.Event()
+
+    def publish(snapshot: Snapshot) -> None:
+        if snapshot.exited:
+            final.append(snapshot)
+            done.set()
+
+    sampler.start(publish)
+    try:
+        done.wait(duration)
+    except KeyboardInterrupt:
+        pass
+    sampler.stop()
+    return final[0] if final else sampler.final_snapshot()
+
+
+def ordered(rows: tuple[FunctionRow, ...], sort: str) -> list[FunctionRow]:
+    field = SORT_FIELDS[sort]
+    return sorted(rows, key=lambda r: (-getattr(r, field), -r.total_time, r.function, r.filename, r.line or 0))
+
+
+def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = None) -> str:
+    t = s.target
+    lines = [
+        f"pytop: pid {t.pid}, {t.command}, Python {t.python_version}",
+        f"Samples: {s.samples:,}, Errors: {s.errors:,} ({100 * s.error_rate:.1f}%), Duration: {s.elapsed:.1f} s",
+        fmt.threads_line(s),
+    ]
+    if s.exited:
+        lines.append(f"The process exited during the run ({s.exit_reason}).")
+    lines += ["", f"{'%Own':>7} {'%Total':>7} {'OwnTime':>9} {'TotalTime':>10}  Function (filename)"]
+    rows = ordered(s.rows, sort)
+    for row in rows[:limit]:
+        lines.append(f"{fmt.percent(row.own_pct):>7} {fmt.percent(row.total_pct):>7} "
+                     f"{fmt.seconds(row.own_time):>9} {fmt.seconds(row.total_time):>10}  "
+                     f"{row.function} ({fmt.where(row, t.cwd, full_filenames)})")
+    return "\n".join(lines) + "\n"
+
+
+def as_json(s: Snapshot, sort: str) -> str:
+    functions: list[dict[str, Any]] = []
+    for row in ordered(s.rows, sort):
+        entry: dict[str, Any] = {"function": row.function, "filename": row.filename}
+        if row.line is not None:
+            entry["line"] = row.line
+        entry.update(own=row.own_count, total=row.total_count, own_time=round(row.own_time, 6),
+                     total_time=round(row.total_time, 6), own_pct=round(row.own_pct, 3),
+                     total_pct=round(row.total_pct, 3))
+        functions.append(entry)
+    document = {
+        "pid": s.target.pid,
+        "command": s.target.command,
+        "python_version": s.target.python_version,
+        "samples": s.samples,
+        "errors": s.errors,
+        "duration": round(s.elapsed, 6),
+        "gil_pct": round(s.gil_pct, 3),
+        "active_pct": round(s.active_pct, 3),
+        "threads": s.threads,
+        "exited": s.exited,
+        "by_line": s.by_line,
+        "functions": functions,
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

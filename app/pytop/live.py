@@ -1,0 +1,48 @@
+"""`pytop PID`: the live view, wired to a sampler on a real target."""
+
+from __future__ import annotations
+
+import sys
+
+import psutil
+
+from .attach import Target
+from .model import TargetInfo
+from .sampler import Sampler, Settings
+
+
+def info_of(target: Target) -> TargetInfo:
+    try:
+        cwd = psutil.Process(target.pid).cwd()
+    except (psutil.Error, OSError):
+        cwd = None
+    return TargetInfo(target.pid, target.cmdline, str(target.version), cwd)
+
+
+def notes_for(settings: Settings, child_log: str | None) -> tuple[str, ...]:
+    notes = []
+    if settings.idle:
+        notes.append("[idle threads included]")
+    if settings.gil_only:
+        notes.append("[GIL holder only]")
+    if child_log:
+        notes.append(f"[its output: {child_log}]")
+    return tuple(notes)
+
+
+def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: bool,
+             child_log: str | None = None) -> int:
+    from .ui.app import PytopApp
+
+    # The sampler thread shares this process's GIL with the UI: a short switch interval lets it
+    # take the GIL within half a millisecond of waking, however busy the UI is redrawing.
+    sys.setswitchinterval(0.0005)
+    sampler = Sampler(target.unwinder, info_of(target), settings)
+    app = PytopApp(sampler, sort=sort, by_line=settings.by_line, full_filenames=full_filenames,
+                   notes=notes_for(settings, child_log), handle_signals=True)
+    try:
+        app.run()
+    finally:
+        sampler.stop()
+        target.close()
+    return 0

@@ -1,0 +1,1 @@
+"""pytop's Textual app: it only ever shows Snapshots the sampler publishes."""

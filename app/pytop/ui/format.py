@@ -1,0 +1,94 @@
+"""Pure text formatting for the screen and the batch report (tested without a terminal)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ..model import FunctionRow, Snapshot
+
+# Where a file lives inside an installation: shown from there on ("json/decoder.py").
+_INSTALL_PREFIX = re.compile(r".*/(?:site-packages|dist-packages|lib/python\d+\.\d+)/")
+
+
+def short_filename(path: str, cwd: str | None = None) -> str:
+    """A file name as short as it can be while still telling files apart."""
+    if path.startswith("<"):
+        return path  # <frozen importlib._bootstrap>, <string>, ...
+    shortened = _INSTALL_PREFIX.sub("", path)
+    if shortened != path:
+        return shortened
+    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+        return path[len(cwd.rstrip("/")) + 1:]
+    return path
+
+
+def where(row: FunctionRow, cwd: str | None, full: bool) -> str:
+    name = row.filename if full else short_filename(row.filename, cwd)
+    if row.line is not None:
+        return f"{name}:{row.line}"
+    return name
+
+
+def seconds(value: float) -> str:
+    if value >= 3600:
+        return f"{value / 3600:.1f}h"
+    if value >= 100:
+        return f"{value:.0f}s"
+    return f"{value:.2f}s"
+
+
+def percent(value: float) -> str:
+    return f"{value:.1f}%" if value < 1000 else f"{value:.0f}%"
+
+
+def byte_size(value: int | None) -> str:
+    if value is None:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value} B"
+
+
+def clock(value: float) -> str:
+    whole = int(value)
+    return f"{whole // 3600:02d}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+def threads_line(s: Snapshot) -> str:
+    return f"GIL: {s.gil_pct:.1f}%, Active: {s.active_pct:.1f}%, Threads: {s.threads}"
+
+
+def samples_line(s: Snapshot) -> str:
+    nominal = s.settings.get("rate")
+    rate = f"{s.rate:,.0f}/s" + (f" of {float(nominal):,.0f}/s" if nominal else "")  # type: ignore[arg-type]
+    return f"Samples: {s.samples:,} ({rate}), Errors: {100 * s.error_rate:.1f}%, Elapsed: {clock(s.elapsed)}"
+
+
+def usage_line(s: Snapshot) -> str:
+    cpu = "?" if s.cpu_pct is None else f"{s.cpu_pct:.0f}%"
+    return f"CPU: {cpu}, RSS: {byte_size(s.rss)}"
+
+
+def error_banner(s: Snapshot) -> str | None:
+    """py-spy's rule: shown once errors reach 1% after 100 samples."""
+    if s.samples + s.errors >= 100 and s.error_rate >= 0.01:
+        return f"Error rate {100 * s.error_rate:.1f}% (last: {s.last_error or 'unknown'})"
+    return None
+
+
+def behind_banner(s: Snapshot) -> str | None:
+    if s.behind <= 0:
+        return None
+    return (f"{s.behind:.1f} s behind in sampling: more than 10% of samples are late. Times stay "
+            "right (they use the real intervals) but fewer samples are taken; try a lower --rate.")
+
+
+def exited_banner(s: Snapshot) -> str | None:
+    if not s.exited:
+        return None
+    if s.exit_reason and "exited" not in s.exit_reason:
+        return f"Sampling stopped: {s.exit_reason}. The results below are final; press q to quit."
+    return f"Process {s.target.pid} has exited. The results below are final; press q to quit."

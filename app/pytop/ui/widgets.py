@@ -1,0 +1,140 @@
+"""The widgets of the main screen: the process header, banners and the function table."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import DataTable, Static
+
+from ..model import FunctionRow, Snapshot
+from . import format as fmt
+
+SORT_COLUMNS = {
+    "own_pct": "%Own",
+    "total_pct": "%Total",
+    "own_time": "OwnTime",
+    "total_time": "TotalTime",
+}
+FUNCTION = "function"
+
+
+class Number:
+    """A numeric cell: sorts by its value, shows its text right-aligned."""
+
+    __slots__ = ("value", "text")
+
+    def __init__(self, value: float, text: str):
+        self.value = value
+        self.text = text
+
+    def __rich__(self) -> Text:
+        return Text(self.text, justify="right")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Number) and other.text == self.text
+
+
+class ProcessHeader(Static):
+    """What is sampled, how sampling goes, and how the process does."""
+
+    def show(self, s: Snapshot, notes: list[str]) -> None:
+        t = s.target
+        text = Text()
+        text.append("pytop", style="bold")
+        text.append(f"  pid {t.pid}  ")
+        text.append(t.command, style="bold cyan")
+        text.append(f"  Python {t.python_version}\n")
+        text.append(fmt.samples_line(s) + "\n")
+        text.append(fmt.threads_line(s), style="bold")
+        text.append("   " + fmt.usage_line(s))
+        if notes:
+            text.append("   " + "  ".join(notes), style="bold yellow")
+        self.update(text)
+
+
+class Banner(Static):
+    """One line of warning; hidden while there is nothing to say."""
+
+    def say(self, message: str | None) -> None:
+        self.display = message is not None
+        if message is not None:
+            self.update(Text(message))
+
+
+class FunctionTable(DataTable[object]):
+    """Functions (or lines) with their figures; rows keyed, updated in place, then sorted."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
+        self.sort_column = "own_time"
+        self._rows: dict[str, FunctionRow] = {}
+
+    def on_mount(self) -> None:
+        for key, label in SORT_COLUMNS.items():
+            self.add_column(Text(label, justify="right"), key=key, width=len(label) + 1)
+        self.add_column("Function (filename)", key=FUNCTION)
+        self._mark_sort_column()
+
+    def on_resize(self) -> None:
+        """The function column takes the width the figures leave (long names are cut)."""
+        figures = sum(self.columns[key].get_render_width(self) for key in SORT_COLUMNS)  # type: ignore[index]
+        column = self.columns[FUNCTION]  # type: ignore[index]
+        column.auto_width = False
+        column.width = max(20, self.size.width - figures - 2 * self.cell_padding - 1)
+        self.refresh()
+
+    @staticmethod
+    def row_key(row: FunctionRow) -> str:
+        function, filename, line = row.key
+        return f"{function}\0{filename}\0{line}"
+
+    def cells(self, row: FunctionRow, cwd: str | None, full: bool) -> dict[str, object]:
+        name = Text(row.function, style="bold")
+        name.append(f" ({fmt.where(row, cwd, full)})", style="dim")
+        return {
+            "own_pct": Number(row.own_pct, fmt.percent(row.own_pct)),
+            "total_pct": Number(row.total_pct, fmt.percent(row.total_pct)),
+            "own_time": Number(row.own_time, fmt.seconds(row.own_time)),
+            "total_time": Number(row.total_time, fmt.seconds(row.total_time)),
+            FUNCTION: name,
+        }
+
+    def show(self, rows: tuple[FunctionRow, ...], cwd: str | None, full: bool) -> None:
+        wanted = {self.row_key(row): row for row in rows}
+        for key in [k for k in self._rows if k not in wanted]:
+            self.remove_row(key)
+            del self._rows[key]
+        for key, row in wanted.items():
+            old = self._rows.get(key)
+            if old is None:
+                self.add_row(*self.cells(row, cwd, full).values(), key=key)
+            elif old != row:
+                old_cells = self.cells(old, cwd, full)
+                for column, value in self.cells(row, cwd, full).items():
+                    if value != old_cells[column]:  # only what shows differently
+                        self.update_cell(key, column, value)
+            self._rows[key] = row
+        self.apply_sort()
+
+    def set_sort(self, column: str) -> None:
+        self.sort_column = column
+        self._mark_sort_column()
+        self.apply_sort()
+
+    def apply_sort(self) -> None:
+        # Largest first; ties broken by the other time and then by name, so rows that are
+        # equal do not swap places between refreshes.
+        other = "total_time" if self.sort_column != "total_time" else "own_time"
+
+        def order(cells: tuple[Number, Number, Text]) -> tuple[float, float, str]:
+            return (-cells[0].value, -cells[1].value, cells[2].plain)
+
+        if self.row_count:
+            self.sort(self.sort_column, other, FUNCTION, key=order)
+
+    def _mark_sort_column(self) -> None:
+        for key, label in SORT_COLUMNS.items():
+            sorted_here = key == self.sort_column
+            self.columns[key].label = Text(  # type: ignore[index]
+                f"{label}▼" if sorted_here else label, justify="right",
+                style="bold reverse" if sorted_here else "")
+        self.refresh()

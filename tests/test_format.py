@@ -1,0 +1,60 @@
+"""Screen and report formatting: pure functions."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pytop.model import Snapshot, TargetInfo
+from pytop.ui import format as fmt
+
+
+def snapshot(**changes: object) -> Snapshot:
+    base = Snapshot(target=TargetInfo(42, "python app.py", "3.12.1", "/srv/app"), rows=(), by_line=False,
+                    samples=1000, elapsed=10.0, rate=100.0, errors=0, last_error=None, late=0, behind=0.0,
+                    gil_pct=50.0, active_pct=25.0, threads=4, cpu_pct=80.0, rss=50 << 20)
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_short_filenames() -> None:
+    assert fmt.short_filename("/usr/lib/python3.11/json/decoder.py") == "json/decoder.py"
+    assert fmt.short_filename("/venv/lib/python3.12/site-packages/requests/api.py") == "requests/api.py"
+    assert fmt.short_filename("/usr/lib/python3/dist-packages/yaml/main.py") == "yaml/main.py"
+    assert fmt.short_filename("/srv/app/web/views.py", "/srv/app") == "web/views.py"
+    assert fmt.short_filename("/srv/application/x.py", "/srv/app") == "/srv/application/x.py"
+    assert fmt.short_filename("<frozen runpy>") == "<frozen runpy>"
+
+
+def test_error_banner_needs_one_percent_after_a_hundred_samples() -> None:
+    assert fmt.error_banner(snapshot(samples=50, errors=10)) is None  # too early to tell
+    assert fmt.error_banner(snapshot(samples=1000, errors=5)) is None  # 0.5%
+    text = fmt.error_banner(snapshot(samples=990, errors=10, last_error="torn read"))
+    assert text == "Error rate 1.0% (last: torn read)"
+
+
+def test_behind_banner() -> None:
+    assert fmt.behind_banner(snapshot()) is None
+    assert fmt.behind_banner(snapshot(behind=2.5)).startswith("2.5 s behind in sampling")  # type: ignore[union-attr]
+
+
+def test_exited_banner() -> None:
+    assert fmt.exited_banner(snapshot()) is None
+    text = fmt.exited_banner(snapshot(exited=True, exit_reason="process 42 has exited"))
+    assert text == "Process 42 has exited. The results below are final; press q to quit."
+    text = fmt.exited_banner(snapshot(exited=True, exit_reason="permission denied"))
+    assert text is not None and text.startswith("Sampling stopped: permission denied")
+
+
+def test_header_lines() -> None:
+    s = snapshot(settings={"rate": 100.0})
+    assert fmt.threads_line(s) == "GIL: 50.0%, Active: 25.0%, Threads: 4"
+    assert fmt.samples_line(s) == "Samples: 1,000 (100/s of 100/s), Errors: 0.0%, Elapsed: 00:00:10"
+    assert fmt.usage_line(s) == "CPU: 80%, RSS: 50.0 MiB"
+
+
+def test_numbers() -> None:
+    assert fmt.seconds(1.234) == "1.23s"
+    assert fmt.seconds(123.4) == "123s"
+    assert fmt.seconds(7200) == "2.0h"
+    assert fmt.percent(12.345) == "12.3%"
+    assert fmt.byte_size(512) == "512 B"
+    assert fmt.clock(3725) == "01:02:05"

@@ -1,0 +1,112 @@
+"""The sampler thread against real targets: rates, filters, views, reset, exit."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import helpers
+from pytop.attach import attach
+from pytop.live import info_of
+from pytop.model import Snapshot
+from pytop.sampler import Sampler, Settings
+
+
+class Collected:
+    def __init__(self) -> None:
+        self.snapshots: list[Snapshot] = []
+        self.exited = threading.Event()
+
+    def __call__(self, snapshot: Snapshot) -> None:
+        self.snapshots.append(snapshot)
+        if snapshot.exited:
+            self.exited.set()
+
+    @property
+    def last(self) -> Snapshot:
+        return self.snapshots[-1]
+
+
+def run_sampler(pid: int, settings: Settings, seconds: float) -> tuple[Sampler, Collected]:
+    target = attach(pid)
+    sampler = Sampler(target.unwinder, info_of(target), settings)
+    collected = Collected()
+    sampler.start(collected)
+    time.sleep(seconds)
+    sampler.stop()
+    return sampler, collected
+
+
+def functions(snapshot: Snapshot) -> dict[str, Any]:
+    return {row.function: row for row in snapshot.rows}
+
+
+def test_sampling_at_rate_with_idle_threads_left_out(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        sampler, got = run_sampler(t.pid, Settings(rate=200, delay=0.5), 2.0)
+    final = sampler.final_snapshot()
+    # Refreshes came quickly at first, then at the chosen pace.
+    assert len(got.snapshots) >= 5
+    assert 250 <= final.samples <= 450, final.samples
+    assert final.rate > 100
+    rows = functions(final)
+    assert "Worker.spinning" in rows or "spinning" in rows
+    spinning = rows.get("Worker.spinning") or rows["spinning"]
+    assert spinning.own_pct > 50
+    assert not any(name in rows for name in ("level_two", "Worker.sleeping", "sleeping"))
+    assert final.threads == 3
+    assert final.gil_pct > 50
+    assert 10 < final.active_pct < 60  # one of three threads runs
+
+
+def test_idle_threads_included_on_request(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        sampler, _ = run_sampler(t.pid, Settings(rate=100, idle=True), 1.0)
+    rows = functions(sampler.final_snapshot())
+    assert "level_two" in rows and rows["level_two"].own_time > 0.5
+
+
+def test_gil_holder_only(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        sampler, _ = run_sampler(t.pid, Settings(rate=100, gil_only=True), 1.0)
+    names = set(functions(sampler.final_snapshot()))
+    assert names & {"Worker.spinning", "spinning"}
+    assert not names & {"level_two", "level_one", "<module>"}
+
+
+def test_by_line_view_and_reset(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        target = attach(t.pid)
+        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=100, delay=5.0))
+        got = Collected()
+        sampler.start(got)
+        time.sleep(0.8)
+        sampler.set_by_line(True)
+        deadline = time.monotonic() + 5
+        while not (got.snapshots and got.last.by_line) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        by_line = got.last
+        sampler.reset()
+        while got.last is by_line and time.monotonic() < deadline:
+            time.sleep(0.01)
+        after_reset = got.last
+        sampler.stop()
+    assert by_line.by_line and all(row.line for row in by_line.rows)
+    spin_lines = {row.line for row in by_line.rows if row.function.endswith("spinning")}
+    assert spin_lines <= set(t.info["spin_lines"]) | {t.info["threads"]["spinner"]["frames"][0]["line"]}
+    assert after_reset.samples < by_line.samples and after_reset.elapsed < 1.0
+
+
+def test_target_exit_ends_sampling_with_a_final_snapshot(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "exiting.py", "1.0") as t:
+        target = attach(t.pid)
+        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200))
+        got = Collected()
+        sampler.start(got)
+        assert got.exited.wait(30)
+        sampler.stop()
+    assert not sampler.running
+    assert got.last.exited and "exited" in (got.last.exit_reason or "")
+    assert got.last.samples > 20
+    assert any(row.function == "churn" for row in got.last.rows)

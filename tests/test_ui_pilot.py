@@ -1,0 +1,154 @@
+"""The live view driven with Textual's pilot, fed by a fake source: every key does what it
+says to the table, the header and the source."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from pytop.ui.app import PytopApp
+from pytop.ui.help import HelpScreen
+from pytop.ui.widgets import FunctionTable, ProcessHeader
+from ui_fakes import FakeSource, snapshot
+
+SIZE = (120, 30)
+
+
+def table_functions(app: PytopApp) -> list[str]:
+    table = app.query_one(FunctionTable)
+    return [table.get_row_at(i)[-1].plain.split(" (")[0] for i in range(table.row_count)]
+
+
+def header_text(app: PytopApp) -> str:
+    return str(app.query_one(ProcessHeader).render())
+
+
+def column_labels(app: PytopApp) -> list[str]:
+    table = app.query_one(FunctionTable)
+    return [Text(str(c.label)).plain for c in table.columns.values()]
+
+
+async def test_first_snapshot_fills_header_and_table() -> None:
+    app = PytopApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        # GIVEN the default sort (OwnTime) THEN rows are by own time, largest first
+        assert table_functions(app) == ["query_database", "is_prime", "JSONEncoder.iterencode",
+                                        "render_response", "handle_request", "Thread.run"]
+        text = header_text(app)
+        assert "pid 4242" in text and "python shop.py --port 8080" in text and "Python 3.12.1" in text
+        assert "GIL: 61.5%, Active: 43.3%, Threads: 6" in text
+        assert "Samples: 5,012" in text and "CPU: 88%" in text and "RSS: 73.0 MiB" in text
+        assert "OwnTime▼" in column_labels(app)
+
+
+async def test_number_keys_sort_by_each_column() -> None:
+    app = PytopApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("1")
+        assert table_functions(app)[0] == "is_prime"
+        assert "%Own▼" in column_labels(app)
+        await pilot.press("2")
+        assert table_functions(app)[:2] == ["Thread.run", "handle_request"]
+        assert "%Total▼" in column_labels(app) and "%Own" in column_labels(app)
+        await pilot.press("4")
+        assert table_functions(app)[0] == "Thread.run"
+        await pilot.press("3")
+        assert table_functions(app)[0] == "query_database"
+
+
+async def test_clicking_a_header_sorts_by_it() -> None:
+    app = PytopApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.click(FunctionTable, offset=(3, 0))  # the %Own header
+        await pilot.pause()
+        assert "%Own▼" in column_labels(app)
+        assert table_functions(app)[0] == "is_prime"
+
+
+async def test_initial_sort_from_the_command_line() -> None:
+    app = PytopApp(FakeSource(), sort="total_pct")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert table_functions(app)[0] == "Thread.run"
+
+
+async def test_l_toggles_lines() -> None:
+    source = FakeSource()
+    app = PytopApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("L")
+        await pilot.pause()
+        assert source.by_line
+        table = app.query_one(FunctionTable)
+        assert table.get_row_at(0)[-1].plain == "query_database (db.py:17)"
+        assert "[by line]" in header_text(app)
+        await pilot.press("l")
+        await pilot.pause()
+        assert not source.by_line
+        assert table.get_row_at(0)[-1].plain == "query_database (db.py)"
+
+
+async def test_r_resets() -> None:
+    source = FakeSource()
+    app = PytopApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("R")
+        await pilot.pause()
+        assert source.resets == 1
+        assert "Samples: 50 " in header_text(app)
+        table = app.query_one(FunctionTable)
+        assert table.get_row_at(0)[2].text == "0.20s"  # OwnTime of the top row after reset
+
+
+async def test_help_opens_and_closes() -> None:
+    app = PytopApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_q_and_ctrl_c_quit_and_stop_the_source() -> None:
+    for key in ("q", "ctrl+c"):
+        source = FakeSource()
+        app = PytopApp(source)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press(key)
+            await pilot.pause()
+        assert source.stopped
+        assert app.return_code in (0, None)
+
+
+async def test_banners_appear_only_when_due() -> None:
+    source = FakeSource(snapshot(errors=100, samples=900, last_error="torn read", behind=3.2))
+    app = PytopApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.query_one("#error-banner").display
+        assert "Error rate 10.0% (last: torn read)" in str(app.query_one("#error-banner").render())
+        assert "3.2 s behind in sampling" in str(app.query_one("#behind-banner").render())
+        assert not app.query_one("#exited-banner").display
+        source._send(snapshot(exited=True, exit_reason="process 4242 has exited"))
+        await pilot.pause()
+        assert app.query_one("#exited-banner").display
+        assert not app.query_one("#error-banner").display
+        assert table_functions(app)  # the last results stay
+
+
+async def test_the_table_scrolls() -> None:
+    app = PytopApp(FakeSource())
+    async with app.run_test(size=(120, 9)) as pilot:
+        await pilot.pause()
+        table = app.query_one(FunctionTable)
+        assert table.scroll_y == 0
+        for _ in range(5):
+            await pilot.press("down")
+        await pilot.pause()
+        assert table.cursor_row == 5
+        assert table.scroll_y > 0  # the last row came into view
+        for _ in range(5):
+            await pilot.press("up")
+        await pilot.pause()
+        assert table.scroll_y == 0

@@ -1,0 +1,34 @@
+"""Pictures of the screen from a deterministic source, compared with the committed SVGs
+(tests/__snapshots__/). After a deliberate change: pytest tests/test_ui_snapshots.py
+--snapshot-update, then look at the new pictures before committing them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytop.ui.app import PytopApp
+from ui_fakes import FakeSource, snapshot
+
+SIZES = [(120, 30), (80, 24)]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["120x30", "80x24"])
+def test_main_screen(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(PytopApp(FakeSource()), terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["120x30", "80x24"])
+def test_help_screen(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(PytopApp(FakeSource()), press=["question_mark"], terminal_size=size)
+
+
+def test_by_line_sorted_by_total(snap_compare: Any) -> None:
+    assert snap_compare(PytopApp(FakeSource()), press=["L", "2"], terminal_size=SIZES[0])
+
+
+def test_banners(snap_compare: Any) -> None:
+    source = FakeSource(snapshot(errors=60, samples=940, last_error="2 thread stacks changed while read",
+                                 behind=1.7, exited=True, exit_reason="process 4242 has exited"))
+    assert snap_compare(PytopApp(source), terminal_size=SIZES[0])
