@@ -56,12 +56,15 @@ typedef struct remote {
     size_t range_count, range_cap, last_hit;
     uint8_t *prefetch;
     size_t prefetch_cap;
-    /* A few regions read whole during this sample (stack chunks), searched after `ranges`. */
-    range extra[64];
-    size_t extra_count;
+    /* Regions read whole during this sample (windows of stack chunks), searched after `ranges`. */
+    range *extra;
+    size_t extra_count, extra_cap;
     arena_block *arena;
     size_t arena_total;
-    bool fresh; /* ignore what this sample read before: re-reading a torn structure */
+    /* While re-reading a torn stack: ignore what was read before `fresh_from` (an index into
+     * `extra`) and the prefetch, so the new walk sees memory of one moment, read anew. */
+    bool fresh;
+    size_t fresh_from;
 } remote;
 
 enum view_flags {
@@ -79,6 +82,9 @@ const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int 
  * in the same syscall and keeps it for the rest of the sample: the next frames of a walk
  * outwards are usually just below. */
 const uint8_t *remote_view_window(remote *r, uint64_t addr, size_t len, uint64_t floor, int *status);
+/* Re-reading: until remote_end_fresh(), views ignore everything read so far in this sample. */
+void remote_begin_fresh(remote *r);
+void remote_end_fresh(remote *r);
 /* Direct read into the caller's buffer. */
 int remote_read(remote *r, uint64_t addr, void *buf, size_t len);
 /* Several independent reads in one syscall; ok[i] says which succeeded. */

@@ -47,6 +47,13 @@ int status_from_errno(int err) {
     }
 }
 
+void remote_begin_fresh(remote *r) {
+    r->fresh = true;
+    r->fresh_from = r->extra_count;
+}
+
+void remote_end_fresh(remote *r) { r->fresh = false; }
+
 void remote_init(remote *r, int pid) {
     memset(r, 0, sizeof *r);
     r->pid = pid;
@@ -75,6 +82,7 @@ void remote_free(remote *r) {
     arena_release(r, 0);
     free(r->touched);
     free(r->ranges);
+    free(r->extra);
     UNPOISON(r->prefetch, r->prefetch_cap);
     free(r->prefetch);
     memset(r, 0, sizeof *r);
@@ -282,8 +290,16 @@ static bool holds(const range *c, uint64_t addr, uint64_t len) {
     return c->data && addr >= c->addr && addr + len <= c->addr + c->len;
 }
 
+static const uint8_t *lookup_extra(const remote *r, size_t from, uint64_t addr, uint64_t len) {
+    for (size_t i = from; i < r->extra_count; i++) {
+        const range *c = &r->extra[i];
+        if (addr >= c->addr && addr + len <= c->addr + c->len) return c->data + (addr - c->addr);
+    }
+    return NULL;
+}
+
 static const uint8_t *lookup(remote *r, uint64_t addr, uint64_t len) {
-    if (r->fresh) return NULL;
+    if (r->fresh) return lookup_extra(r, r->fresh_from, addr, len);
     /* Walks read neighbours in a row: try the range of the last hit first. */
     if (r->last_hit < r->range_count && holds(&r->ranges[r->last_hit], addr, len))
         return r->ranges[r->last_hit].data + (addr - r->ranges[r->last_hit].addr);
@@ -297,11 +313,7 @@ static const uint8_t *lookup(remote *r, uint64_t addr, uint64_t len) {
         r->last_hit = lo - 1;
         return r->ranges[lo - 1].data + (addr - r->ranges[lo - 1].addr);
     }
-    for (size_t i = 0; i < r->extra_count; i++) {
-        const range *c = &r->extra[i];
-        if (addr >= c->addr && addr + len <= c->addr + c->len) return c->data + (addr - c->addr);
-    }
-    return NULL;
+    return lookup_extra(r, 0, addr, len);
 }
 
 static const uint8_t *read_into_arena(remote *r, uint64_t addr, size_t len, int *status) {
@@ -315,8 +327,15 @@ static const uint8_t *read_into_arena(remote *r, uint64_t addr, size_t len, int 
 }
 
 static void keep_extra(remote *r, uint64_t addr, size_t len, const uint8_t *data) {
-    if (r->extra_count < sizeof r->extra / sizeof r->extra[0])
-        r->extra[r->extra_count++] = (range){addr, len, data};
+    if (r->extra_count == r->extra_cap) {
+        if (r->extra_cap >= MAX_PREFETCH_RANGES) return; /* still correct: later views read again */
+        size_t cap = r->extra_cap ? r->extra_cap * 2 : 16;
+        range *grown = realloc(r->extra, cap * sizeof *grown);
+        if (!grown) return;
+        r->extra = grown;
+        r->extra_cap = cap;
+    }
+    r->extra[r->extra_count++] = (range){addr, len, data};
 }
 
 static bool bad_request(uint64_t addr, size_t len, int *status) {

@@ -8,6 +8,8 @@
  */
 #include "internal.h"
 
+#define STACK_RETRIES 2 /* a stack torn twice in a row is reported as such */
+
 typedef struct gil_holders {
     uint64_t tstate[MAX_INTERPRETERS + 1];
     int count;
@@ -137,11 +139,11 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, int64_t interp_id, uint64
      * sample has the same stack, and reading it again would only cost time. */
     if (!set_os_state(u, t) || !reuse_previous_stack(u, t)) {
         status = read_stack(u, t);
-        if (status == PYTOP_ERR_READ || status == PYTOP_ERR_CORRUPT) {
-            /* The thread changed its stack while we read it: once more, from fresh memory. */
-            u->mem.fresh = true;
+        /* The thread changed its stack while we read it: again, from fresh memory. */
+        for (int retry = 0; retry < STACK_RETRIES && (status == PYTOP_ERR_READ || status == PYTOP_ERR_CORRUPT); retry++) {
+            remote_begin_fresh(&u->mem);
             status = read_stack(u, t);
-            u->mem.fresh = false;
+            remote_end_fresh(&u->mem);
         }
     }
     t->frame_count = u->cur->frame_count - t->first_frame;

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from typing import Any
@@ -99,11 +101,13 @@ def test_by_line_view_and_reset(some_interp: dict[str, Any]) -> None:
 
 
 def test_target_exit_ends_sampling_with_a_final_snapshot(some_interp: dict[str, Any]) -> None:
-    with helpers.running(some_interp, "exiting.py", "1.0") as t:
+    with helpers.running(some_interp, "exiting.py", "600") as t:
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200))
         got = Collected()
         sampler.start(got)
+        time.sleep(0.5)
+        os.kill(t.pid, signal.SIGUSR1)  # now exit
         assert got.exited.wait(30)
         sampler.stop()
     assert not sampler.running

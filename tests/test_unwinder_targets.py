@@ -3,6 +3,8 @@ thread ids, GIL holder, OS activity, deep stacks, many threads, non-ASCII names,
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from typing import Any
 
@@ -131,13 +133,17 @@ def test_non_ascii_names(interp: dict[str, Any]) -> None:
 
 
 def test_target_exiting_while_sampled(interp: dict[str, Any]) -> None:
-    with helpers.running(interp, "exiting.py", "2.0") as t:
+    with helpers.running(interp, "exiting.py", "600") as t:
         target = attach(t.pid)
         good = 0
         deadline = time.monotonic() + 60
+        stop_at = time.monotonic() + 0.5
         try:
             with pytest.raises(errors.TargetExited):
                 while time.monotonic() < deadline:
+                    if stop_at and time.monotonic() > stop_at:
+                        os.kill(t.pid, signal.SIGUSR1)  # now exit, while being sampled
+                        stop_at = 0
                     try:
                         target.unwinder.sample()
                         good += 1

@@ -19,19 +19,20 @@ class Child:
     """A command pytop started; ended (politely, then not) when pytop is done with it."""
 
     def __init__(self, argv: list[str], quiet: bool):
+        """quiet: its output would scribble over the live view, so it goes to a log file;
+        otherwise it goes to pytop's stderr (pytop's stdout carries the report)."""
         self.argv = argv
         self.log_path: str | None = None
-        output = None
-        if quiet:  # its output would scribble over the live view: keep it in a file
+        if quiet:
             fd, self.log_path = tempfile.mkstemp(prefix="pytop-child-", suffix=".log")
-            output = fd
+        else:
+            fd = os.dup(sys.stderr.fileno())
         try:
-            self.process = subprocess.Popen(argv, stdout=output, stderr=output, stdin=subprocess.DEVNULL)
+            self.process = subprocess.Popen(argv, stdout=fd, stderr=fd, stdin=subprocess.DEVNULL)
         except OSError as exc:
             raise errors.UsageError(f"cannot start {argv[0]}: {exc.strerror}") from None
         finally:
-            if output is not None:
-                os.close(output)
+            os.close(fd)
 
     @property
     def pid(self) -> int:

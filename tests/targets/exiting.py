@@ -1,5 +1,7 @@
-"""Target: busy in several threads for SECONDS (argv[1], default 0.5), then exits."""
+"""Target: busy in several threads for SECONDS (argv[1], default 0.5), or until SIGUSR1,
+then exits."""
 
+import signal
 import sys
 import threading
 import time
@@ -8,6 +10,14 @@ from report import ready
 
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 0.5
 deadline = time.monotonic() + SECONDS
+
+
+def stop_now(signum, frame):
+    global deadline
+    deadline = 0
+
+
+signal.signal(signal.SIGUSR1, stop_now)
 
 
 def churn(depth):

@@ -1,0 +1,107 @@
+"""The command line's ways to run: --batch (text and JSON), launching a command, the demo,
+and the live view's refusal to start without a terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import jsonschema
+
+import helpers
+
+BATCH_SCHEMA = {
+    "type": "object",
+    "required": ["samples", "errors", "duration", "gil_pct", "active_pct", "functions"],
+    "properties": {
+        "samples": {"type": "integer", "minimum": 1},
+        "errors": {"type": "integer", "minimum": 0},
+        "duration": {"type": "number"},
+        "gil_pct": {"type": "number", "minimum": 0, "maximum": 100},
+        "active_pct": {"type": "number", "minimum": 0, "maximum": 100},
+        "functions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["function", "filename", "own", "total", "own_time", "total_time"],
+                "properties": {
+                    "function": {"type": "string"}, "filename": {"type": "string"},
+                    "line": {"type": "integer"}, "own": {"type": "integer"}, "total": {"type": "integer"},
+                    "own_time": {"type": "number"}, "total_time": {"type": "number"},
+                },
+            },
+        },
+    },
+}
+
+
+def by_name(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["function"]: f for f in document["functions"]}
+
+
+def test_batch_json(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        result = helpers.run_pytop("--batch", "--duration", "1.5", "--rate", "200", "--json", str(t.pid))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, BATCH_SCHEMA)
+    assert 200 <= document["samples"] <= 400
+    functions = by_name(document)
+    spinning = functions.get("Worker.spinning") or functions["spinning"]
+    assert spinning["own"] > document["samples"] * 0.5
+    assert spinning["own_time"] > 0.7
+    assert "line" not in spinning
+    assert "level_two" not in functions  # asleep: left out without --idle
+
+
+def test_batch_text_by_line_with_idle_threads(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        result = helpers.run_pytop("--batch", "--duration", "1", "--idle", "--by-line", "--sort", "total", str(t.pid))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"pytop: pid {t.pid}, ")
+    assert lines[2].startswith("GIL: ")
+    main = t.info["threads"]["main"]["frames"][0]
+    assert any(f"level_two (" in line and f"stacks.py:{main['line']})" in line for line in lines)
+
+
+def test_launching_a_command_and_ending_it(some_interp: dict[str, Any]) -> None:
+    script = helpers.stage(some_interp, "stacks.py")
+    result = helpers.run_pytop("--batch", "--duration", "1", "--json", "--", *some_interp["argv"], script,
+                               cwd="/")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert set(by_name(document)) & {"Worker.spinning", "spinning"}
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{document['pid']}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{document['pid']}"), "pytop left its child running"
+
+
+def test_demo_in_batch() -> None:
+    result = helpers.run_pytop("--demo", "--batch", "--duration", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert {"is_prime", "handle_request"} <= set(by_name(document))
+    assert document["threads"] == 6
+
+
+def test_launching_something_that_is_not_python() -> None:
+    result = helpers.run_pytop("--batch", "--duration", "1", "--", "sleep", "30", timeout=60)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "does not look like a Python process" in result.stderr
+
+
+def test_live_view_needs_a_terminal() -> None:
+    result = helpers.run_pytop("1", stdin=open(os.devnull))
+    assert result.returncode == 2
+    assert "needs a terminal" in result.stderr and "--batch" in result.stderr
+
+
+def test_no_target_given() -> None:
+    result = helpers.run_pytop()
+    assert result.returncode == 2
+    assert "which process?" in result.stderr

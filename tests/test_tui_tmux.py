@@ -1,0 +1,130 @@
+"""The real pytop in a real terminal (tmux) on a real target: keys change what is on screen,
+and every way out (q, Ctrl-C, SIGTERM) leaves the terminal as it was (echo, canonical mode,
+the main screen back)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psutil
+import pytest
+
+import helpers
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None and not helpers.IN_CI, reason="tmux not installed")
+
+
+class Terminal:
+    def __init__(self, width: int = 120, height: int = 32):
+        self.name = f"pytop-test-{uuid.uuid4().hex[:8]}"
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
+                        "env PS1='$ ' TERM=xterm-256color bash --norc --noprofile"], check=True)
+
+    def keys(self, *keys: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+
+    def type(self, line: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, "-l", line], check=True)
+        self.keys("Enter")
+
+    def screen(self) -> str:
+        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True,
+                              text=True, check=True).stdout
+
+    def wait_for(self, test: Callable[[str], bool], what: str, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.screen()
+            if test(text):
+                return text
+            time.sleep(0.05)
+        raise AssertionError(f"never saw {what}; the screen was:\n{self.screen()}")
+
+    def wait_text(self, text: str, timeout: float = 30) -> str:
+        return self.wait_for(lambda screen: text in screen, repr(text), timeout)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+@pytest.fixture
+def terminal() -> Iterator[Terminal]:
+    term = Terminal()
+    try:
+        yield term
+    finally:
+        term.close()
+
+
+def samples_shown(screen: str) -> int:
+    line = next(line for line in screen.splitlines() if "Samples: " in line)
+    return int(line.split("Samples: ")[1].split()[0].replace(",", ""))
+
+
+def assert_terminal_restored(term: Terminal, marker: str) -> None:
+    """Back at the shell prompt, on the main screen, with echo and line editing on."""
+    term.wait_for(lambda s: s.rstrip().endswith("$"), "the shell prompt")
+    # The output line reads "icanon echo RESULT <marker>"; the typed line has RES""ULT instead.
+    term.type(f"stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(echo|icanon)' | tr '\\n' ' '; echo RES\"\"ULT {marker}")
+    screen = term.wait_text(f"RESULT {marker}")
+    result = next(line for line in screen.splitlines() if line.endswith(f"RESULT {marker}"))
+    assert result.split()[:2] == ["icanon", "echo"], result  # not "-icanon" / "-echo"
+    assert "pytop" in screen  # the command line typed before is on the main screen again
+
+
+def start_pytop(term: Terminal, pid: int) -> None:
+    term.type(f"{' '.join(helpers.PYTOP)} {pid}")
+    term.wait_text("Function (filename)")
+
+
+def test_keys_in_a_real_terminal(terminal: Terminal, some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        start_pytop(terminal, t.pid)
+        screen = terminal.wait_for(lambda s: "spinning" in s and "OwnTime▼" in s, "the spinner, sorted by OwnTime")
+        assert f"pid {t.pid}" in screen and "GIL: " in screen
+        terminal.keys("2")
+        terminal.wait_text("%Total▼")
+        terminal.keys("L")
+        terminal.wait_for(lambda s: "[by line]" in s and "stacks.py:" in s, "the by-line view")
+        time.sleep(1.2)
+        before = samples_shown(terminal.screen())
+        terminal.keys("R")
+        terminal.wait_for(lambda s: samples_shown(s) < before, "the counts reset")
+        terminal.keys("?")
+        terminal.wait_text("Columns and figures")
+        terminal.keys("Escape")
+        terminal.wait_for(lambda s: "Columns and figures" not in s, "the help closed")
+        terminal.keys("q")
+        assert_terminal_restored(terminal, "after-q")
+
+
+def test_ctrl_c_and_sigterm_restore_the_terminal(terminal: Terminal, some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        start_pytop(terminal, t.pid)
+        terminal.keys("C-c")
+        assert_terminal_restored(terminal, "after-ctrl-c")
+        start_pytop(terminal, t.pid)
+        pytop = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"][-2:] == ["pytop", str(t.pid)]]
+        assert len(pytop) == 1
+        os.kill(pytop[0].pid, signal.SIGTERM)
+        assert_terminal_restored(terminal, "after-sigterm")
+
+
+def test_target_exit_keeps_the_results(terminal: Terminal, some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "exiting.py", "600") as t:
+        start_pytop(terminal, t.pid)
+        terminal.wait_text("churn")
+        os.kill(t.pid, signal.SIGUSR1)  # now exit
+        screen = terminal.wait_text("has exited", timeout=30)
+        assert "churn" in screen  # the last results stay
+        time.sleep(1.5)
+        assert "has exited" in terminal.screen() and "churn" in terminal.screen()
+        terminal.keys("q")
+        assert_terminal_restored(terminal, "after-exit")
