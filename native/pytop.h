@@ -120,6 +120,10 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value);
 /* Take one sample of every thread. On PYTOP_OK `out` describes it; on failure
  * pytop_last_error() says what went wrong. */
 int pytop_collect(pytop_unwinder *u, pytop_sample *out);
+/* The same, at a given time: sleep until `due` (seconds of CLOCK_MONOTONIC, as Python's
+ * time.monotonic()), then sample; *started says when the sample began. A sampler that calls
+ * this without its interpreter's GIL takes each sample on time however busy its other threads. */
+int pytop_collect_at(pytop_unwinder *u, double due, pytop_sample *out, double *started);
 /* `count` samples back to back, for benchmarks of the unwinder alone: adds the good samples,
  * the threads they held and the syscalls made to the counters. Stops early only when the target
  * is gone or unreadable, and returns that status. */

@@ -9,6 +9,7 @@
  * copied instead of read.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,6 +216,18 @@ int pytop_collect(pytop_unwinder *u, pytop_sample *out) {
     out->gc_collecting = u->gc_collecting;
     out->syscalls = u->mem.syscalls + os_syscalls;
     return PYTOP_OK;
+}
+
+int pytop_collect_at(pytop_unwinder *u, double due, pytop_sample *out, double *started) {
+    if (due > 0) {
+        struct timespec when = {(time_t)due, (long)((due - (double)(time_t)due) * 1e9)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &when, NULL) == EINTR) {
+        }
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    *started = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+    return pytop_collect(u, out);
 }
 
 int pytop_bench_collect(pytop_unwinder *u, uint32_t count, uint64_t *good, uint64_t *threads,

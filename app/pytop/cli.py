@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from collections.abc import Sequence
 
 from . import __version__, errors
@@ -58,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
                           help="samples per second (default 100)")
     sampling.add_argument("-i", "--idle", action="store_true", help="include idle threads")
     sampling.add_argument("-g", "--gil", action="store_true", help="only the thread holding the GIL")
+    sampling.add_argument("--no-priority", action="store_true",
+                          help="do not raise pytop's scheduling priority (by default, when allowed, "
+                               "its sampler takes a real-time priority so samples come on time "
+                               "even when the target keeps every core busy)")
     sampling.add_argument("--nonblocking", action="store_true",
                           help="accepted for py-spy habits: pytop never stops the target")
     view = parser.add_argument_group("view")
@@ -68,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "totaltime, or the key 1-4")
     view.add_argument("--by-line", action="store_true", help="start with one row per line, not per function")
     view.add_argument("--full-filenames", action="store_true", help="show full file paths")
+    view.add_argument("--stats-file", metavar="FILE",
+                      help="on exit, write sampling statistics (samples, late, errors, rate) as JSON")
     once = parser.add_argument_group("without a screen")
     once.add_argument("--dump", action="store_true", help="print every thread's stack once and exit")
     once.add_argument("--batch", action="store_true", help="sample for --duration seconds, print the table")
@@ -141,16 +148,15 @@ def run_watch(args: argparse.Namespace, command: list[str]) -> int:
         target = attach_when_ready(child) if child else attach(args.pid_option or args.pid)
         sort = SORT_CHOICES[args.sort]
         settings = Settings(rate=args.rate, delay=args.delay, idle=args.idle, gil_only=args.gil,
-                            by_line=args.by_line)
+                            by_line=args.by_line, realtime=not args.no_priority)
         if args.batch:
-            settings = Settings(rate=args.rate, delay=args.duration + 3600, idle=args.idle,
-                                gil_only=args.gil, by_line=args.by_line, quick_start=False)
+            settings = replace(settings, delay=args.duration + 3600, quick_start=False)
             snapshot = batch.collect(Sampler(target.unwinder, info_of(target), settings), args.duration)
             out = batch.as_json(snapshot, sort) if args.json else batch.as_text(snapshot, sort, args.full_filenames)
             sys.stdout.write(out)
             return 0
         return run_live(target, settings, sort=sort, full_filenames=args.full_filenames,
-                        child_log=child.log_path if child else None)
+                        child_log=child.log_path if child else None, stats_file=args.stats_file)
     finally:
         if child:
             child.end()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import psutil
 
+from . import priority
 from .attach import Target
 from .model import TargetInfo
 from .sampler import Sampler, Settings
@@ -31,12 +33,14 @@ def notes_for(settings: Settings, child_log: str | None) -> tuple[str, ...]:
 
 
 def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: bool,
-             child_log: str | None = None) -> int:
+             child_log: str | None = None, stats_file: str | None = None) -> int:
     from .ui.app import PytopApp
 
     # The sampler thread shares this process's GIL with the UI: a short switch interval lets it
     # take the GIL within half a millisecond of waking, however busy the UI is redrawing.
     sys.setswitchinterval(0.0005)
+    if settings.realtime:
+        priority.raise_process()
     sampler = Sampler(target.unwinder, info_of(target), settings)
     app = PytopApp(sampler, sort=sort, by_line=settings.by_line, full_filenames=full_filenames,
                    notes=notes_for(settings, child_log), handle_signals=True)
@@ -45,4 +49,7 @@ def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: b
     finally:
         sampler.stop()
         target.close()
+        if stats_file:
+            with open(stats_file, "w") as f:
+                json.dump(sampler.statistics(), f, indent=1)
     return 0

@@ -21,13 +21,15 @@ from dataclasses import dataclass, replace
 
 import psutil
 
-from . import errors
+from . import errors, priority
 from .aggregate import Aggregator, FunctionTable, StackCounts
 from .model import FunctionRow, Snapshot, TargetInfo
 from .unwinder import Sample, SampleError, Unwinder
 
 FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickly
 JITTER = (0.5, 1.5)  # each interval is the nominal one times a factor drawn from this range
+MAX_BACKLOG = 1.0  # seconds: further behind than this, the missed samples are given up
+REALTIME_BUDGET = 0.5  # share of a core the sampler may use and keep a real-time priority
 
 
 @dataclass(frozen=True)
@@ -38,21 +40,22 @@ class Settings:
     gil_only: bool = False  # only the thread holding the GIL
     by_line: bool = False
     quick_start: bool = True  # refresh early while the first samples arrive
+    realtime: bool = True  # take a real-time priority when allowed (see priority.py)
 
 
 class Sampler:
-    def __init__(self, unwinder: Unwinder, target: TargetInfo, settings: Settings,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(self, unwinder: Unwinder, target: TargetInfo, settings: Settings):
         self.unwinder = unwinder
         self.target = target
         self.settings = settings
         self.publish: Callable[[Snapshot], None] = lambda snapshot: None
-        self.clock = clock
         self.aggregator = Aggregator(self._describe)
         self._commands: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pytop-sampler", daemon=True)
         self._process = _process(target.pid)
+        self.realtime = False
+        self._cpu_mark: tuple[float, float] | None = None
         self._reset_stats()
 
     # ---- called from other threads -------------------------------------------------------
@@ -80,14 +83,22 @@ class Sampler:
     def running(self) -> bool:
         return self._thread.is_alive()
 
+    def statistics(self) -> dict[str, float]:
+        """How sampling went since the last reset (read once the thread has stopped)."""
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        return {"samples": self.samples, "late": self.late, "errors": self.errors,
+                "elapsed": elapsed, "rate": self.samples / elapsed, "target_rate": self.settings.rate}
+
     # ---- the sampler thread --------------------------------------------------------------
 
     def _reset_stats(self) -> None:
-        self.started = self.clock()
+        self.started = time.monotonic()
         self.samples = self.errors = self.late = 0
         self.window_samples = self.window_late = 0
         self.last_error: str | None = None
-        self.behind = 0.0
+        self.behind = 0.0  # seconds behind the schedule, given-up time included
+        self.given_up = 0.0
+        self._last_taken = 0.0
         self.threads_seen = 0
         self.aggregator.reset()
 
@@ -110,8 +121,9 @@ class Sampler:
             refresh = True
 
     def _run(self) -> None:
+        self.realtime = self.settings.realtime and priority.make_realtime()
         interval = 1.0 / self.settings.rate
-        due = last = self.clock()
+        due = time.monotonic()
         early = FIRST_REFRESHES if self.settings.quick_start else ()
         refreshes = [self.started + s for s in early if s < self.settings.delay]
         next_refresh = refreshes.pop(0) if refreshes else self.started + self.settings.delay
@@ -120,23 +132,20 @@ class Sampler:
             while not self._stop.is_set():
                 if self._handle_commands():
                     self._publish()
-                    next_refresh = self.clock() + self.settings.delay
-                now = self.clock()
+                    next_refresh = time.monotonic() + self.settings.delay
+                now = time.monotonic()
                 if now >= next_refresh:
                     self._publish()
                     next_refresh = refreshes.pop(0) if refreshes else now + self.settings.delay
-                wait = min(due, next_refresh) - now
-                if wait > 0:
-                    self._stop.wait(wait)
+                if next_refresh < due:  # the refresh comes first: wait for it here
+                    self._stop.wait(next_refresh - now)
                     continue
-                if now < due:
-                    continue
-                lag = now - due
-                self.behind = lag
-                late = lag > interval
-                self._take_sample(now - last if self.samples else interval, late)
-                last = now
+                lag = self._take_sample(due, interval)  # waits for `due` in C, without the GIL
                 due += interval * random.uniform(*JITTER)
+                if lag > MAX_BACKLOG:  # catching up would only mean sampling back to back
+                    self.given_up += lag
+                    due = time.monotonic()
+                self.behind = self.given_up + max(lag, 0.0)
         except errors.TargetExited as exc:
             exit_reason = str(exc)
         except errors.PytopError as exc:
@@ -144,18 +153,26 @@ class Sampler:
         if not self._stop.is_set():
             self._publish(exited=True, reason=exit_reason or "sampling stopped")
 
-    def _take_sample(self, dt: float, late: bool) -> None:
+    def _take_sample(self, due: float, interval: float) -> float:
+        """One sample at `due`; returns how late it was taken."""
+        try:
+            sample = self.unwinder.sample(due)
+            taken_at = sample.taken_at
+        except SampleError as exc:
+            sample, taken_at = None, exc.taken_at
+            self.errors += 1
+            self.last_error = str(exc)
+        lag = taken_at - due
+        late = lag > interval
         self.samples += 1
         self.window_samples += 1
         self.late += late
         self.window_late += late
-        try:
-            sample = self.unwinder.sample()
-        except SampleError as exc:
-            self.errors += 1
-            self.last_error = str(exc)
-            return
-        self._aggregate(sample, dt)
+        dt = taken_at - self._last_taken if self._last_taken else interval
+        self._last_taken = taken_at
+        if sample is not None:
+            self._aggregate(sample, dt)
+        return lag
 
     def _aggregate(self, sample: Sample, dt: float) -> None:
         settings = self.settings
@@ -180,7 +197,18 @@ class Sampler:
         self.aggregator.add_sample(dt, stacks, gil, active, len(sample.threads))
 
     def _publish(self, exited: bool = False, reason: str | None = None) -> None:
+        self._check_budget()
         self.publish(self._close_window(exited, reason))
+
+    def _check_budget(self) -> None:
+        """Give the real-time priority back if sampling costs more than its budget."""
+        now = (time.thread_time(), time.monotonic())
+        mark, self._cpu_mark = self._cpu_mark, now
+        if not self.realtime or mark is None or now[1] - mark[1] < 0.5:
+            return
+        if (now[0] - mark[0]) / (now[1] - mark[1]) > REALTIME_BUDGET:
+            priority.drop_realtime()
+            self.realtime = False
 
     def _close_window(self, exited: bool = False, reason: str | None = None) -> Snapshot:
         window, figures = self.aggregator.close_window()
@@ -199,7 +227,7 @@ class Sampler:
         by_line = self.settings.by_line
         rows = build_rows(self.aggregator.totals, figures, window.duration, by_line)
         cpu, rss = _usage(self._process)
-        elapsed = max(self.clock() - self.started, 1e-9)
+        elapsed = max(time.monotonic() - self.started, 1e-9)
         late_share = self.window_late / self.window_samples if self.window_samples else 0.0
         return Snapshot(
             target=self.target,

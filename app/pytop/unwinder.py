@@ -119,14 +119,16 @@ class Sample:
     threads: tuple[ThreadSample, ...]
     gc_collecting: bool | None
     syscalls: int
+    taken_at: float = 0.0  # time.monotonic() when the sample began
 
 
 class SampleError(Exception):
     """One sample failed without the target being gone (a transient read, a torn structure)."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, taken_at: float = 0.0):
         super().__init__(message)
         self.status = status
+        self.taken_at = taken_at
 
 
 class Unwinder:
@@ -144,6 +146,7 @@ class Unwinder:
             raise errors.AttachFailed(f"cannot start the unwinder: {STATUS_NAMES.get(status[0])}")
         self._handle = ffi.gc(handle, lib.pytop_close)
         self._out = ffi.new("pytop_sample *")
+        self._started = ffi.new("double *")
         self._codes: dict[int, CodeInfo] = {UNKNOWN_CODE: UNKNOWN}
 
     def set_max_depth(self, depth: int) -> None:
@@ -156,17 +159,19 @@ class Unwinder:
         if lib.pytop_set_option(self._handle, option, value) != lib.PYTOP_OK:
             raise ValueError(f"invalid unwinder option {option}={value}")
 
-    def sample(self) -> Sample:
-        """Every thread's stack now. Raises TargetExited, PermissionDenied or SampleError."""
+    def sample(self, due: float = 0.0) -> Sample:
+        """Every thread's stack now, or at `due` (a time.monotonic() value): the wait happens
+        in C, without the GIL. Raises TargetExited, PermissionDenied or SampleError."""
         out = self._out
-        status = lib.pytop_collect(self._handle, out)
+        status = lib.pytop_collect_at(self._handle, due, out, self._started)
+        taken_at = self._started[0]
         if status != lib.PYTOP_OK:
             message = ffi.string(lib.pytop_last_error(self._handle)).decode("utf-8", "replace")
             if status == lib.PYTOP_ERR_GONE:
                 raise errors.TargetExited(f"process {self.pid} has exited")
             if status == lib.PYTOP_ERR_PERMISSION:
                 raise errors.permission_denied(self.pid, "reading the memory of")
-            raise SampleError(status, message or STATUS_NAMES.get(status, "sample failed"))
+            raise SampleError(status, message or STATUS_NAMES.get(status, "sample failed"), taken_at)
         frames = ffi.buffer(out.frames, out.frame_count * FRAME.size)[:]
         records = ffi.buffer(out.threads, out.thread_count * _THREAD.size)
         size = FRAME.size
@@ -176,7 +181,7 @@ class Unwinder:
             for tid, _, interp, native, flags, status, first, count, state in _THREAD.iter_unpack(records)
         ])
         gc = None if out.gc_collecting < 0 else bool(out.gc_collecting)
-        return Sample(threads, gc, out.syscalls)
+        return Sample(threads, gc, out.syscalls, taken_at)
 
     def bench(self, count: int) -> tuple[int, int, int]:
         """`count` samples back to back in C, building no Python objects, for benchmarks of the

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""End-to-end: the real pytop in a terminal (tmux) on the `threads` workload at 1 kHz.
+
+Measures, over --minutes (default 3):
+  late      share of samples taken more than one interval after they were due (goal < 1%)
+  CPU       pytop's own CPU use, % of one core
+  latency   key press to redraw: `1`/`2` sent with tmux, until the sort mark moved (goal < 100 ms);
+            includes tmux's own round trip
+  RSS       pytop's resident memory at the end (goal < 150 MB after 10 minutes)
+Usage: bench/live.py [--minutes M] [--rate HZ] [--python PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+
+
+def screen(session: str) -> str:
+    return tmux("capture-pane", "-p", "-t", session)
+
+
+def wait_for(session: str, text: str, timeout: float = 30.0) -> float:
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if text in screen(session):
+            return time.monotonic() - start
+        time.sleep(0.002)
+    raise RuntimeError(f"never saw {text!r}")
+
+
+def key_latencies(session: str, presses: int) -> list[float]:
+    latencies = []
+    for i in range(presses):
+        key, mark = ("2", "%Total▼") if i % 2 == 0 else ("1", "%Own▼")
+        start = time.monotonic()
+        tmux("send-keys", "-t", session, key)
+        wait_for(session, mark)
+        latencies.append(time.monotonic() - start)
+        time.sleep(0.3)
+    return latencies
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=3.0)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--python", default=sys.executable, help="interpreter for the workload")
+    parser.add_argument("--extra", default="", help="more pytop options")
+    args = parser.parse_args()
+    workload = subprocess.Popen([args.python, str(HERE / "workloads" / "threads.py")], stdout=subprocess.PIPE)
+    session = f"pytop-bench-{uuid.uuid4().hex[:6]}"
+    stats = Path(tempfile.mkstemp(suffix=".json")[1])
+    try:
+        assert workload.stdout is not None and workload.stdout.readline().strip() == b"ready"
+        command = f"{sys.executable} -m pytop -r {args.rate} --stats-file {stats} {args.extra} {workload.pid}"
+        tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
+        wait_for(session, "Function (filename)")
+        pytop = next(p for p in psutil.process_iter(["cmdline"])
+                     if p.info["cmdline"] and p.info["cmdline"][-1] == str(workload.pid) and "pytop" in p.info["cmdline"])
+        cpu_start, wall_start = sum(pytop.cpu_times()[:2]), time.monotonic()
+        deadline = wall_start + args.minutes * 60
+        latencies: list[float] = []
+        rss_peak = 0
+        while time.monotonic() < deadline:
+            latencies += key_latencies(session, 4)
+            rss_peak = max(rss_peak, pytop.memory_info().rss)
+            time.sleep(min(20.0, max(0.0, deadline - time.monotonic())))
+        cpu = (sum(pytop.cpu_times()[:2]) - cpu_start) / (time.monotonic() - wall_start)
+        rss = pytop.memory_info().rss
+        threads = screen(session).split("Threads: ")[1].split()[0]
+        tmux("send-keys", "-t", session, "q")
+        pytop.wait(20)
+        result = json.loads(stats.read_text())
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        workload.kill()
+        stats.unlink(missing_ok=True)
+    late = result["late"] / max(result["samples"], 1)
+    print(f"workload threads: {threads}, rate asked {args.rate}/s, achieved {result['rate']:.0f}/s over {args.minutes:g} min")
+    print(f"late samples:   {100 * late:.2f}%   (goal < 1%)")
+    print(f"failed samples: {result['errors']} of {result['samples']}")
+    print(f"pytop CPU:      {100 * cpu:.0f}% of one core")
+    print(f"key to redraw:  median {1000 * statistics.median(latencies):.0f} ms, "
+          f"max {1000 * max(latencies):.0f} ms over {len(latencies)} presses (goal < 100 ms)")
+    print(f"pytop RSS:      {rss / 2**20:.0f} MiB at the end, peak {rss_peak / 2**20:.0f} MiB (goal < 150 MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

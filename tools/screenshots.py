@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Make screenshots/*.svg from the real app watching the real demo workload.
+
+    python tools/screenshots.py        # writes screenshots/{main,help,by-line,exited}.svg
+
+It starts `python -m pytop.demo`, attaches with the real sampler, drives the app with Textual's
+pilot in a 120x32 terminal, and saves what the screen shows. The numbers are whatever the demo
+did on this machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from pytop.launch import Child, attach_when_ready, demo_command
+from pytop.live import info_of, notes_for
+from pytop.sampler import Sampler, Settings
+from pytop.ui.app import PytopApp
+
+OUT = Path(__file__).resolve().parent.parent / "screenshots"
+SIZE = (120, 32)
+
+
+async def shoot() -> None:
+    child = Child(demo_command(), quiet=True)
+    try:
+        target = attach_when_ready(child)
+        settings = Settings(rate=200, delay=1.0)
+        app = PytopApp(Sampler(target.unwinder, info_of(target), settings), sort="own_pct",
+                       notes=notes_for(settings, None))
+        async with app.run_test(size=SIZE) as pilot:
+            await asyncio.sleep(5)
+            app.save_screenshot("main.svg", str(OUT))
+            await pilot.press("question_mark")
+            await pilot.pause()
+            app.save_screenshot("help.svg", str(OUT))
+            await pilot.press("escape", "L", "2")
+            await asyncio.sleep(2.5)
+            app.save_screenshot("by-line.svg", str(OUT))
+            await pilot.press("L", "1")
+            child.end()
+            while not (app.snapshot and app.snapshot.exited):
+                await asyncio.sleep(0.1)
+            await pilot.pause()
+            app.save_screenshot("exited.svg", str(OUT))
+        target.close()
+    finally:
+        child.end()
+
+
+def main() -> int:
+    OUT.mkdir(exist_ok=True)
+    asyncio.run(shoot())
+    print(f"wrote {', '.join(sorted(p.name for p in OUT.glob('*.svg')))} in {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
