@@ -72,7 +72,7 @@ def main() -> int:
         tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
         wait_for(session, "Function (filename)")
         pytop = next(p for p in psutil.process_iter(["cmdline"])
-                     if p.info["cmdline"] and p.info["cmdline"][-1] == str(workload.pid) and "pytop" in p.info["cmdline"])
+                     if (p.info["cmdline"] or [""])[-1] == str(workload.pid) and "pytop" in p.info["cmdline"])
         cpu_start, wall_start = sum(pytop.cpu_times()[:2]), time.monotonic()
         deadline = wall_start + args.minutes * 60
         latencies: list[float] = []
@@ -92,7 +92,8 @@ def main() -> int:
         workload.kill()
         stats.unlink(missing_ok=True)
     late = result["late"] / max(result["samples"], 1)
-    print(f"workload threads: {threads}, rate asked {args.rate}/s, achieved {result['rate']:.0f}/s over {args.minutes:g} min")
+    print(f"workload threads: {threads}, rate asked {args.rate}/s, "
+          f"achieved {result['rate']:.0f}/s over {args.minutes:g} min")
     print(f"late samples:   {100 * late:.2f}%   (goal < 1%)")
     print(f"failed samples: {result['errors']} of {result['samples']}")
     print(f"pytop CPU:      {100 * cpu:.0f}% of one core")

@@ -5,6 +5,8 @@
 For each interpreter and workload, a fresh target is started per tool and measured for a few
 seconds after it signals readiness:
   pytop C       pytop's native unwinder called back to back (no Python objects built)
+  re-read       the same with every stack read again, even of threads that have not run
+                since the last sample (the cost of a stack that keeps changing)
   pytop py      the same through pytop's Python API (a Sample of frozen dataclasses per call)
   py-spy        `py-spy record --nonblocking --idle --threads` at its top rate; CPU time of the
                 py-spy process over the samples it took (two runs, the difference, so that its
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -31,7 +32,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tools"))
 import provision_interpreters  # noqa: E402
-
 from pytop.attach import attach  # noqa: E402
 
 WORKLOADS = ("basic", "deep_static", "threads")
@@ -78,10 +78,11 @@ class Target:
         self.proc.wait()
 
 
-def measure_pytop(interp: dict, workload: str, seconds: float, raw: bool) -> dict:
+def measure_pytop(interp: dict, workload: str, seconds: float, raw: bool, reuse: bool = True) -> dict:
     with Target(interp, workload) as t:
         target = attach(t.pid)
         unwinder = target.unwinder
+        unwinder.set_reuse_stacks(reuse)
         calls = stacks = syscalls = attempts = 0
         end = time.monotonic() + seconds
         start = time.thread_time()
@@ -186,24 +187,26 @@ def main() -> int:
     if args.only:
         interps = [i for i in interps if i["name"] in args.only]
     rows = []
-    header = f"{'interpreter':<17} {'workload':<12} {'pytop C':>10} {'pytop py':>14} {'py-spy':>18} {'tachyon':>14} {'reads':>6}"
+    header = (f"{'interpreter':<17} {'workload':<12} {'pytop C':>8} {'re-read':>8} {'pytop py':>14} "
+              f"{'py-spy':>18} {'tachyon':>14} {'reads':>6}")
     print(header)
     for interp in interps:
         for workload in args.workloads:
             results = {
                 "pytop_c": measure_pytop(interp, workload, args.seconds, raw=True),
+                "reread": measure_pytop(interp, workload, args.seconds, raw=True, reuse=False),
                 "pytop_py": measure_pytop(interp, workload, args.seconds, raw=False),
                 "pyspy": None if args.no_pyspy else measure_pyspy(interp, workload, args.seconds),
                 "tachyon": measure_tachyon(interp, workload, args.seconds),
             }
             unit = "stacks" if workload == "threads" else "calls"
             base = per(results["pytop_c"], unit)
-            cells = [fmt(per(results[k], unit), None if k == "pytop_c" else base)
-                     for k in ("pytop_c", "pytop_py", "pyspy", "tachyon")]
+            cells = [fmt(per(results[k], unit), None if k in ("pytop_c", "reread") else base)
+                     for k in ("pytop_c", "reread", "pytop_py", "pyspy", "tachyon")]
             label = workload + (" /thr" if workload == "threads" else "")
             reads = results["pytop_c"]["syscalls_per_call"]
-            print(f"{interp['name']:<17} {label:<12} {cells[0]:>10} {cells[1]:>14} {cells[2]:>18} {cells[3]:>14} {reads:>6.1f}",
-                  flush=True)
+            print(f"{interp['name']:<17} {label:<12} {cells[0]:>8} {cells[1]:>8} {cells[2]:>14} {cells[3]:>18} "
+                  f"{cells[4]:>14} {reads:>6.1f}", flush=True)
             rows.append({"interpreter": interp["name"], "workload": workload, **results})
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

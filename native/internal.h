@@ -13,6 +13,7 @@
 #ifndef PYTOP_INTERNAL_H
 #define PYTOP_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
@@ -230,10 +231,14 @@ typedef struct sample_buf {
 } sample_buf;
 
 struct pytop_unwinder {
+    /* pytop_collect() and pytop_describe_code() may come from two threads: the code cache
+     * they share is guarded by this lock (collections themselves come from one thread). */
+    pthread_mutex_t lock;
     int pid;
     pytop_layout L;
     uint64_t runtime;
     int max_depth;
+    bool reuse_stacks;
     remote mem;
     code_cache codes;
     os_state os;

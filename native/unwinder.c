@@ -82,6 +82,7 @@ const pytop_thread *previous_thread(const pytop_unwinder *u, const pytop_thread 
 }
 
 bool reuse_previous_stack(pytop_unwinder *u, pytop_thread *t) {
+    if (!u->reuse_stacks) return false;
     const pytop_thread *old = previous_thread(u, t);
     if (!old || old->thread_id != t->thread_id || old->native_id != t->native_id || old->status != PYTOP_OK)
         return false;
@@ -108,10 +109,12 @@ pytop_unwinder *pytop_open(int pid, const pytop_layout *layout, uint64_t runtime
         *status = PYTOP_ERR_NOMEM;
         return NULL;
     }
+    pthread_mutex_init(&u->lock, NULL);
     u->pid = pid;
     u->L = *layout;
     u->runtime = runtime_address;
     u->max_depth = DEFAULT_MAX_DEPTH;
+    u->reuse_stacks = true;
     u->cur = &u->bufs[0];
     u->prev = &u->bufs[1];
     remote_init(&u->mem, pid);
@@ -129,6 +132,10 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
     case PYTOP_OPT_OS_STATE:
         if (value < 0 || value > 2) return PYTOP_ERR_ARGS;
         u->os.mode = (int)value;
+        return PYTOP_OK;
+    case PYTOP_OPT_REUSE_STACKS:
+        if (value < 0 || value > 1) return PYTOP_ERR_ARGS;
+        u->reuse_stacks = value == 1;
         return PYTOP_OK;
     case PYTOP_OPT_CODE_RECHECK_MS:
         if (value < 0) return PYTOP_ERR_ARGS;
@@ -187,7 +194,7 @@ static int resolve_all(pytop_unwinder *u) {
     return PYTOP_OK;
 }
 
-int pytop_collect(pytop_unwinder *u, pytop_sample *out) {
+static int collect(pytop_unwinder *u, pytop_sample *out) {
     memset(out, 0, sizeof *out);
     sample_buf *swap = u->prev;
     u->prev = u->cur;
@@ -218,6 +225,13 @@ int pytop_collect(pytop_unwinder *u, pytop_sample *out) {
     return PYTOP_OK;
 }
 
+int pytop_collect(pytop_unwinder *u, pytop_sample *out) {
+    pthread_mutex_lock(&u->lock);
+    int status = collect(u, out);
+    pthread_mutex_unlock(&u->lock);
+    return status;
+}
+
 int pytop_collect_at(pytop_unwinder *u, double due, pytop_sample *out, double *started) {
     if (due > 0) {
         struct timespec when = {(time_t)due, (long)((due - (double)(time_t)due) * 1e9)};
@@ -246,20 +260,24 @@ int pytop_bench_collect(pytop_unwinder *u, uint32_t count, uint64_t *good, uint6
 }
 
 int pytop_describe_code(pytop_unwinder *u, uint32_t code_id, pytop_code_info *out) {
+    pthread_mutex_lock(&u->lock); /* a collection may be growing the entries meanwhile */
     const code_entry *e = codes_get(&u->codes, code_id);
-    if (!e) return PYTOP_ERR_ARGS;
-    out->name = e->name;
-    out->qualname = e->qualname;
-    out->filename = e->filename;
-    out->firstlineno = e->firstlineno;
-    out->address = e->addr;
-    return PYTOP_OK;
+    if (e) {
+        out->name = e->name; /* the strings themselves never move */
+        out->qualname = e->qualname;
+        out->filename = e->filename;
+        out->firstlineno = e->firstlineno;
+        out->address = e->addr;
+    }
+    pthread_mutex_unlock(&u->lock);
+    return e ? PYTOP_OK : PYTOP_ERR_ARGS;
 }
 
 const char *pytop_last_error(pytop_unwinder *u) { return u->error; }
 
 void pytop_close(pytop_unwinder *u) {
     if (!u) return;
+    pthread_mutex_destroy(&u->lock);
     codes_free(&u->codes);
     remote_free(&u->mem);
     os_state_free(&u->os);

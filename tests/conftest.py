@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 import helpers
+import pytest
 
 _provisioned: tuple[dict[str, dict[str, Any]], str] | None = None
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from pytop.aggregate import Aggregator, FunctionTable, StackCounts
+from pytop.aggregate import Aggregator, FunctionTable, StackCounts, StackDecoder
 from pytop.sampler import build_rows
 from pytop.unwinder import FRAME
 
@@ -25,7 +24,7 @@ def key(code_id: int, line: int = 0) -> tuple[str, str, int]:
 
 
 def test_own_is_the_innermost_frame_and_total_every_frame() -> None:
-    table = FunctionTable(describe)
+    table = FunctionTable(StackDecoder(describe))
     table.add_stack(stack((3, 30), (2, 20), (1, 10)), 5, 0.5)
     f = table.by_function
     assert (f[key(3)].own_count, f[key(3)].total_count) == (5, 5)
@@ -35,7 +34,7 @@ def test_own_is_the_innermost_frame_and_total_every_frame() -> None:
 
 
 def test_recursion_counts_once_per_stack_for_total() -> None:
-    table = FunctionTable(describe)
+    table = FunctionTable(StackDecoder(describe))
     table.add_stack(stack((4, 7), (4, 8), (4, 8), (1, 1)), 1, 0.01)
     fib = table.by_function[key(4)]
     assert (fib.own_count, fib.total_count) == (1, 1)
@@ -44,7 +43,7 @@ def test_recursion_counts_once_per_stack_for_total() -> None:
 
 
 def test_by_line_keeps_lines_apart() -> None:
-    table = FunctionTable(describe)
+    table = FunctionTable(StackDecoder(describe))
     table.add_stack(stack((2, 20), (1, 10)), 1, 0.01)
     table.add_stack(stack((2, 21), (1, 10)), 3, 0.03)
     assert table.by_function[key(2)].own_count == 4
@@ -109,7 +108,7 @@ def test_reset_forgets_everything() -> None:
 def test_a_thread_can_be_singled_out() -> None:
     counts = StackCounts()
     counts.add(0.01, [("a", stack((2, 1))), ("b", stack((3, 1)))])
-    table = FunctionTable(describe)
+    table = FunctionTable(StackDecoder(describe))
     table.add_counts(counts, thread="b")
     assert set(table.by_function) == {key(3)}
 

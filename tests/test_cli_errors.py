@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+import time
 from pathlib import Path
 
-import pytest
-
 import helpers
+import pytest
 
 
 def assert_clean_failure(result: subprocess.CompletedProcess[str], code: int, *phrases: str) -> None:
@@ -93,3 +94,19 @@ def test_permission_denied_explains_what_to_do() -> None:
 
 def test_json_requires_dump() -> None:
     assert_clean_failure(helpers.run_pytop("--json", "1"), 2, "--json goes with --dump")
+
+
+def test_a_target_that_has_exited() -> None:
+    """Exited but not yet reaped (a zombie): said plainly, not 'not a Python process'."""
+    target = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with open(f"/proc/{target.pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            time.sleep(0.01)
+        result = helpers.run_pytop("--dump", str(target.pid))
+    finally:
+        target.wait()
+    assert_clean_failure(result, 1, f"process {target.pid} has exited")

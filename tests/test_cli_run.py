@@ -8,9 +8,8 @@ import os
 import time
 from typing import Any
 
-import jsonschema
-
 import helpers
+import jsonschema
 
 BATCH_SCHEMA = {
     "type": "object",
@@ -64,7 +63,7 @@ def test_batch_text_by_line_with_idle_threads(some_interp: dict[str, Any]) -> No
     assert lines[0].startswith(f"pytop: pid {t.pid}, ")
     assert lines[2].startswith("GIL: ")
     main = t.info["threads"]["main"]["frames"][0]
-    assert any(f"level_two (" in line and f"stacks.py:{main['line']})" in line for line in lines)
+    assert any("level_two (" in line and f"stacks.py:{main['line']})" in line for line in lines)
 
 
 def test_launching_a_command_and_ending_it(some_interp: dict[str, Any]) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jsonschema
-
 import helpers
+import jsonschema
 
 FRAME = {
     "type": "object",

@@ -13,10 +13,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import helpers
 import psutil
 import pytest
-
-import helpers
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None and not helpers.IN_CI, reason="tmux not installed")
 
@@ -111,7 +110,7 @@ def test_ctrl_c_and_sigterm_restore_the_terminal(terminal: Terminal, some_interp
         terminal.keys("C-c")
         assert_terminal_restored(terminal, "after-ctrl-c")
         start_pytop(terminal, t.pid)
-        pytop = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"][-2:] == ["pytop", str(t.pid)]]
+        pytop = [p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[-2:] == ["pytop", str(t.pid)]]
         assert len(pytop) == 1
         os.kill(pytop[0].pid, signal.SIGTERM)
         assert_terminal_restored(terminal, "after-sigterm")

@@ -3,11 +3,10 @@ says to the table, the header and the source."""
 
 from __future__ import annotations
 
-from rich.text import Text
-
 from pytop.ui.app import PytopApp
 from pytop.ui.help import HelpScreen
 from pytop.ui.widgets import FunctionTable, ProcessHeader
+from rich.text import Text
 from ui_fakes import FakeSource, snapshot
 
 SIZE = (120, 30)

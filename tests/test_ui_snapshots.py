@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from pytop.ui.app import PytopApp
 from ui_fakes import FakeSource, snapshot
 

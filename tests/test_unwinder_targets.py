@@ -8,9 +8,8 @@ import signal
 import time
 from typing import Any
 
-import pytest
-
 import helpers
+import pytest
 from pytop import errors
 from pytop.attach import Target, attach
 from pytop.unwinder import OS_STATE_EXACT, OS_STATE_FAST, Sample, SampleError, ThreadSample

@@ -211,9 +211,9 @@ def program(version: V) -> str:
             lines.append(f'    EMIT("{name}", {expr});')
     for bit in STATE_BITS:
         lines.append(
-            "    { PyASCIIObject o; memset(&o, 0, sizeof o); o.state.%s = ~0u; "
-            'EMIT("str_%s_shift", bit_shift(state_word(&o) >> 0)); '
-            'EMIT("str_%s_width", __builtin_popcount(state_word(&o))); }' % (bit, bit, bit)
+            f"    {{ PyASCIIObject o; memset(&o, 0, sizeof o); o.state.{bit} = ~0u; "
+            f'EMIT("str_{bit}_shift", bit_shift(state_word(&o))); '
+            f'EMIT("str_{bit}_width", __builtin_popcount(state_word(&o))); }}'
         )
     if version >= (3, 13):
         lines.append('    EMIT("dbg_size", sizeof(_Py_DebugOffsets));')
@@ -289,7 +289,7 @@ def main() -> int:
         return 0
     OUTPUT.parent.mkdir(parents=True, exist_ok=True)
     OUTPUT.write_text(text)
-    print(f"wrote {OUTPUT} for {', '.join('%d.%d' % v for v in layouts)}")
+    print(f"wrote {OUTPUT} for {', '.join(f'{v[0]}.{v[1]}' for v in layouts)}")
     return 0
 
 

@@ -12,8 +12,9 @@ recursive function is counted once per stack.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from .unwinder import FRAME
 
@@ -33,7 +34,7 @@ class Figures:
 class StackCounts:
     """Samples per (thread, stack), with the time they stand for."""
 
-    counts: dict[tuple[Hashable, bytes], list[float]] = field(default_factory=dict)
+    counts: dict[tuple[Hashable, bytes], list[Any]] = field(default_factory=dict)  # [count, seconds]
     samples: int = 0  # sampling events
     thread_samples: int = 0
     duration: float = 0.0  # sum of the sampling events' intervals
@@ -53,42 +54,80 @@ class StackCounts:
                 entry[1] += dt
 
 
-class FunctionTable:
-    """Per-function figures in both views (by function, by line), built from stack counts."""
+class Decoded(NamedTuple):
+    """What one stack contributes: its innermost function/line and every distinct one in it."""
 
-    def __init__(self, describe: Describe, names: dict[int, tuple[str, str]] | None = None):
+    own_function: RowKey
+    functions: tuple[RowKey, ...]
+    own_line: RowKey
+    lines: tuple[RowKey, ...]
+
+
+class StackDecoder:
+    """Stack bytes -> Decoded, remembered: the same stacks come back window after window, so
+    each is decoded (and its names looked up) once."""
+
+    MAX_REMEMBERED = 500_000
+
+    def __init__(self, describe: Describe):
         self.describe = describe
-        self.by_function: dict[RowKey, Figures] = {}
-        self.by_line: dict[RowKey, Figures] = {}
-        self._names = {} if names is None else names  # code id -> (function, filename)
+        self.names: dict[int, tuple[str, str]] = {}
+        self._decoded: dict[bytes, Decoded | None] = {}
 
     def _name(self, code_id: int) -> tuple[str, str]:
-        name = self._names.get(code_id)
+        name = self.names.get(code_id)
         if name is None:
-            name = self._names[code_id] = self.describe(code_id)
+            name = self.names[code_id] = self.describe(code_id)
         return name
 
-    def add_stack(self, stack: bytes, count: float, seconds: float) -> None:
+    def decode(self, stack: bytes) -> Decoded | None:
+        decoded = self._decoded.get(stack, False)
+        if decoded is not False:
+            return decoded  # type: ignore[return-value]
         functions: list[RowKey] = []
         lines: list[RowKey] = []
         for code_id, line in FRAME.iter_unpack(stack):
             function, filename = self._name(code_id)
             functions.append((function, filename, 0))
             lines.append((function, filename, line))
-        if not functions:
+        result = None
+        if functions:
+            result = Decoded(functions[0], tuple(dict.fromkeys(functions)), lines[0], tuple(dict.fromkeys(lines)))
+        if len(self._decoded) >= self.MAX_REMEMBERED:
+            self._decoded.clear()
+        self._decoded[stack] = result
+        return result
+
+
+class FunctionTable:
+    """Per-function figures in both views (by function, by line), built from stack counts."""
+
+    def __init__(self, decoder: StackDecoder):
+        self.decoder = decoder
+        self.by_function: dict[RowKey, Figures] = {}
+        self.by_line: dict[RowKey, Figures] = {}
+
+    def add_stack(self, stack: bytes, count: int, seconds: float) -> None:
+        decoded = self.decoder.decode(stack)
+        if decoded is None:
             return
-        for table, keys in ((self.by_function, functions), (self.by_line, lines)):
-            own = table.get(keys[0])
-            if own is None:
-                own = table[keys[0]] = Figures()
-            own.own_count += count
-            own.own_time += seconds
-            for key in set(keys):
-                figures = table.get(key)
-                if figures is None:
-                    figures = table[key] = Figures()
-                figures.total_count += count
-                figures.total_time += seconds
+        self._add(self.by_function, decoded.own_function, decoded.functions, count, seconds)
+        self._add(self.by_line, decoded.own_line, decoded.lines, count, seconds)
+
+    @staticmethod
+    def _add(table: dict[RowKey, Figures], own_key: RowKey, keys: tuple[RowKey, ...], count: int,
+             seconds: float) -> None:
+        own = table.get(own_key)
+        if own is None:
+            own = table[own_key] = Figures()
+        own.own_count += count
+        own.own_time += seconds
+        for key in keys:  # distinct already: recursion counts once
+            figures = table.get(key)
+            if figures is None:
+                figures = table[key] = Figures()
+            figures.total_count += count
+            figures.total_time += seconds
 
     def add_counts(self, counts: StackCounts, thread: Hashable | None = None) -> None:
         for (thread_key, stack), (count, seconds) in counts.counts.items():
@@ -103,13 +142,12 @@ class Aggregator:
     """The current refresh window and everything since the last reset."""
 
     def __init__(self, describe: Describe):
-        self.describe = describe
-        self.names: dict[int, tuple[str, str]] = {}
+        self.decoder = StackDecoder(describe)
         self.window = StackCounts()
         self.total = StackCounts()
-        self.totals = FunctionTable(describe, self.names)
+        self.totals = FunctionTable(self.decoder)
 
-    def add_sample(self, dt: float, stacks: list[tuple[Hashable, bytes]], gil: bool,
+    def add_sample(self, dt: float, stacks: Sequence[tuple[Hashable, bytes]], gil: bool,
                    active_threads: int, threads: int) -> None:
         for counts in (self.window, self.total):
             counts.add(dt, stacks)
@@ -120,7 +158,7 @@ class Aggregator:
     def close_window(self) -> tuple[StackCounts, FunctionTable]:
         """End the current window: its figures join the totals; returns them for display."""
         window, self.window = self.window, StackCounts()
-        figures = FunctionTable(self.describe, self.names)
+        figures = FunctionTable(self.decoder)
         figures.add_counts(window)
         for table_name in ("by_function", "by_line"):
             total_table = getattr(self.totals, table_name)
@@ -137,4 +175,4 @@ class Aggregator:
     def reset(self) -> None:
         self.window = StackCounts()
         self.total = StackCounts()
-        self.totals = FunctionTable(self.describe, self.names)
+        self.totals = FunctionTable(self.decoder)

@@ -42,13 +42,14 @@ def command_line(pid: int) -> str:
 
 
 def _u64(pid: int, address: int) -> int:
-    return struct.unpack("<Q", read_memory(pid, address, 8))[0]
+    return int.from_bytes(read_memory(pid, address, 8), "little")
 
 
 def _thread_ids(pid: int, runtime: int, layout: dict[str, int]) -> list[int]:
     """pthread_t of every thread of the main interpreter (attach time, simple reads)."""
     interp = _u64(pid, runtime + layout["rt_interpreters_head"])
-    ids, tstate = [], _u64(pid, interp + layout["is_threads_head"]) if interp else 0
+    ids: list[int] = []
+    tstate = _u64(pid, interp + layout["is_threads_head"]) if interp else 0
     while tstate and len(ids) < 4096:
         ids.append(_u64(pid, tstate + layout["ts_thread_id"]))
         tstate = _u64(pid, tstate + layout["ts_next"])

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from collections.abc import Sequence
+from dataclasses import replace
 
 from . import __version__, errors
 
@@ -30,17 +30,14 @@ def parse_pid(text: str) -> int:
     return pid
 
 
-def positive(kind: type) -> object:
-    def parse(text: str) -> object:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
-        return value
-
-    return parse
+def positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="process id (same as the positional PID)")
     parser.add_argument("--demo", action="store_true", help="start and watch pytop's demo workload")
     sampling = parser.add_argument_group("sampling")
-    sampling.add_argument("-r", "--rate", type=positive(float), default=100.0, metavar="HZ",
+    sampling.add_argument("-r", "--rate", type=positive, default=100.0, metavar="HZ",
                           help="samples per second (default 100)")
     sampling.add_argument("-i", "--idle", action="store_true", help="include idle threads")
     sampling.add_argument("-g", "--gil", action="store_true", help="only the thread holding the GIL")
@@ -66,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     sampling.add_argument("--nonblocking", action="store_true",
                           help="accepted for py-spy habits: pytop never stops the target")
     view = parser.add_argument_group("view")
-    view.add_argument("--delay", type=positive(float), default=1.0, metavar="SECONDS",
+    view.add_argument("--delay", type=positive, default=1.0, metavar="SECONDS",
                       help="seconds between screen refreshes (default 1)")
     view.add_argument("--sort", choices=sorted(SORT_CHOICES), default="owntime",
                       help="initial sort column: own (%%Own), total (%%Total), owntime (default) or "
@@ -78,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     once = parser.add_argument_group("without a screen")
     once.add_argument("--dump", action="store_true", help="print every thread's stack once and exit")
     once.add_argument("--batch", action="store_true", help="sample for --duration seconds, print the table")
-    once.add_argument("--duration", type=positive(float), default=10.0, metavar="SECONDS",
+    once.add_argument("--duration", type=positive, default=10.0, metavar="SECONDS",
                       help="with --batch: how long to sample (default 10)")
     once.add_argument("--json", action="store_true", help="with --dump or --batch: print JSON")
     parser.add_argument("--version", action="version", version=f"pytop {__version__}")

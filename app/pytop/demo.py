@@ -14,20 +14,22 @@ import queue
 import random
 import threading
 import time
+from typing import Any
 
 ORDERS = [{"id": i, "items": [{"sku": f"SKU-{j}", "qty": j % 5 + 1, "price": 9.99 + j} for j in range(20)]}
           for i in range(50)]
 
 
-def parse_request(payload: str) -> dict:
-    return json.loads(payload)
+def parse_request(payload: str) -> dict[str, Any]:
+    order: dict[str, Any] = json.loads(payload)
+    return order
 
 
-def price_order(order: dict) -> float:
-    return sum(item["qty"] * item["price"] for item in order["items"])
+def price_order(order: dict[str, Any]) -> float:
+    return float(sum(item["qty"] * item["price"] for item in order["items"]))
 
 
-def render_response(order: dict, total: float) -> str:
+def render_response(order: dict[str, Any], total: float) -> str:
     return json.dumps({"order": order["id"], "total": round(total, 2), "items": order["items"]})
 
 
@@ -42,7 +44,7 @@ def handle_request(payload: str) -> str:
     return render_response(order, price_order(order))
 
 
-def request_handler(jobs: queue.Queue) -> None:
+def request_handler(jobs: queue.Queue[str]) -> None:
     while True:
         payload = jobs.get()
         for _ in range(20):
@@ -75,7 +77,7 @@ def cache_janitor() -> None:
 
 
 def main() -> None:
-    jobs: queue.Queue = queue.Queue(maxsize=100)
+    jobs: queue.Queue[str] = queue.Queue(maxsize=100)
     for i in range(3):
         threading.Thread(target=request_handler, args=(jobs,), name=f"handler-{i}", daemon=True).start()
     threading.Thread(target=report_worker, name="reports", daemon=True).start()

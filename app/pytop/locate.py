@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from . import errors
 from .elf import ElfImage
-from .unwinder import read_memory
 from .procmaps import Mapping, basename, files_in_order, open_mapped_file, read_maps
+from .unwinder import read_memory
 
 DEBUG_COOKIE = b"xdebugpy"
 _NAME_VERSION = re.compile(r"python(3)\.(\d+)")
@@ -138,10 +138,21 @@ def _version(pid: int, runtime: int, symbols: dict[str, int], path: str,
     raise errors.AttachFailed(f"found a Python runtime in {path} but could not tell its version")
 
 
+def _exited(pid: int) -> bool:
+    """Gone, or a zombie: exited, not yet reaped by its parent."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
 def locate_runtime(pid: int) -> Runtime:
     """Find the Python runtime of process `pid`, or raise a PytopError saying why not."""
     if not os.path.exists(f"/proc/{pid}"):
         raise errors.NoSuchProcess(f"no process with pid {pid}")
+    if _exited(pid):
+        raise errors.TargetExited(f"process {pid} has exited")
     try:
         by_file = files_in_order(read_maps(pid))
     except PermissionError:
@@ -159,7 +170,7 @@ def locate_runtime(pid: int) -> Runtime:
             continue
         if found:
             return found
-    if not os.path.exists(f"/proc/{pid}"):
+    if _exited(pid):
         raise errors.TargetExited(f"process {pid} exited while pytop was attaching")
     raise errors.NotPython(f"process {pid} does not look like a Python process "
                            "(no Python runtime found in its executable or libraries)")

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import errno
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from . import errors
 from ._native import ffi, lib
@@ -30,6 +31,7 @@ STATUS_NAMES = {
     lib.PYTOP_ERR_ARGS: "invalid argument",
 }
 OS_STATE_OFF, OS_STATE_FAST, OS_STATE_EXACT = 0, 1, 2
+GIL, ACTIVE = lib.PYTOP_THREAD_GIL, lib.PYTOP_THREAD_ACTIVE  # thread flags
 
 
 def read_memory(pid: int, address: int, length: int) -> bytes:
@@ -40,7 +42,7 @@ def read_memory(pid: int, address: int, length: int) -> bytes:
     if status != lib.PYTOP_OK:
         raise OSError(_STATUS_ERRNO.get(status, errno.EFAULT),
                       f"cannot read {length} bytes at {address:#x} in process {pid}")
-    return ffi.buffer(buf, length)[:]
+    return bytes(ffi.buffer(buf, length))
 
 
 def decode_line(table_format: int, table: bytes, firstlineno: int, offset: int) -> int:
@@ -122,6 +124,32 @@ class Sample:
     taken_at: float = 0.0  # time.monotonic() when the sample began
 
 
+class RawSample(NamedTuple):
+    """A sample as the native side laid it out, copied in two bulk reads: what a sampling
+    thread hands on without spending time (and the GIL) on unpacking it."""
+
+    records: bytes  # pytop_thread structs
+    frames: bytes  # FRAME records of all threads
+    gc_collecting: int  # 1, 0, or -1 when unknown
+    syscalls: int
+    taken_at: float
+
+    def threads(self) -> Iterator[tuple[int, int, int, int, int, int, int, bytes]]:
+        """Per thread: (thread id, tstate, interpreter id, native id, flags, status, OS state
+        letter as a byte value, stack bytes)."""
+        frames, size = self.frames, FRAME.size
+        for tid, tstate, interp, native, flags, status, first, count, state in _THREAD.iter_unpack(self.records):
+            yield tid, tstate, interp, native, flags, status, state[0], frames[first * size:(first + count) * size]
+
+    def decode(self) -> Sample:
+        threads = tuple([
+            ThreadSample(tid, native, interp, flags, status, stack, chr(state))
+            for tid, _, interp, native, flags, status, state, stack in self.threads()
+        ])
+        gc = None if self.gc_collecting < 0 else bool(self.gc_collecting)
+        return Sample(threads, gc, self.syscalls, self.taken_at)
+
+
 class SampleError(Exception):
     """One sample failed without the target being gone (a transient read, a torn structure)."""
 
@@ -132,7 +160,8 @@ class SampleError(Exception):
 
 
 class Unwinder:
-    """Samples every thread of one process. Not thread-safe: one thread uses it at a time."""
+    """Samples every thread of one process. One thread may sample while another resolves code
+    ids (the native side serialises the two); two threads must not sample at once."""
 
     def __init__(self, pid: int, layout: dict[str, int], runtime_address: int):
         self.pid = pid
@@ -155,6 +184,11 @@ class Unwinder:
     def set_os_state_mode(self, mode: int) -> None:
         self._option(lib.PYTOP_OPT_OS_STATE, mode)
 
+    def set_reuse_stacks(self, reuse: bool) -> None:
+        """Whether a thread that has not run since the last sample keeps its stack (default)
+        or has it read again (for benchmarks of the full walk)."""
+        self._option(lib.PYTOP_OPT_REUSE_STACKS, int(reuse))
+
     def _option(self, option: int, value: int) -> None:
         if lib.pytop_set_option(self._handle, option, value) != lib.PYTOP_OK:
             raise ValueError(f"invalid unwinder option {option}={value}")
@@ -162,26 +196,23 @@ class Unwinder:
     def sample(self, due: float = 0.0) -> Sample:
         """Every thread's stack now, or at `due` (a time.monotonic() value): the wait happens
         in C, without the GIL. Raises TargetExited, PermissionDenied or SampleError."""
+        return self.sample_raw(due).decode()
+
+    def sample_raw(self, due: float = 0.0) -> RawSample:
+        """sample(), left packed (see RawSample)."""
         out = self._out
         status = lib.pytop_collect_at(self._handle, due, out, self._started)
         taken_at = self._started[0]
-        if status != lib.PYTOP_OK:
-            message = ffi.string(lib.pytop_last_error(self._handle)).decode("utf-8", "replace")
-            if status == lib.PYTOP_ERR_GONE:
-                raise errors.TargetExited(f"process {self.pid} has exited")
-            if status == lib.PYTOP_ERR_PERMISSION:
-                raise errors.permission_denied(self.pid, "reading the memory of")
-            raise SampleError(status, message or STATUS_NAMES.get(status, "sample failed"), taken_at)
-        frames = ffi.buffer(out.frames, out.frame_count * FRAME.size)[:]
-        records = ffi.buffer(out.threads, out.thread_count * _THREAD.size)
-        size = FRAME.size
-        threads = tuple([
-            ThreadSample(tid, native, interp, flags, status,
-                         frames[first * size:(first + count) * size], state.decode("latin-1"))
-            for tid, _, interp, native, flags, status, first, count, state in _THREAD.iter_unpack(records)
-        ])
-        gc = None if out.gc_collecting < 0 else bool(out.gc_collecting)
-        return Sample(threads, gc, out.syscalls, taken_at)
+        if status == lib.PYTOP_OK:
+            return RawSample(ffi.buffer(out.threads, out.thread_count * _THREAD.size)[:],
+                             ffi.buffer(out.frames, out.frame_count * FRAME.size)[:],
+                             out.gc_collecting, out.syscalls, taken_at)
+        if status == lib.PYTOP_ERR_GONE:
+            raise errors.TargetExited(f"process {self.pid} has exited")
+        if status == lib.PYTOP_ERR_PERMISSION:
+            raise errors.permission_denied(self.pid, "reading the memory of")
+        message = ffi.string(lib.pytop_last_error(self._handle)).decode("utf-8", "replace")
+        raise SampleError(status, message or STATUS_NAMES.get(status, "sample failed"), taken_at)
 
     def bench(self, count: int) -> tuple[int, int, int]:
         """`count` samples back to back in C, building no Python objects, for benchmarks of the

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 
 from ..model import FunctionRow, Snapshot
@@ -45,11 +44,12 @@ def percent(value: float) -> str:
 def byte_size(value: int | None) -> str:
     if value is None:
         return "?"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value} B"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
 
 
 def clock(value: float) -> str:

@@ -76,8 +76,9 @@ class FunctionTable(DataTable[object]):
 
     def on_resize(self) -> None:
         """The function column takes the width the figures leave (long names are cut)."""
-        figures = sum(self.columns[key].get_render_width(self) for key in SORT_COLUMNS)  # type: ignore[index]
-        column = self.columns[FUNCTION]  # type: ignore[index]
+        columns = {str(key.value): column for key, column in self.columns.items()}
+        figures = sum(columns[key].get_render_width(self) for key in SORT_COLUMNS)
+        column = columns[FUNCTION]
         column.auto_width = False
         column.width = max(20, self.size.width - figures - 2 * self.cell_padding - 1)
         self.refresh()
