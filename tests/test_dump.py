@@ -52,6 +52,7 @@ def test_dump_json(interp: dict[str, Any]) -> None:
         got = threads[expected["thread_id"]]
         assert got["frames"] == expected["frames"]
         assert got["native_id"] == expected["native_id"]
+        assert got["name"] == expected["name"]
         assert got["active"] is False and got["gil"] is False
 
 
@@ -63,7 +64,7 @@ def test_dump_text(interp: dict[str, Any]) -> None:
     assert lines[0].startswith(f"Process {t.pid}: ")
     assert lines[1] == "Python v" + ".".join(map(str, t.info["version"]))
     main = t.info["threads"]["main"]
-    header = f"Thread {main['thread_id']:#x} (TID {main['native_id']})"
+    header = f"Thread {main['thread_id']:#x} (TID {main['native_id']}) \"MainThread\""
     at = next(i for i, line in enumerate(lines) if line.startswith(header))
     assert "idle" in lines[at]
     for offset, frame in enumerate(main["frames"], start=1):

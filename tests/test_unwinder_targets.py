@@ -190,3 +190,15 @@ def test_a_thread_that_ran_is_read_again(interp: dict[str, Any]) -> None:
         finally:
             target.close()
     assert seen["phase_a"] > 60 and seen["phase_b"] > 60, seen
+
+
+def test_thread_names(interp: dict[str, Any]) -> None:
+    """As threading.enumerate() has them, wherever the version keeps the attribute."""
+    with helpers.running(interp, "thread_names.py") as t:
+        target = attach(t.pid)
+        try:
+            names = target.names.read()
+        finally:
+            target.close()
+    assert names == {info["thread_id"]: info["name"] for info in t.info["threads"].values()}
+    assert "ünïcode-名前-🚀" in names.values() and "główny-wątek" in names.values()

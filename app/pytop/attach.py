@@ -14,6 +14,7 @@ import psutil
 
 from . import errors, layouts
 from .locate import PythonVersion, Runtime, locate_runtime
+from .threadnames import ThreadNames
 from .unwinder import Unwinder, read_memory
 
 # How far into glibc's (or musl's) struct pthread to look for the thread's kernel TID.
@@ -28,6 +29,7 @@ class Target:
     runtime: Runtime
     layout: dict[str, int]
     unwinder: Unwinder
+    names: ThreadNames
 
     def close(self) -> None:
         self.unwinder.close()
@@ -106,4 +108,5 @@ def attach(pid: int) -> Target:
     except OSError as exc:
         raise errors.AttachFailed(f"cannot read the Python runtime of process {pid}: {exc}") from None
     unwinder = Unwinder(pid, layout, runtime.runtime_address)
-    return Target(pid, command_line(pid), version, runtime, layout, unwinder)
+    names = ThreadNames(pid, runtime.runtime_address, layout, version.minor)
+    return Target(pid, command_line(pid), version, runtime, layout, unwinder, names)

@@ -124,7 +124,8 @@ def run_dump(pid: int, as_json: bool) -> int:
                 last = exc
         else:
             raise errors.AttachFailed(f"cannot read the stacks of process {pid}: {last}")
-        text = dump.as_json(target, sample, {}) if as_json else dump.as_text(target, sample, {})
+        names = target.names.get()
+        text = dump.as_json(target, sample, names) if as_json else dump.as_text(target, sample, names)
     finally:
         target.close()
     sys.stdout.write(text if text.endswith("\n") else text + "\n")

@@ -53,6 +53,9 @@ class Collector:
         with self.lock:
             self.entries[key] = thread_info(frame)
             if set(self.entries) == self.expected:
+                names = {t.ident: t.name for t in threading.enumerate()}
+                for info in self.entries.values():
+                    info["name"] = names.get(info["thread_id"], info["name"])
                 sleepers = [info.get("native_id") for name, info in self.entries.items()
                             if name not in self.busy]
                 ready(dict(self.extra, threads=self.entries, version=list(sys.version_info[:3]),
