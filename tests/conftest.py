@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import helpers
 import pytest
+
+import helpers
 
 _provisioned: tuple[dict[str, dict[str, Any]], str] | None = None
 

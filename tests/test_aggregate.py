@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from pytop.aggregate import Aggregator, FunctionTable, StackCounts, StackDecoder
 from pytop.sampler import build_rows
 from pytop.unwinder import FRAME

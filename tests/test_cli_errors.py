@@ -8,8 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-import helpers
 import pytest
+
+import helpers
 
 
 def assert_clean_failure(result: subprocess.CompletedProcess[str], code: int, *phrases: str) -> None:

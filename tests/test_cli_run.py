@@ -8,8 +8,9 @@ import os
 import time
 from typing import Any
 
-import helpers
 import jsonschema
+
+import helpers
 
 BATCH_SCHEMA = {
     "type": "object",
@@ -104,3 +105,24 @@ def test_no_target_given() -> None:
     result = helpers.run_pytop()
     assert result.returncode == 2
     assert "which process?" in result.stderr
+
+
+def test_batch_writes_collapsed_and_speedscope_files(some_interp: dict[str, Any], tmp_path: Any) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        for form in ("collapsed", "speedscope", "json"):
+            out = tmp_path / f"report.{form}"
+            result = helpers.run_pytop("--batch", "--duration", "1", "--format", form, "--output", str(out), str(t.pid))
+            assert result.returncode == 0, result.stderr
+            assert result.stdout == "" and f"wrote {out}" in result.stderr
+    lines = (tmp_path / "report.collapsed").read_text().splitlines()
+    assert lines and all(line.rsplit(" ", 1)[1].isdigit() for line in lines)
+    assert json.loads((tmp_path / "report.speedscope").read_text())["profiles"]
+    document = json.loads((tmp_path / "report.json").read_text())
+    assert {t["name"] for t in document["per_thread"]} == {"MainThread", "sleeper", "spinner"}
+
+
+def test_batch_options_that_do_not_go_together() -> None:
+    result = helpers.run_pytop("--format", "collapsed", "1")
+    assert result.returncode == 2 and "go with --batch" in result.stderr
+    result = helpers.run_pytop("--batch", "--json", "--format", "collapsed", "1")
+    assert result.returncode == 2 and "disagree" in result.stderr

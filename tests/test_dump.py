@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import helpers
 import jsonschema
+
+import helpers
 
 FRAME = {
     "type": "object",

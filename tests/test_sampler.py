@@ -114,3 +114,37 @@ def test_target_exit_ends_sampling_with_a_final_snapshot(some_interp: dict[str, 
     assert got.last.exited and "exited" in (got.last.exit_reason or "")
     assert got.last.samples > 20
     assert any(row.function == "churn" for row in got.last.rows)
+
+
+def test_threads_with_names_and_narrowing(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        target = attach(t.pid)
+        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, idle=True), target.names)
+        got = Collected()
+        sampler.start(got)
+        time.sleep(1.0)
+        rows = {row.name: row for row in got.last.thread_rows}
+        assert set(rows) == {"MainThread", "sleeper", "spinner"}
+        assert rows["spinner"].active_pct > 50 and rows["sleeper"].active_pct == 0
+        assert rows["sleeper"].native_id == t.info["threads"]["sleeper"]["native_id"]
+        assert rows["sleeper"].top_frame == "Worker.sleeping" or rows["sleeper"].top_frame == "sleeping"
+        sampler.set_thread(rows["sleeper"].key)
+        deadline = time.monotonic() + 5
+        while got.last.thread_filter is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        narrowed = got.last
+        sampler.stop()
+    assert narrowed.thread_filter is not None and narrowed.thread_filter.name == "sleeper"
+    names = {row.function for row in narrowed.rows}
+    assert names & {"Worker.sleeping", "sleeping"} and not names & {"level_two", "Worker.spinning", "spinning"}
+
+
+def test_gc_share(interp: dict[str, Any]) -> None:
+    """The share of samples taken while the target's collector ran, on every version."""
+    shares = {}
+    for mode in ("collect", "off"):
+        with helpers.running(interp, "garbage.py", mode) as t:
+            sampler, _ = run_sampler(t.pid, Settings(rate=200), 1.5)
+            shares[mode] = sampler.final_snapshot().gc_pct
+    assert shares["off"] == 0.0
+    assert shares["collect"] is not None and shares["collect"] > 20, shares

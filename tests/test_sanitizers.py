@@ -12,8 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import helpers
 import pytest
+
+import helpers
 from conftest import interpreters
 
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]

@@ -13,9 +13,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import helpers
 import psutil
 import pytest
+
+import helpers
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None and not helpers.IN_CI, reason="tmux not installed")
 

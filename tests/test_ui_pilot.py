@@ -3,10 +3,14 @@ says to the table, the header and the source."""
 
 from __future__ import annotations
 
-from pytop.ui.app import PytopApp
-from pytop.ui.help import HelpScreen
-from pytop.ui.widgets import FunctionTable, ProcessHeader
 from rich.text import Text
+from textual.widgets import DataTable
+
+from pytop.ui.app import PytopApp
+from pytop.ui.callers import CallersPanel
+from pytop.ui.help import HelpScreen
+from pytop.ui.threads import ThreadTable
+from pytop.ui.widgets import FunctionTable, ProcessHeader
 from ui_fakes import FakeSource, snapshot
 
 SIZE = (120, 30)
@@ -151,3 +155,112 @@ async def test_the_table_scrolls() -> None:
             await pilot.press("up")
         await pilot.pause()
         assert table.scroll_y == 0
+
+
+async def test_thread_panel_narrows_and_widens() -> None:
+    source = FakeSource()
+    app = PytopApp(source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("t")
+        await pilot.pause()
+        threads = app.query_one(ThreadTable)
+        assert threads.display and threads.has_focus
+        # GIVEN threads sorted busiest first WHEN Enter on the first THEN the table narrows to it
+        assert threads.get_row_at(0)[0].plain == "handler-0"
+        assert threads.get_row_at(threads.row_count - 1)[0].plain == "(finished)"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert source.thread == (2, 4250, 0)
+        assert "[thread: handler-0 (TID 4250)]" in header_text(app)
+        assert threads.get_row_at(0)[0].plain == "▶ handler-0"
+        await pilot.press("a")
+        await pilot.pause()
+        assert source.thread is None
+        assert "[thread:" not in header_text(app)
+        await pilot.press("t")
+        assert not threads.display
+
+
+async def test_filter_narrows_the_rows_not_the_totals() -> None:
+    app = PytopApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("slash")
+        await pilot.press(*"web\\.py")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert table_functions(app) == ["render_response", "handle_request"]
+        assert "[filter: web\\.py]" in header_text(app)
+        assert "GIL: 61.5%" in header_text(app)  # figures over all functions, as before
+        await pilot.press("slash", *"list[int", "enter")  # not a regular expression: a substring
+        await pilot.pause()
+        assert table_functions(app) == []
+        await pilot.press("c")
+        await pilot.pause()
+        assert len(table_functions(app)) == 6 and "[filter" not in header_text(app)
+
+
+async def test_escape_leaves_the_filter_as_it_was() -> None:
+    app = PytopApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("slash", *"prime", "enter")
+        await pilot.press("slash", *"xyz", "escape")
+        await pilot.pause()
+        assert table_functions(app) == ["is_prime"]
+
+
+async def test_pause_freezes_the_screen_not_the_counting() -> None:
+    source = FakeSource()
+    app = PytopApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        await pilot.pause()
+        assert "PAUSED" in header_text(app)
+        source._send(snapshot(scale=2.0))  # samples keep coming in
+        await pilot.pause()
+        assert "Samples: 5,012 " in header_text(app)
+        await pilot.press("p")
+        await pilot.pause()
+        assert "PAUSED" not in header_text(app)
+        assert "Samples: 10,024 " in header_text(app)
+
+
+async def test_callers_and_callees() -> None:
+    source = FakeSource()
+    app = PytopApp(source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("1", "down", "enter")  # render_response is second by %Own
+        await pilot.pause()
+        assert source.focus == ("render_response", "/srv/shop/web.py", 0)
+        panel = app.query_one(CallersPanel)
+        assert panel.display
+        callers, callees = panel.query_one("#callers", DataTable), panel.query_one("#callees", DataTable)
+        assert callers.get_row_at(0)[2].plain == "handle_request (web.py)"
+        assert [callees.get_row_at(i)[0].plain for i in range(2)] == ["57%", "42%"]
+        # WHEN a caller is chosen THEN it becomes the selected function, in the table too
+        callers.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert source.focus == ("handle_request", "/srv/shop/web.py", 0)
+        table = app.query_one(FunctionTable)
+        assert table.get_row_at(table.cursor_row)[-1].plain.startswith("handle_request")
+        assert "query_database" in callees.get_row_at(0)[2].plain
+        await pilot.press("escape")
+        await pilot.pause()
+        assert source.focus is None and not panel.display
+
+
+async def test_export_says_where_it_wrote() -> None:
+    source = FakeSource()
+    app = PytopApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("e")
+        await pilot.pause()
+        assert source.exports and source.exports[0]
+        assert any("pytop-4242.speedscope.json" in str(n.message) for n in app._notifications)
+
+
+async def test_gc_share_in_the_header() -> None:
+    app = PytopApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "GIL: 61.5%, Active: 43.3%, Threads: 6, GC: 1.2%" in header_text(app)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from pytop.ui.app import PytopApp
 from ui_fakes import FakeSource, snapshot
 
@@ -31,3 +32,15 @@ def test_banners(snap_compare: Any) -> None:
     source = FakeSource(snapshot(errors=60, samples=940, last_error="2 thread stacks changed while read",
                                  behind=1.7, exited=True, exit_reason="process 4242 has exited"))
     assert snap_compare(PytopApp(source), terminal_size=SIZES[0])
+
+
+def test_thread_panel_narrowed(snap_compare: Any) -> None:
+    assert snap_compare(PytopApp(FakeSource()), press=["t", "down", "enter"], terminal_size=(120, 40))
+
+
+def test_callers_panel(snap_compare: Any) -> None:
+    assert snap_compare(PytopApp(FakeSource()), press=["1", "down", "enter"], terminal_size=(120, 40))
+
+
+def test_filter_and_pause(snap_compare: Any) -> None:
+    assert snap_compare(PytopApp(FakeSource()), press=["slash", *"web", "enter", "p"], terminal_size=SIZES[1])

@@ -8,8 +8,9 @@ import signal
 import time
 from typing import Any
 
-import helpers
 import pytest
+
+import helpers
 from pytop import errors
 from pytop.attach import Target, attach
 from pytop.unwinder import OS_STATE_EXACT, OS_STATE_FAST, Sample, SampleError, ThreadSample

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pytop.model import FunctionRow, Snapshot, TargetInfo
+from pytop.model import CallGraph, FunctionRow, Neighbour, Snapshot, TargetInfo, ThreadRow
 
 TARGET = TargetInfo(4242, "python shop.py --port 8080", "3.12.1", "/srv/shop")
 
@@ -31,11 +31,34 @@ def rows(by_line: bool, scale: float = 1.0) -> tuple[FunctionRow, ...]:
     return tuple(out)
 
 
+THREADS = (
+    ThreadRow((1, 4242, 0), 1, 4242, "MainThread", 5012, 2.0, 1.5, "Event.wait", True),
+    ThreadRow((2, 4250, 0), 2, 4250, "handler-0", 5012, 62.0, 40.1, "render_response", True),
+    ThreadRow((3, 4251, 0), 3, 4251, "handler-1", 5012, 58.3, 37.9, "handle_request", True),
+    ThreadRow((4, 4252, 0), 4, 4252, "reports", 5012, 35.0, 34.7, "is_prime", True),
+    ThreadRow((5, 4253, 0), 5, 4253, "cache-janitor", 5012, 0.4, 0.2, "Event.wait", True),
+    ThreadRow((6, 4260, 0), 6, 4260, None, 120, 80.0, 10.0, None, False),
+)
+KEY_RENDER = ("render_response", "/srv/shop/web.py", 0)
+GRAPHS = {
+    KEY_RENDER: CallGraph(KEY_RENDER, 14.2,
+                          callers=(Neighbour(("handle_request", "/srv/shop/web.py", 0), 14.2, 1.0),),
+                          callees=(Neighbour(("JSONEncoder.iterencode", "/usr/lib/python3.12/json/encoder.py", 0),
+                                             8.1, 0.57),
+                                   Neighbour(("(itself)", "", 0), 6.0, 0.42))),
+    ("handle_request", "/srv/shop/web.py", 0): CallGraph(
+        ("handle_request", "/srv/shop/web.py", 0), 30.0,
+        callers=(Neighbour(("Thread.run", "/usr/lib/python3.12/threading.py", 0), 30.0, 1.0),),
+        callees=(Neighbour(("query_database", "/srv/shop/db.py", 0), 15.4, 0.51), Neighbour(KEY_RENDER, 14.2, 0.47))),
+}
+
+
 def snapshot(by_line: bool = False, scale: float = 1.0, **changes: object) -> Snapshot:
     values: dict[str, object] = dict(
         target=TARGET, rows=rows(by_line, scale), by_line=by_line, samples=int(5012 * scale),
         elapsed=50.2 * scale, rate=99.8, errors=0, last_error=None, late=0, behind=0.0, gil_pct=61.5,
-        active_pct=43.3, threads=6, cpu_pct=88.0, rss=73 << 20, settings={"rate": 100.0})
+        active_pct=43.3, threads=6, cpu_pct=88.0, rss=73 << 20, settings={"rate": 100.0},
+        thread_rows=THREADS, gc_pct=1.2)
     values.update(changes)
     return Snapshot(**values)  # type: ignore[arg-type]
 
@@ -49,6 +72,9 @@ class FakeSource:
         self.by_line = False
         self.resets = 0
         self.stopped = False
+        self.thread: object = None
+        self.focus: object = None
+        self.exports: list[str] = []
 
     def start(self, publish: Callable[[Snapshot], None]) -> None:
         self.publish = publish
@@ -66,7 +92,26 @@ class FakeSource:
 
     def set_by_line(self, by_line: bool) -> None:
         self.by_line = by_line
-        self._send(snapshot(by_line))
+        self.focus = None
+        self._send(self.current())
+
+    def set_thread(self, key: object) -> None:
+        self.thread = key
+        self._send(self.current())
+
+    def set_focus(self, key: object) -> None:
+        self.focus = key
+        self._send(self.current())
+
+    def export(self, directory: str) -> None:
+        self.exports.append(directory)
+        self._send(self.current(exported=(f"{directory}/pytop-4242.collapsed.txt",
+                                          f"{directory}/pytop-4242.speedscope.json")))
+
+    def current(self, **changes: object) -> Snapshot:
+        thread = next((t for t in THREADS if t.key == self.thread), None)
+        graph = GRAPHS.get(self.focus) if self.focus else None  # type: ignore[call-overload]
+        return snapshot(self.by_line, thread_filter=thread, call_graph=graph, **changes)
 
     def _send(self, s: Snapshot) -> None:
         if self.publish is not None:

@@ -16,10 +16,11 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from .model import RowKey
 from .unwinder import FRAME
 
 Describe = Callable[[int], tuple[str, str]]  # code id -> (function, filename)
-RowKey = tuple[str, str, int]  # (function, filename, line or 0)
+
 
 
 @dataclass
@@ -40,6 +41,8 @@ class StackCounts:
     duration: float = 0.0  # sum of the sampling events' intervals
     gil_samples: int = 0  # events in which some thread held the GIL
     active_thread_samples: int = 0
+    gc_samples: int = 0  # events taken while the garbage collector ran
+    gc_known: int = 0  # events in which the target said whether it did
 
     def add(self, dt: float, stacks: Iterable[tuple[Hashable, bytes]]) -> None:
         self.samples += 1
@@ -74,7 +77,8 @@ class StackDecoder:
         self.names: dict[int, tuple[str, str]] = {}
         self._decoded: dict[bytes, Decoded | None] = {}
 
-    def _name(self, code_id: int) -> tuple[str, str]:
+    def name(self, code_id: int) -> tuple[str, str]:
+        """(function, filename) of a code id, asked once."""
         name = self.names.get(code_id)
         if name is None:
             name = self.names[code_id] = self.describe(code_id)
@@ -87,7 +91,7 @@ class StackDecoder:
         functions: list[RowKey] = []
         lines: list[RowKey] = []
         for code_id, line in FRAME.iter_unpack(stack):
-            function, filename = self._name(code_id)
+            function, filename = self.name(code_id)
             functions.append((function, filename, 0))
             lines.append((function, filename, line))
         result = None
@@ -148,12 +152,15 @@ class Aggregator:
         self.totals = FunctionTable(self.decoder)
 
     def add_sample(self, dt: float, stacks: Sequence[tuple[Hashable, bytes]], gil: bool,
-                   active_threads: int, threads: int) -> None:
+                   active_threads: int, threads: int, gc: int = -1) -> None:
+        """gc: 1 if the garbage collector was running, 0 if not, -1 if unknown."""
         for counts in (self.window, self.total):
             counts.add(dt, stacks)
             counts.thread_samples += threads
             counts.gil_samples += gil
             counts.active_thread_samples += active_threads
+            counts.gc_known += gc >= 0
+            counts.gc_samples += gc == 1
 
     def close_window(self) -> tuple[StackCounts, FunctionTable]:
         """End the current window: its figures join the totals; returns them for display."""

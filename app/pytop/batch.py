@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Hashable
 from typing import Any
 
+from . import export
 from .model import FunctionRow, Snapshot
 from .sampler import Sampler
 from .ui import format as fmt
@@ -56,6 +58,21 @@ def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = No
     return "\n".join(lines) + "\n"
 
 
+def render(sampler: Sampler, s: Snapshot, form: str, sort: str, full_filenames: bool) -> str:
+    """The report in one of the --format choices."""
+    if form == "text":
+        return as_text(s, sort, full_filenames)
+    if form == "json":
+        return as_json(s, sort)
+    name_of = sampler.aggregator.decoder.name
+    if form == "collapsed":
+        return "".join(line + "\n" for line in export.collapsed(sampler.aggregator.total, name_of))
+    labels: dict[Hashable, str] = {row.key: row.label for row in s.thread_rows}
+    document = export.speedscope(sampler.aggregator.total, name_of, lambda t: labels.get(t, str(t)),
+                                 f"pytop: pid {s.target.pid}, {s.target.command}")
+    return json.dumps(document) + "\n"
+
+
 def as_json(s: Snapshot, sort: str) -> str:
     functions: list[dict[str, Any]] = []
     for row in ordered(s.rows, sort):
@@ -78,6 +95,13 @@ def as_json(s: Snapshot, sort: str) -> str:
         "threads": s.threads,
         "exited": s.exited,
         "by_line": s.by_line,
+        "stack_samples": sum(row.own_count for row in s.rows if row.line is None or s.by_line),
+        "per_thread": [
+            {"thread_id": t.thread_id, "native_id": t.native_id, "name": t.name, "samples": t.samples,
+             "active_pct": round(t.active_pct, 3), "gil_pct": round(t.gil_pct, 3)}
+            for t in s.thread_rows
+        ],
+        "gc_pct": None if s.gc_pct is None else round(s.gc_pct, 3),
         "functions": functions,
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -78,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     once.add_argument("--duration", type=positive, default=10.0, metavar="SECONDS",
                       help="with --batch: how long to sample (default 10)")
     once.add_argument("--json", action="store_true", help="with --dump or --batch: print JSON")
+    once.add_argument("--format", choices=("text", "json", "collapsed", "speedscope"),
+                      help="with --batch: the report's format (default text; collapsed stacks and "
+                           "speedscope JSON hold every stack sampled)")
+    once.add_argument("--output", metavar="FILE", help="with --batch: write the report to FILE")
     parser.add_argument("--version", action="version", version=f"pytop {__version__}")
     return parser
 
@@ -100,6 +104,10 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         raise errors.UsageError("give only one of a PID, a command after --, or --demo")
     if args.json and not (args.dump or args.batch):
         raise errors.UsageError("--json goes with --dump or --batch")
+    if (args.format or args.output) and not args.batch:
+        raise errors.UsageError("--format and --output go with --batch")
+    if args.json and args.format not in (None, "json"):
+        raise errors.UsageError("--json and --format disagree")
     if args.dump and args.batch:
         raise errors.UsageError("--dump and --batch do not go together")
     if args.dump and pid is None:
@@ -149,9 +157,19 @@ def run_watch(args: argparse.Namespace, command: list[str]) -> int:
                             by_line=args.by_line, realtime=not args.no_priority)
         if args.batch:
             settings = replace(settings, delay=args.duration + 3600, quick_start=False)
-            snapshot = batch.collect(Sampler(target.unwinder, info_of(target), settings), args.duration)
-            out = batch.as_json(snapshot, sort) if args.json else batch.as_text(snapshot, sort, args.full_filenames)
-            sys.stdout.write(out)
+            sampler = Sampler(target.unwinder, info_of(target), settings, target.names)
+            snapshot = batch.collect(sampler, args.duration)
+            report = batch.render(sampler, snapshot, args.format or ("json" if args.json else "text"), sort,
+                                  args.full_filenames)
+            if args.output:
+                try:
+                    with open(args.output, "w") as f:
+                        f.write(report)
+                except OSError as exc:
+                    raise errors.UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+                print(f"pytop: wrote {args.output}", file=sys.stderr)
+            else:
+                sys.stdout.write(report)
             return 0
         return run_live(target, settings, sort=sort, full_filenames=args.full_filenames,
                         child_log=child.log_path if child else None, stats_file=args.stats_file)

@@ -41,7 +41,7 @@ def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: b
     sys.setswitchinterval(0.0005)
     if settings.realtime:
         priority.raise_process()
-    sampler = Sampler(target.unwinder, info_of(target), settings)
+    sampler = Sampler(target.unwinder, info_of(target), settings, target.names)
     app = PytopApp(sampler, sort=sort, by_line=settings.by_line, full_filenames=full_filenames,
                    notes=notes_for(settings, child_log), handle_signals=True)
     try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+RowKey = tuple[str, str, int]  # (function, filename, line or 0): one row of the function table
+
 
 @dataclass(frozen=True)
 class TargetInfo:
@@ -17,7 +19,7 @@ class TargetInfo:
 class FunctionRow:
     """One function (or one line of it) with its figures."""
 
-    key: tuple[str, str, int]  # (function, filename, line or 0): stable across snapshots
+    key: RowKey  # stable across snapshots
     function: str
     filename: str
     line: int | None  # set in by-line mode
@@ -27,6 +29,46 @@ class FunctionRow:
     total_time: float
     own_count: int  # samples since the last reset
     total_count: int
+
+
+ThreadKey = tuple[int, int, int]  # (thread id, native id, incarnation)
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A caller or callee of the selected function."""
+
+    key: RowKey
+    seconds: float
+    share: float  # of the selected function's total time
+
+
+@dataclass(frozen=True)
+class CallGraph:
+    focus: RowKey
+    total_seconds: float
+    callers: tuple[Neighbour, ...]
+    callees: tuple[Neighbour, ...]
+
+
+@dataclass(frozen=True)
+class ThreadRow:
+    """One thread since the last reset."""
+
+    key: ThreadKey  # ids can be reused by a later thread: the incarnation tells them apart
+    thread_id: int
+    native_id: int | None
+    name: str | None
+    samples: int
+    active_pct: float  # of its samples, how many found it running
+    gil_pct: float  # of its samples, how many found it holding the GIL
+    top_frame: str | None  # the innermost function of its latest sample
+    alive: bool  # present in the latest sample
+
+    @property
+    def label(self) -> str:
+        tid = f"TID {self.native_id}" if self.native_id else f"thread {self.thread_id:#x}"
+        return f"{self.name} ({tid})" if self.name else tid
 
 
 @dataclass(frozen=True)
@@ -52,6 +94,11 @@ class Snapshot:
     exit_reason: str | None = None
     paused: bool = False
     settings: dict[str, object] = field(default_factory=dict)
+    thread_rows: tuple[ThreadRow, ...] = ()
+    thread_filter: ThreadRow | None = None  # rows cover only this thread
+    gc_pct: float | None = None  # share of the window's samples taken while the GC ran
+    call_graph: CallGraph | None = None  # callers and callees of the selected function
+    exported: tuple[str, ...] = ()  # files written by the latest export
 
     @property
     def error_rate(self) -> float:

@@ -12,17 +12,22 @@ failed (count it, keep its text), anything else (publish it as the reason and st
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 
 import psutil
 
+from . import export
 from .aggregate import Aggregator, FunctionTable, StackCounts
-from .model import FunctionRow, Snapshot, TargetInfo
+from .callgraph import call_graph
+from .model import FunctionRow, RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow
 from .sampling import SampleTaker, Taken
+from .threadnames import ThreadNames
+from .threadstats import ThreadTracker
 from .unwinder import ACTIVE, GIL, RawSample, Unwinder
 
 FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickly
@@ -40,10 +45,16 @@ class Settings:
 
 
 class Sampler:
-    def __init__(self, unwinder: Unwinder, target: TargetInfo, settings: Settings):
+    def __init__(self, unwinder: Unwinder, target: TargetInfo, settings: Settings,
+                 names: ThreadNames | None = None):
         self.unwinder = unwinder
         self.target = target
         self.settings = settings
+        self.names = names
+        self.tracker = ThreadTracker()
+        self.thread_filter: ThreadKey | None = None
+        self.focus: RowKey | None = None
+        self.exported: tuple[str, ...] = ()
         self.publish: Callable[[Snapshot], None] = lambda snapshot: None
         self.aggregator = Aggregator(self._describe)
         self._inbox: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
@@ -79,6 +90,19 @@ class Sampler:
     def set_by_line(self, by_line: bool) -> None:
         self._inbox.put(("by_line", by_line))
 
+    def set_thread(self, key: ThreadKey | None) -> None:
+        """Narrow the figures to one thread (a ThreadRow.key), or None for all."""
+        self._inbox.put(("thread", key))
+
+    def set_focus(self, key: RowKey | None) -> None:
+        """Follow the callers and callees of one function (a FunctionRow.key), or stop."""
+        self._inbox.put(("focus", key))
+
+    def export(self, directory: str) -> None:
+        """Write what was sampled since the last reset to files in `directory`; their names come
+        in the next snapshot's `exported`."""
+        self._inbox.put(("export", directory))
+
     @property
     def running(self) -> bool:
         return self._thread.is_alive()
@@ -111,6 +135,7 @@ class Sampler:
         self.threads_seen = 0
         self._last_taken = 0.0
         self.aggregator.reset()
+        self.tracker.reset()
 
     def _describe(self, code_id: int) -> tuple[str, str]:
         code = self.unwinder.code(code_id)
@@ -146,6 +171,16 @@ class Sampler:
             return True
         if kind == "by_line":
             self.settings = replace(self.settings, by_line=bool(value))
+            self.focus = None  # a function key does not name a line, nor the other way round
+            return True
+        if kind == "thread":
+            self.thread_filter = value  # type: ignore[assignment]
+            return True
+        if kind == "focus":
+            self.focus = value  # type: ignore[assignment]
+            return True
+        if kind == "export":
+            self.exported = self.write_exports(str(value))
             return True
         return kind == "refresh"
 
@@ -182,21 +217,25 @@ class Sampler:
         stacks = []
         gil = False
         active = torn = threads = 0
+        tracker = self.tracker
+        tracker.begin_sample()
         for tid, _, _, native, flags, status, _, stack in sample.threads():
             threads += 1
-            holds_gil = flags & GIL
-            gil |= bool(holds_gil)
-            running = flags & ACTIVE
-            active += bool(running)
+            holds_gil = bool(flags & GIL)
+            running = bool(flags & ACTIVE)
+            gil |= holds_gil
+            active += running
+            key = tracker.see(tid, native, running, holds_gil, stack if not status else b"")
             if status:
                 torn += 1
             elif (holds_gil or not gil_only) and (idle or running or holds_gil):
-                stacks.append(((tid, native), stack))
+                stacks.append((key, stack))
+        tracker.end_sample()
         if torn:
             self.errors += 1
             self.last_error = f"{torn} thread stack{'s' if torn > 1 else ''} changed while read"
         self.threads_seen = threads
-        self.aggregator.add_sample(dt, stacks, gil, active, threads)
+        self.aggregator.add_sample(dt, stacks, gil, active, threads, sample.gc_collecting)
 
     def _publish(self, exited: bool = False, reason: str | None = None) -> None:
         self.publish(self._close_window(exited, reason))
@@ -207,10 +246,33 @@ class Sampler:
         self.window_samples = self.window_late = 0
         return snapshot
 
+    def write_exports(self, directory: str) -> tuple[str, ...]:
+        """Collapsed stacks and speedscope JSON of everything since the last reset."""
+        stem = os.path.join(directory, f"pytop-{self.target.pid}-{time.strftime('%Y%m%d-%H%M%S')}")
+        labels: dict[Hashable, str] = {row.key: row.label for row in self._thread_rows()}
+        try:
+            return export.write_files(stem, self.aggregator.total, self.aggregator.decoder.name, labels,
+                                      f"pytop: pid {self.target.pid}, {self.target.command}")
+        except OSError as exc:
+            return (f"export failed: {exc}",)
+
+    def _thread_rows(self) -> tuple[ThreadRow, ...]:
+        alive = {key[0] for key, s in self.tracker.stats.items() if s.last_seen == self.tracker.sample_no}
+        names = self.names.get(alive) if self.names else {}
+        return self.tracker.rows(names, lambda code_id: self.aggregator.decoder.name(code_id)[0])
+
     def _snapshot(self, window: StackCounts, figures: FunctionTable, exited: bool,
                   reason: str | None) -> Snapshot:
         by_line = self.settings.by_line
-        rows = build_rows(self.aggregator.totals, figures, window.duration, by_line)
+        totals = self.aggregator.totals
+        thread_rows = self._thread_rows()
+        selected = next((row for row in thread_rows if row.key == self.thread_filter), None)
+        if self.thread_filter is not None:  # only that thread's stacks, in both tables
+            figures = FunctionTable(self.aggregator.decoder)
+            figures.add_counts(window, thread=self.thread_filter)
+            totals = FunctionTable(self.aggregator.decoder)
+            totals.add_counts(self.aggregator.total, thread=self.thread_filter)
+        rows = build_rows(totals, figures, window.duration, by_line)
         cpu, rss = _usage(self._process)
         elapsed = max(time.monotonic() - self.started, 1e-9)
         late_share = self.window_late / self.window_samples if self.window_samples else 0.0
@@ -234,6 +296,12 @@ class Sampler:
             exited=exited,
             exit_reason=reason,
             settings={"rate": self.settings.rate, "late_share": late_share},
+            thread_rows=thread_rows,
+            thread_filter=selected,
+            gc_pct=100.0 * window.gc_samples / window.gc_known if window.gc_known else None,
+            call_graph=(call_graph(self.aggregator.total, self.aggregator.decoder, self.focus, by_line,
+                                   self.thread_filter) if self.focus else None),
+            exported=self.exported,
         )
 
 

@@ -8,6 +8,8 @@ the source, which answers with a fresh snapshot at once.
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import signal
 from collections.abc import Callable
 from typing import Protocol
@@ -17,10 +19,13 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer
 
-from ..model import Snapshot
+from ..model import RowKey, Snapshot, ThreadKey
 from . import format as fmt
+from .callers import CallersPanel
+from .filter import FilterBar, compile_filter, keep
 from .help import HelpScreen
 from .messages import SnapshotReady
+from .threads import ThreadTable
 from .widgets import SORT_COLUMNS, Banner, FunctionTable, ProcessHeader
 
 
@@ -32,6 +37,9 @@ class SnapshotSource(Protocol):
     def reset(self) -> None: ...
     def refresh_now(self) -> None: ...
     def set_by_line(self, by_line: bool) -> None: ...
+    def set_thread(self, key: ThreadKey | None) -> None: ...
+    def set_focus(self, key: RowKey | None) -> None: ...
+    def export(self, directory: str) -> None: ...
 
 
 class PytopApp(App[None]):
@@ -45,6 +53,13 @@ class PytopApp(App[None]):
         Binding("4", "sort('total_time')", "TotalTime"),
         Binding("l,L", "toggle_lines", "Lines", key_display="L"),
         Binding("r,R", "reset", "Reset", key_display="R"),
+        Binding("t", "toggle_threads", "Threads"),
+        Binding("a", "all_threads", "All threads", show=False),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("c", "clear_filter", "Clear filter", show=False),
+        Binding("p", "pause", "Pause"),
+        Binding("e", "export", "Export"),
+        Binding("escape", "close_panel", "Close", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
@@ -53,6 +68,13 @@ class PytopApp(App[None]):
         ("1 2 3 4", "sort by %Own, %Total, OwnTime, TotalTime (or click a column header)"),
         ("L", "show lines instead of functions, and back"),
         ("R", "reset all statistics"),
+        ("t", "show or hide the threads; Enter on one shows only its functions"),
+        ("a", "all threads again"),
+        ("/", "filter functions and files by a text or regular expression (Enter applies)"),
+        ("c", "clear the filter"),
+        ("p", "pause the screen (sampling goes on); p again shows what came in"),
+        ("Enter, click", "callers and callees of a function; Enter on one goes to it, Esc closes"),
+        ("e", "export everything since the reset: collapsed stacks and speedscope JSON, here"),
         ("↑ ↓ PgUp PgDn", "scroll the table (the mouse wheel too)"),
         ("?", "this help"),
         ("q, Ctrl-C", "quit"),
@@ -67,7 +89,12 @@ class PytopApp(App[None]):
         self.by_line = by_line
         self.full_filenames = full_filenames
         self.notes = list(notes)
-        self.snapshot: Snapshot | None = None
+        self.snapshot: Snapshot | None = None  # on screen
+        self.latest: Snapshot | None = None  # newest received (differs while paused)
+        self.paused = False
+        self.filter_text = ""
+        self.pattern: re.Pattern[str] | None = None
+        self._announced: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield ProcessHeader(Text("pytop: waiting for the first samples..."), id="header")
@@ -75,6 +102,10 @@ class PytopApp(App[None]):
         yield Banner(id="behind-banner")
         yield Banner(id="exited-banner")
         yield FunctionTable(id="functions")
+        yield CallersPanel(id="callers-panel")
+        yield ThreadTable(id="threads")
+        yield FilterBar(placeholder="filter: text or regular expression over function and file; Enter applies",
+                        id="filter")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -97,18 +128,40 @@ class PytopApp(App[None]):
         self.source.stop()
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
-        self.snapshot = message.snapshot
-        self.show(message.snapshot)
+        self.latest = message.snapshot
+        if not self.paused:
+            self.show(message.snapshot)
 
     def show(self, s: Snapshot) -> None:
+        self.snapshot = s
         notes = list(self.notes)
         if s.by_line:
             notes.append("[by line]")
+        if s.thread_filter:
+            notes.append(f"[thread: {s.thread_filter.label}]")
+        if self.filter_text:
+            notes.append(f"[filter: {self.filter_text}]")
+        if self.paused:
+            notes.append("PAUSED")
         self.query_one(ProcessHeader).show(s, notes)
         self.query_one("#error-banner", Banner).say(fmt.error_banner(s))
         self.query_one("#behind-banner", Banner).say(fmt.behind_banner(s))
         self.query_one("#exited-banner", Banner).say(fmt.exited_banner(s))
-        self.query_one(FunctionTable).show(s.rows, s.target.cwd, self.full_filenames)
+        self.query_one(FunctionTable).show(keep(s.rows, self.pattern), s.target.cwd, self.full_filenames)
+        threads = self.query_one(ThreadTable)
+        if threads.display:
+            threads.show(s.thread_rows, s.thread_filter.key if s.thread_filter else None)
+        panel = self.query_one(CallersPanel)
+        panel.display = s.call_graph is not None
+        if s.call_graph is not None:
+            panel.show(s.call_graph, s.target.cwd, self.full_filenames)
+        if s.exported and s.exported != self._announced:
+            self._announced = s.exported
+            self.notify("\n".join(s.exported), title="Exported" if len(s.exported) > 1 else "Export")
+
+    def redraw(self) -> None:
+        if self.snapshot is not None:
+            self.show(self.snapshot)
 
     # ---- actions -------------------------------------------------------------------------
 
@@ -126,5 +179,67 @@ class PytopApp(App[None]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.KEY_HELP))
 
+    def action_toggle_threads(self) -> None:
+        threads = self.query_one(ThreadTable)
+        threads.display = not threads.display
+        if threads.display:
+            self.redraw()
+            threads.focus()
+        else:
+            self.query_one(FunctionTable).focus()
+
+    def action_all_threads(self) -> None:
+        self.source.set_thread(None)
+
+    def action_filter(self) -> None:
+        bar = self.query_one(FilterBar)
+        bar.value = self.filter_text
+        bar.display = True
+        bar.focus()
+
+    def on_filter_bar_done(self, message: FilterBar.Done) -> None:
+        bar = self.query_one(FilterBar)
+        bar.display = False
+        self.query_one(FunctionTable).focus()
+        if message.text is not None:
+            self.filter_text = message.text
+            self.pattern = compile_filter(message.text)
+            self.redraw()
+
+    def action_clear_filter(self) -> None:
+        self.filter_text = ""
+        self.pattern = None
+        self.redraw()
+
+    def action_pause(self) -> None:
+        """Freeze the screen; sampling and counting go on. Again: show what came in."""
+        self.paused = not self.paused
+        if not self.paused and self.latest is not None:
+            self.show(self.latest)
+        else:
+            self.redraw()
+
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         self.action_sort(str(event.column_key.value))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if isinstance(event.data_table, ThreadTable):
+            key = event.data_table.keys.get(str(event.row_key.value))
+            if key is not None:
+                self.source.set_thread(key)
+        elif isinstance(event.data_table, FunctionTable):
+            row = event.data_table.row_of(str(event.row_key.value))
+            if row is not None:
+                self.source.set_focus(row.key)
+
+    def on_callers_panel_chosen(self, message: CallersPanel.Chosen) -> None:
+        self.source.set_focus(message.key)
+        self.query_one(FunctionTable).select_key(message.key)
+
+    def action_close_panel(self) -> None:
+        if self.snapshot is not None and self.snapshot.call_graph is not None:
+            self.source.set_focus(None)
+            self.query_one(FunctionTable).focus()
+
+    def action_export(self) -> None:
+        self.source.export(os.getcwd())

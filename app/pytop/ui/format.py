@@ -58,7 +58,8 @@ def clock(value: float) -> str:
 
 
 def threads_line(s: Snapshot) -> str:
-    return f"GIL: {s.gil_pct:.1f}%, Active: {s.active_pct:.1f}%, Threads: {s.threads}"
+    line = f"GIL: {s.gil_pct:.1f}%, Active: {s.active_pct:.1f}%, Threads: {s.threads}"
+    return line + (f", GC: {s.gc_pct:.1f}%" if s.gc_pct is not None else "")
 
 
 def samples_line(s: Snapshot) -> str:

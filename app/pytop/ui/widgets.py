@@ -47,7 +47,9 @@ class ProcessHeader(Static):
         text.append(fmt.threads_line(s), style="bold")
         text.append("   " + fmt.usage_line(s))
         if notes:
-            text.append("   " + "  ".join(notes), style="bold yellow")
+            text.append("\n")
+            for note in notes:
+                text.append(f" {note} ", style="bold reverse red" if note == "PAUSED" else "bold yellow")
         self.update(text)
 
 
@@ -115,6 +117,16 @@ class FunctionTable(DataTable[object]):
                         self.update_cell(key, column, value)
             self._rows[key] = row
         self.apply_sort()
+
+    def row_of(self, key: str) -> FunctionRow | None:
+        return self._rows.get(key)
+
+    def select_key(self, key: tuple[str, str, int]) -> None:
+        """Move the cursor to the row of `key`, if it is shown."""
+        for row_key, row in self._rows.items():
+            if row.key == key:
+                self.move_cursor(row=self.get_row_index(row_key))
+                return
 
     def set_sort(self, column: str) -> None:
         self.sort_column = column

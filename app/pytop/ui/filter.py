@@ -1,0 +1,48 @@
+"""Filtering the function table: a pattern over "function filename". Filtered-out rows still
+count in every total; only the display is narrowed."""
+
+from __future__ import annotations
+
+import re
+
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import Input
+
+from ..model import FunctionRow
+
+
+def compile_filter(text: str) -> re.Pattern[str] | None:
+    """A case-insensitive regular expression, or the text as a plain substring if it is not one
+    (so "list[int]" or "a(b" work as typed)."""
+    if not text:
+        return None
+    try:
+        return re.compile(text, re.IGNORECASE)
+    except re.error:
+        return re.compile(re.escape(text), re.IGNORECASE)
+
+
+def keep(rows: tuple[FunctionRow, ...], pattern: re.Pattern[str] | None) -> tuple[FunctionRow, ...]:
+    if pattern is None:
+        return rows
+    return tuple(row for row in rows if pattern.search(f"{row.function} {row.filename}"))
+
+
+class FilterBar(Input):
+    """The `/` prompt. Enter applies the filter, Escape leaves it as it was."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+
+    class Done(Message):
+        def __init__(self, text: str | None) -> None:
+            super().__init__()
+            self.text = text
+            """The new filter text, or None when cancelled."""
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.post_message(self.Done(event.value.strip()))
+
+    def action_cancel(self) -> None:
+        self.post_message(self.Done(None))

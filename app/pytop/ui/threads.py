@@ -1,0 +1,63 @@
+"""The thread panel: every thread with its name, TID, how often it ran and held the GIL, and
+where it is now. Enter on a thread narrows the function table to it."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from ..model import ThreadKey, ThreadRow
+from . import format as fmt
+
+COLUMNS = [("name", "Thread"), ("tid", "TID"), ("active", "Active"), ("gil", "GIL"), ("top", "Now in")]
+
+
+def row_key(key: ThreadKey) -> str:
+    return ":".join(map(str, key))
+
+
+class ThreadTable(DataTable[object]):
+    """Threads, alive ones first and the busiest on top."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
+        self.keys: dict[str, ThreadKey] = {}
+        self._shown: list[tuple[object, ...]] = []
+
+    def on_mount(self) -> None:
+        for key, label in COLUMNS:
+            self.add_column(label, key=key)
+
+    def show(self, rows: tuple[ThreadRow, ...], selected: ThreadKey | None) -> None:
+        ordered = sorted(rows, key=lambda r: (not r.alive, -r.active_pct, -r.gil_pct, r.key))
+        cells = [self.cells(r, r.key == selected) for r in ordered]
+        if cells == self._shown:
+            return  # nothing changed: keep the cursor and scroll as they are
+        cursor = self.cursor_row
+        self.clear()
+        self.keys = {}
+        for row, row_cells in zip(ordered, cells):
+            key = row_key(row.key)
+            self.keys[key] = row.key
+            self.add_row(*row_cells, key=key)
+        self._shown = cells
+        if self.row_count:
+            self.move_cursor(row=min(cursor, self.row_count - 1))
+
+    @staticmethod
+    def cells(row: ThreadRow, selected: bool) -> tuple[object, ...]:
+        style = "bold reverse" if selected else ("" if row.alive else "dim")
+        name = row.name or ("(finished)" if not row.alive else "")
+        return (
+            Text(("▶ " if selected else "") + name, style=style),
+            Text(str(row.native_id or "?"), style=style, justify="right"),
+            Text(fmt.percent(row.active_pct), style=style, justify="right"),
+            Text(fmt.percent(row.gil_pct), style=style, justify="right"),
+            Text(row.top_frame or "", style=style),
+        )
+
+    def selected_key(self) -> ThreadKey | None:
+        if not self.row_count:
+            return None
+        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        return self.keys.get(str(key))

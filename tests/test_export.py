@@ -1,0 +1,65 @@
+"""Exports of a real run: collapsed stacks parse and add up to the samples counted; speedscope
+files load against the published schema (tests/data/)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+import helpers
+from pytop.attach import attach
+from pytop.live import info_of
+from pytop.sampler import Sampler, Settings
+
+SCHEMA = json.loads((Path(__file__).parent / "data" / "speedscope-file-format-schema.json").read_text())
+FRAME_LABEL = re.compile(r"^.+ \(.+:-?\d+\)$")
+
+
+def sampled(interp: dict[str, Any], tmp_path: Path) -> tuple[Sampler, dict[str, Any], tuple[str, ...]]:
+    with helpers.running(interp, "stacks.py") as t:
+        target = attach(t.pid)
+        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, idle=True), target.names)
+        sampler.start(lambda snapshot: None)
+        time.sleep(1.5)
+        sampler.stop()
+        paths = sampler.write_exports(str(tmp_path))
+        target.close()
+    return sampler, t.info, paths
+
+
+def parse_collapsed(text: str) -> dict[tuple[str, ...], int]:
+    stacks = {}
+    for line in text.splitlines():
+        stack, count = line.rsplit(" ", 1)
+        frames = tuple(stack.split(";"))
+        assert all(FRAME_LABEL.match(frame) for frame in frames), line
+        stacks[frames] = int(count)
+    return stacks
+
+
+def test_collapsed_stacks_add_up(some_interp: dict[str, Any], tmp_path: Path) -> None:
+    sampler, info, (collapsed_path, _) = sampled(some_interp, tmp_path)
+    stacks = parse_collapsed(Path(collapsed_path).read_text())
+    counted = sum(count for count, _ in sampler.aggregator.total.counts.values())
+    assert sum(stacks.values()) == counted == sum(r.own_count for r in sampler.final_snapshot().rows)
+    assert counted >= 3 * 200  # three threads (idle ones included) at 200 Hz for 1.5 s
+    main = tuple(f"{f['function']} ({f['filename']}:{f['line']})" for f in reversed(info["threads"]["main"]["frames"]))
+    assert stacks[main] > 0  # the main thread's stack, outermost first, as the target reported it
+
+
+def test_speedscope_file_loads(some_interp: dict[str, Any], tmp_path: Path) -> None:
+    sampler, info, (_, speedscope_path) = sampled(some_interp, tmp_path)
+    document = json.loads(Path(speedscope_path).read_text())
+    jsonschema.validate(document, SCHEMA)
+    names = {profile["name"].split(" (")[0] for profile in document["profiles"]}
+    assert names == {"MainThread", "sleeper", "spinner"}
+    frames = document["shared"]["frames"]
+    for profile in document["profiles"]:
+        assert len(profile["samples"]) == len(profile["weights"])
+        assert all(0 <= i < len(frames) for sample in profile["samples"] for i in sample)
+        assert 1.0 < profile["endValue"] < 2.5  # each thread was sampled for ~1.5 s
