@@ -10,7 +10,7 @@ from typing import Any
 
 import helpers
 from pytop.attach import attach
-from pytop.live import info_of
+from pytop.live import attach_child, info_of
 from pytop.model import Snapshot
 from pytop.sampler import Sampler, Settings
 
@@ -148,3 +148,35 @@ def test_gc_share(interp: dict[str, Any]) -> None:
             shares[mode] = sampler.final_snapshot().gc_pct
     assert shares["off"] == 0.0
     assert shares["collect"] is not None and shares["collect"] > 20, shares
+
+
+def wait_for(got: Collected, test: Any, timeout: float = 20) -> Snapshot:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if got.snapshots and test(got.last):
+            return got.last
+        time.sleep(0.02)
+    raise AssertionError(f"never happened; last snapshot: {got.last if got.snapshots else None}")
+
+
+def test_subprocesses_are_followed(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "parent.py", "2") as t:
+        children = t.info["children"]
+        target = attach(t.pid)
+        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=100, delay=0.3), target.names,
+                          attach_child)
+        got = Collected()
+        sampler.start(got)
+        both = wait_for(got, lambda s: set(s.processes) == {t.pid, *children} and
+                        {r.pid for r in s.rows if r.function == "child_work"} == set(children))
+        busy = {r.pid: r for r in both.rows if r.function == "child_work"}
+        assert all(row.own_time > 0 for row in busy.values())
+        assert {row.pid for row in both.thread_rows} == {t.pid, *children}
+        sampler.set_process(children[0])
+        narrowed = wait_for(got, lambda s: s.process_filter == children[0])
+        assert {row.pid for row in narrowed.rows} == {children[0]}
+        os.kill(children[1], signal.SIGKILL)
+        wait_for(got, lambda s: children[1] not in s.processes)
+        sampler.stop()
+        target.close()
+    assert not got.last.exited  # the parent still runs

@@ -170,7 +170,7 @@ async def test_thread_panel_narrows_and_widens() -> None:
         assert threads.get_row_at(threads.row_count - 1)[0].plain == "(finished)"
         await pilot.press("enter")
         await pilot.pause()
-        assert source.thread == (2, 4250, 0)
+        assert source.thread == (4242, 2, 4250, 0)
         assert "[thread: handler-0 (TID 4250)]" in header_text(app)
         assert threads.get_row_at(0)[0].plain == "▶ handler-0"
         await pilot.press("a")
@@ -230,7 +230,7 @@ async def test_callers_and_callees() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("1", "down", "enter")  # render_response is second by %Own
         await pilot.pause()
-        assert source.focus == ("render_response", "/srv/shop/web.py", 0)
+        assert source.focus == ("render_response", "/srv/shop/web.py", 0, 4242)
         panel = app.query_one(CallersPanel)
         assert panel.display
         callers, callees = panel.query_one("#callers", DataTable), panel.query_one("#callees", DataTable)
@@ -240,7 +240,7 @@ async def test_callers_and_callees() -> None:
         callers.focus()
         await pilot.press("enter")
         await pilot.pause()
-        assert source.focus == ("handle_request", "/srv/shop/web.py", 0)
+        assert source.focus == ("handle_request", "/srv/shop/web.py", 0, 4242)
         table = app.query_one(FunctionTable)
         assert table.get_row_at(table.cursor_row)[-1].plain.startswith("handle_request")
         assert "query_database" in callees.get_row_at(0)[2].plain

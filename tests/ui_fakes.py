@@ -24,32 +24,33 @@ def rows(by_line: bool, scale: float = 1.0) -> tuple[FunctionRow, ...]:
     out = []
     for function, filename, line, own, total, own_t, total_t in FUNCTIONS:
         out.append(FunctionRow(
-            key=(function, filename, line if by_line else 0), function=function, filename=filename,
-            line=line if by_line else None, own_pct=own, total_pct=total,
+            key=(function, filename, line if by_line else 0, 4242), function=function, filename=filename,
+            line=line if by_line else None, pid=4242, own_pct=own, total_pct=total,
             own_time=own_t * scale, total_time=total_t * scale,
             own_count=int(own_t * scale * 100), total_count=int(total_t * scale * 100)))
     return tuple(out)
 
 
 THREADS = (
-    ThreadRow((1, 4242, 0), 1, 4242, "MainThread", 5012, 2.0, 1.5, "Event.wait", True),
-    ThreadRow((2, 4250, 0), 2, 4250, "handler-0", 5012, 62.0, 40.1, "render_response", True),
-    ThreadRow((3, 4251, 0), 3, 4251, "handler-1", 5012, 58.3, 37.9, "handle_request", True),
-    ThreadRow((4, 4252, 0), 4, 4252, "reports", 5012, 35.0, 34.7, "is_prime", True),
-    ThreadRow((5, 4253, 0), 5, 4253, "cache-janitor", 5012, 0.4, 0.2, "Event.wait", True),
-    ThreadRow((6, 4260, 0), 6, 4260, None, 120, 80.0, 10.0, None, False),
+    ThreadRow((4242, 1, 4242, 0), 4242, 1, 4242, "MainThread", 5012, 2.0, 1.5, "Event.wait", True),
+    ThreadRow((4242, 2, 4250, 0), 4242, 2, 4250, "handler-0", 5012, 62.0, 40.1, "render_response", True),
+    ThreadRow((4242, 3, 4251, 0), 4242, 3, 4251, "handler-1", 5012, 58.3, 37.9, "handle_request", True),
+    ThreadRow((4242, 4, 4252, 0), 4242, 4, 4252, "reports", 5012, 35.0, 34.7, "is_prime", True),
+    ThreadRow((4242, 5, 4253, 0), 4242, 5, 4253, "cache-janitor", 5012, 0.4, 0.2, "Event.wait", True),
+    ThreadRow((4242, 6, 4260, 0), 4242, 6, 4260, None, 120, 80.0, 10.0, None, False),
 )
-KEY_RENDER = ("render_response", "/srv/shop/web.py", 0)
+KEY_RENDER = ("render_response", "/srv/shop/web.py", 0, 4242)
 GRAPHS = {
     KEY_RENDER: CallGraph(KEY_RENDER, 14.2,
-                          callers=(Neighbour(("handle_request", "/srv/shop/web.py", 0), 14.2, 1.0),),
-                          callees=(Neighbour(("JSONEncoder.iterencode", "/usr/lib/python3.12/json/encoder.py", 0),
+                          callers=(Neighbour(("handle_request", "/srv/shop/web.py", 0, 4242), 14.2, 1.0),),
+                          callees=(Neighbour(("JSONEncoder.iterencode", "/usr/lib/python3.12/json/encoder.py", 0, 4242),
                                              8.1, 0.57),
-                                   Neighbour(("(itself)", "", 0), 6.0, 0.42))),
-    ("handle_request", "/srv/shop/web.py", 0): CallGraph(
-        ("handle_request", "/srv/shop/web.py", 0), 30.0,
-        callers=(Neighbour(("Thread.run", "/usr/lib/python3.12/threading.py", 0), 30.0, 1.0),),
-        callees=(Neighbour(("query_database", "/srv/shop/db.py", 0), 15.4, 0.51), Neighbour(KEY_RENDER, 14.2, 0.47))),
+                                   Neighbour(("(itself)", "", 0, 0), 6.0, 0.42))),
+    ("handle_request", "/srv/shop/web.py", 0, 4242): CallGraph(
+        ("handle_request", "/srv/shop/web.py", 0, 4242), 30.0,
+        callers=(Neighbour(("Thread.run", "/usr/lib/python3.12/threading.py", 0, 4242), 30.0, 1.0),),
+        callees=(Neighbour(("query_database", "/srv/shop/db.py", 0, 4242), 15.4, 0.51),
+                 Neighbour(KEY_RENDER, 14.2, 0.47))),
 }
 
 
@@ -58,7 +59,7 @@ def snapshot(by_line: bool = False, scale: float = 1.0, **changes: object) -> Sn
         target=TARGET, rows=rows(by_line, scale), by_line=by_line, samples=int(5012 * scale),
         elapsed=50.2 * scale, rate=99.8, errors=0, last_error=None, late=0, behind=0.0, gil_pct=61.5,
         active_pct=43.3, threads=6, cpu_pct=88.0, rss=73 << 20, settings={"rate": 100.0},
-        thread_rows=THREADS, gc_pct=1.2)
+        thread_rows=THREADS, gc_pct=1.2, processes=(4242,))
     values.update(changes)
     return Snapshot(**values)  # type: ignore[arg-type]
 
@@ -74,6 +75,7 @@ class FakeSource:
         self.stopped = False
         self.thread: object = None
         self.focus: object = None
+        self.process: object = None
         self.exports: list[str] = []
 
     def start(self, publish: Callable[[Snapshot], None]) -> None:
@@ -97,6 +99,10 @@ class FakeSource:
 
     def set_thread(self, key: object) -> None:
         self.thread = key
+        self._send(self.current())
+
+    def set_process(self, pid: object) -> None:
+        self.process = pid
         self._send(self.current())
 
     def set_focus(self, key: object) -> None:

@@ -1,6 +1,7 @@
 """Turning samples into per-function figures. Pure: no threads, no I/O, no target.
 
-A sample is a list of (thread key, stack) pairs plus the real time it stands for (the elapsed
+A sample is a list of (thread key, stack) pairs (thread keys start with the pid, since code ids
+are per process) plus the real time it stands for (the elapsed
 interval since the previous sample, so figures stay right when sampling falls behind). Stacks
 are the unwinder's packed (code id, line) frames, innermost first, and double as keys: a window
 and the time since the last reset are kept as counts per unique stack, so memory grows with the
@@ -12,14 +13,14 @@ recursive function is counted once per stack.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .model import RowKey
+from .model import FunctionRow, RowKey
 from .unwinder import FRAME
 
-Describe = Callable[[int], tuple[str, str]]  # code id -> (function, filename)
+Describe = Callable[[int, int], tuple[str, str]]  # (pid, code id) -> (function, filename)
 
 
 
@@ -35,7 +36,7 @@ class Figures:
 class StackCounts:
     """Samples per (thread, stack), with the time they stand for."""
 
-    counts: dict[tuple[Hashable, bytes], list[Any]] = field(default_factory=dict)  # [count, seconds]
+    counts: dict[tuple[tuple[int, ...], bytes], list[Any]] = field(default_factory=dict)  # [count, seconds]
     samples: int = 0  # sampling events
     thread_samples: int = 0
     duration: float = 0.0  # sum of the sampling events' intervals
@@ -44,7 +45,7 @@ class StackCounts:
     gc_samples: int = 0  # events taken while the garbage collector ran
     gc_known: int = 0  # events in which the target said whether it did
 
-    def add(self, dt: float, stacks: Iterable[tuple[Hashable, bytes]]) -> None:
+    def add(self, dt: float, stacks: Iterable[tuple[tuple[int, ...], bytes]]) -> None:
         self.samples += 1
         self.duration += dt
         counts = self.counts
@@ -74,32 +75,32 @@ class StackDecoder:
 
     def __init__(self, describe: Describe):
         self.describe = describe
-        self.names: dict[int, tuple[str, str]] = {}
-        self._decoded: dict[bytes, Decoded | None] = {}
+        self.names: dict[tuple[int, int], tuple[str, str]] = {}
+        self._decoded: dict[tuple[int, bytes], Decoded | None] = {}
 
-    def name(self, code_id: int) -> tuple[str, str]:
-        """(function, filename) of a code id, asked once."""
-        name = self.names.get(code_id)
+    def name(self, pid: int, code_id: int) -> tuple[str, str]:
+        """(function, filename) of a code id of process `pid`, asked once."""
+        name = self.names.get((pid, code_id))
         if name is None:
-            name = self.names[code_id] = self.describe(code_id)
+            name = self.names[(pid, code_id)] = self.describe(pid, code_id)
         return name
 
-    def decode(self, stack: bytes) -> Decoded | None:
-        decoded = self._decoded.get(stack, False)
+    def decode(self, pid: int, stack: bytes) -> Decoded | None:
+        decoded = self._decoded.get((pid, stack), False)
         if decoded is not False:
             return decoded  # type: ignore[return-value]
         functions: list[RowKey] = []
         lines: list[RowKey] = []
         for code_id, line in FRAME.iter_unpack(stack):
-            function, filename = self.name(code_id)
-            functions.append((function, filename, 0))
-            lines.append((function, filename, line))
+            function, filename = self.name(pid, code_id)
+            functions.append((function, filename, 0, pid))
+            lines.append((function, filename, line, pid))
         result = None
         if functions:
             result = Decoded(functions[0], tuple(dict.fromkeys(functions)), lines[0], tuple(dict.fromkeys(lines)))
         if len(self._decoded) >= self.MAX_REMEMBERED:
             self._decoded.clear()
-        self._decoded[stack] = result
+        self._decoded[(pid, stack)] = result
         return result
 
 
@@ -111,8 +112,8 @@ class FunctionTable:
         self.by_function: dict[RowKey, Figures] = {}
         self.by_line: dict[RowKey, Figures] = {}
 
-    def add_stack(self, stack: bytes, count: int, seconds: float) -> None:
-        decoded = self.decoder.decode(stack)
+    def add_stack(self, pid: int, stack: bytes, count: int, seconds: float) -> None:
+        decoded = self.decoder.decode(pid, stack)
         if decoded is None:
             return
         self._add(self.by_function, decoded.own_function, decoded.functions, count, seconds)
@@ -133,10 +134,11 @@ class FunctionTable:
             figures.total_count += count
             figures.total_time += seconds
 
-    def add_counts(self, counts: StackCounts, thread: Hashable | None = None) -> None:
+    def add_counts(self, counts: StackCounts, keep: Callable[[tuple[int, ...]], bool] | None = None) -> None:
+        """Every counted stack (thread keys start with the pid), or those whose thread `keep`s."""
         for (thread_key, stack), (count, seconds) in counts.counts.items():
-            if thread is None or thread_key == thread:
-                self.add_stack(stack, count, seconds)
+            if keep is None or keep(thread_key):
+                self.add_stack(thread_key[0], stack, count, seconds)
 
     def rows(self, by_line: bool) -> dict[RowKey, Figures]:
         return self.by_line if by_line else self.by_function
@@ -151,7 +153,7 @@ class Aggregator:
         self.total = StackCounts()
         self.totals = FunctionTable(self.decoder)
 
-    def add_sample(self, dt: float, stacks: Sequence[tuple[Hashable, bytes]], gil: bool,
+    def add_sample(self, dt: float, stacks: Sequence[tuple[tuple[int, ...], bytes]], gil: bool,
                    active_threads: int, threads: int, gc: int = -1) -> None:
         """gc: 1 if the garbage collector was running, 0 if not, -1 if unknown."""
         for counts in (self.window, self.total):
@@ -183,3 +185,22 @@ class Aggregator:
         self.window = StackCounts()
         self.total = StackCounts()
         self.totals = FunctionTable(self.decoder)
+
+
+def rows_of(totals: FunctionTable, window: FunctionTable, window_seconds: float,
+            by_line: bool) -> tuple[FunctionRow, ...]:
+    """Every function seen since the last reset, with the current window's percentages."""
+    now = window.rows(by_line)
+    scale = 100.0 / window_seconds if window_seconds > 0 else 0.0
+    rows = []
+    for key, total in totals.rows(by_line).items():
+        recent = now.get(key)
+        function, filename, line, pid = key
+        rows.append(FunctionRow(
+            key=key, function=function, filename=filename, line=line if by_line else None, pid=pid,
+            own_pct=recent.own_time * scale if recent else 0.0,
+            total_pct=recent.total_time * scale if recent else 0.0,
+            own_time=total.own_time, total_time=total.total_time,
+            own_count=int(total.own_count), total_count=int(total.total_count),
+        ))
+    return tuple(rows)

@@ -8,25 +8,28 @@ stack count for two of them.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable
 
 from .aggregate import StackCounts, StackDecoder
 from .model import CallGraph, Neighbour, RowKey
 from .unwinder import FRAME
 
-ROOT: RowKey = ("(thread start)", "", 0)  # the caller of an outermost frame
-SELF: RowKey = ("(itself)", "", 0)  # the "callee" of samples taken in the function itself
+ROOT: RowKey = ("(thread start)", "", 0, 0)  # the caller of an outermost frame
+SELF: RowKey = ("(itself)", "", 0, 0)  # the "callee" of samples taken in the function itself
 
 
 def call_graph(counts: StackCounts, decoder: StackDecoder, focus: RowKey, by_line: bool,
-               thread: Hashable | None = None) -> CallGraph:
+               keep: Callable[[tuple[int, ...]], bool] | None = None) -> CallGraph:
+    """keep: which threads' stacks count (None: all)."""
     total = 0.0
     callers: dict[RowKey, float] = {}
     callees: dict[RowKey, float] = {}
     for (thread_key, stack), (_, seconds) in counts.counts.items():
-        if thread is not None and thread_key != thread:
+        if keep is not None and not keep(thread_key):
             continue
-        keys = [(*decoder.name(code_id), line if by_line else 0) for code_id, line in FRAME.iter_unpack(stack)]
+        pid = thread_key[0]
+        keys = [(*decoder.name(pid, code_id), line if by_line else 0, pid)
+                for code_id, line in FRAME.iter_unpack(stack)]
         at = [i for i, key in enumerate(keys) if key == focus]
         if not at:
             continue

@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
                           help="samples per second (default 100)")
     sampling.add_argument("-i", "--idle", action="store_true", help="include idle threads")
     sampling.add_argument("-g", "--gil", action="store_true", help="only the thread holding the GIL")
+    sampling.add_argument("-s", "--subprocesses", action="store_true",
+                          help="also watch the target's Python child processes as they start and stop")
     sampling.add_argument("--no-priority", action="store_true",
                           help="do not raise pytop's scheduling priority (by default, when allowed, "
                                "its sampler takes a real-time priority so samples come on time "
@@ -144,7 +146,7 @@ def run_watch(args: argparse.Namespace, command: list[str]) -> int:
     from . import batch
     from .attach import attach
     from .launch import Child, attach_when_ready, demo_command
-    from .live import info_of, run_live
+    from .live import attach_child, info_of, run_live
     from .sampler import Sampler, Settings
 
     child = None
@@ -157,7 +159,8 @@ def run_watch(args: argparse.Namespace, command: list[str]) -> int:
                             by_line=args.by_line, realtime=not args.no_priority)
         if args.batch:
             settings = replace(settings, delay=args.duration + 3600, quick_start=False)
-            sampler = Sampler(target.unwinder, info_of(target), settings, target.names)
+            sampler = Sampler(target.unwinder, info_of(target), settings, target.names,
+                              attach_child if args.subprocesses else None)
             snapshot = batch.collect(sampler, args.duration)
             report = batch.render(sampler, snapshot, args.format or ("json" if args.json else "text"), sort,
                                   args.full_filenames)
@@ -172,7 +175,8 @@ def run_watch(args: argparse.Namespace, command: list[str]) -> int:
                 sys.stdout.write(report)
             return 0
         return run_live(target, settings, sort=sort, full_filenames=args.full_filenames,
-                        child_log=child.log_path if child else None, stats_file=args.stats_file)
+                        child_log=child.log_path if child else None, stats_file=args.stats_file,
+                        follow_children=args.subprocesses)
     finally:
         if child:
             child.end()

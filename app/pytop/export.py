@@ -11,7 +11,7 @@ by the seconds it stood for (https://www.speedscope.app/file-format-schema.json)
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import __version__
@@ -19,12 +19,12 @@ from .aggregate import StackCounts
 from .unwinder import FRAME
 
 Frame = tuple[str, str, int]  # function, filename, line
-NameOf = Callable[[int], tuple[str, str]]  # code id -> (function, filename)
+NameOf = Callable[[int, int], tuple[str, str]]  # (pid, code id) -> (function, filename)
 
 
-def frames_of(stack: bytes, name_of: NameOf) -> list[Frame]:
+def frames_of(pid: int, stack: bytes, name_of: NameOf) -> list[Frame]:
     """Outermost first."""
-    return [(*name_of(code_id), line) for code_id, line in reversed(list(FRAME.iter_unpack(stack)))]
+    return [(*name_of(pid, code_id), line) for code_id, line in reversed(list(FRAME.iter_unpack(stack)))]
 
 
 def frame_label(frame: Frame) -> str:
@@ -34,25 +34,29 @@ def frame_label(frame: Frame) -> str:
 
 
 def collapsed(counts: StackCounts, name_of: NameOf) -> Iterator[str]:
+    """With several processes, each stack starts with a "process PID" frame."""
     merged: dict[str, int] = {}
-    for (_, stack), (count, _) in counts.counts.items():
+    several = len({thread[0] for thread, _ in counts.counts}) > 1
+    for (thread, stack), (count, _) in counts.counts.items():
         if stack:
-            line = ";".join(frame_label(f) for f in frames_of(stack, name_of))
+            line = ";".join(frame_label(f) for f in frames_of(thread[0], stack, name_of))
+            if several:
+                line = f"process {thread[0]};{line}"
             merged[line] = merged.get(line, 0) + count
     for line in sorted(merged):
         yield f"{line} {merged[line]}"
 
 
-def speedscope(counts: StackCounts, name_of: NameOf, thread_label: Callable[[Hashable], str],
+def speedscope(counts: StackCounts, name_of: NameOf, thread_label: Callable[[tuple[int, ...]], str],
                title: str) -> dict[str, Any]:
     frame_index: dict[Frame, int] = {}
     frames: list[dict[str, Any]] = []
-    per_thread: dict[Hashable, tuple[list[list[int]], list[float]]] = {}
+    per_thread: dict[tuple[int, ...], tuple[list[list[int]], list[float]]] = {}
     for (thread, stack), (_, seconds) in counts.counts.items():
         if not stack:
             continue
         indices = []
-        for frame in frames_of(stack, name_of):
+        for frame in frames_of(thread[0], stack, name_of):
             index = frame_index.get(frame)
             if index is None:
                 index = frame_index[frame] = len(frames)
@@ -76,7 +80,7 @@ def speedscope(counts: StackCounts, name_of: NameOf, thread_label: Callable[[Has
     }
 
 
-def write_files(stem: str, counts: StackCounts, name_of: NameOf, labels: dict[Hashable, str],
+def write_files(stem: str, counts: StackCounts, name_of: NameOf, labels: dict[tuple[int, ...], str],
                 title: str) -> tuple[str, str]:
     """`stem`.collapsed.txt and `stem`.speedscope.json; raises OSError."""
     collapsed_path, speedscope_path = f"{stem}.collapsed.txt", f"{stem}.speedscope.json"

@@ -8,9 +8,11 @@ import sys
 import psutil
 
 from . import priority
-from .attach import Target
+from .attach import Target, attach
 from .model import TargetInfo
 from .sampler import Sampler, Settings
+from .threadnames import ThreadNames
+from .unwinder import Unwinder
 
 
 def info_of(target: Target) -> TargetInfo:
@@ -19,6 +21,12 @@ def info_of(target: Target) -> TargetInfo:
     except (psutil.Error, OSError):
         cwd = None
     return TargetInfo(target.pid, target.cmdline, str(target.version), cwd)
+
+
+def attach_child(pid: int) -> tuple[Unwinder, ThreadNames]:
+    """How --subprocesses starts watching a new descendant."""
+    target = attach(pid)
+    return target.unwinder, target.names
 
 
 def notes_for(settings: Settings, child_log: str | None) -> tuple[str, ...]:
@@ -33,7 +41,7 @@ def notes_for(settings: Settings, child_log: str | None) -> tuple[str, ...]:
 
 
 def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: bool,
-             child_log: str | None = None, stats_file: str | None = None) -> int:
+             child_log: str | None = None, stats_file: str | None = None, follow_children: bool = False) -> int:
     from .ui.app import PytopApp
 
     # The sampler thread shares this process's GIL with the UI: a short switch interval lets it
@@ -41,7 +49,8 @@ def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: b
     sys.setswitchinterval(0.0005)
     if settings.realtime:
         priority.raise_process()
-    sampler = Sampler(target.unwinder, info_of(target), settings, target.names)
+    sampler = Sampler(target.unwinder, info_of(target), settings, target.names,
+                      attach_child if follow_children else None)
     app = PytopApp(sampler, sort=sort, by_line=settings.by_line, full_filenames=full_filenames,
                    notes=notes_for(settings, child_log), handle_signals=True)
     try:

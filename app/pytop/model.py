@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-RowKey = tuple[str, str, int]  # (function, filename, line or 0): one row of the function table
+RowKey = tuple[str, str, int, int]  # (function, filename, line or 0, pid): one row of the function table
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class FunctionRow:
     function: str
     filename: str
     line: int | None  # set in by-line mode
+    pid: int
     own_pct: float  # of the current refresh window's time, like top's %CPU (one busy thread = 100%)
     total_pct: float
     own_time: float  # seconds since the last reset
@@ -31,7 +32,7 @@ class FunctionRow:
     total_count: int
 
 
-ThreadKey = tuple[int, int, int]  # (thread id, native id, incarnation)
+ThreadKey = tuple[int, int, int, int]  # (pid, thread id, native id, incarnation)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class ThreadRow:
     """One thread since the last reset."""
 
     key: ThreadKey  # ids can be reused by a later thread: the incarnation tells them apart
+    pid: int
     thread_id: int
     native_id: int | None
     name: str | None
@@ -99,6 +101,8 @@ class Snapshot:
     gc_pct: float | None = None  # share of the window's samples taken while the GC ran
     call_graph: CallGraph | None = None  # callers and callees of the selected function
     exported: tuple[str, ...] = ()  # files written by the latest export
+    processes: tuple[int, ...] = ()  # pids sampled (more than one with --subprocesses)
+    process_filter: int | None = None  # rows cover only this process
 
     @property
     def error_rate(self) -> float:

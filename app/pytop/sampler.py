@@ -6,8 +6,9 @@ view changes, refresh now) and the end of sampling; at the refresh pace (sooner 
 samples arrive, and at once after a command) it builds an immutable Snapshot and hands it to
 `publish` (the app's post_message). The UI never waits on these threads, they never touch the UI.
 
-Errors are sorted by kind: the target is gone (publish a final snapshot and stop), one sample
-failed (count it, keep its text), anything else (publish it as the reason and stop).
+Errors are sorted by kind: a process is gone (drop it; publish a final snapshot when none is
+left), one sample failed (count it, keep its text), a thread's stack changed while read (count
+it, leave that stack out).
 """
 
 from __future__ import annotations
@@ -16,21 +17,21 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-import psutil
-
 from . import export
-from .aggregate import Aggregator, FunctionTable, StackCounts
+from .aggregate import Aggregator, FunctionTable, StackCounts, rows_of
 from .callgraph import call_graph
-from .model import FunctionRow, RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow
+from .model import RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow
+from .processes import Attach, ProcessSet
 from .sampling import SampleTaker, Taken
 from .threadnames import ThreadNames
 from .threadstats import ThreadTracker
 from .unwinder import ACTIVE, GIL, RawSample, Unwinder
 
 FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickly
+DISCOVERY_SECONDS = 1.0  # how often to look for new subprocesses
 
 
 @dataclass(frozen=True)
@@ -44,26 +45,42 @@ class Settings:
     realtime: bool = True  # take a real-time priority when allowed (see priority.py)
 
 
+@dataclass
+class Selection:
+    """What the UI asked to look at."""
+
+    thread: ThreadKey | None = None  # narrow to one thread
+    process: int | None = None  # narrow to one process
+    focus: RowKey | None = None  # callers and callees of this row
+
+    def keeps(self, thread_key: tuple[int, ...]) -> bool:
+        if self.thread is not None:
+            return thread_key == self.thread
+        return self.process is None or thread_key[0] == self.process
+
+    @property
+    def narrowed(self) -> bool:
+        return self.thread is not None or self.process is not None
+
+
 class Sampler:
     def __init__(self, unwinder: Unwinder, target: TargetInfo, settings: Settings,
-                 names: ThreadNames | None = None):
-        self.unwinder = unwinder
+                 names: ThreadNames | None = None, attach: Attach | None = None):
+        """attach: with --subprocesses, how to start watching a new descendant."""
         self.target = target
         self.settings = settings
-        self.names = names
-        self.tracker = ThreadTracker()
-        self.thread_filter: ThreadKey | None = None
-        self.focus: RowKey | None = None
-        self.exported: tuple[str, ...] = ()
         self.publish: Callable[[Snapshot], None] = lambda snapshot: None
-        self.aggregator = Aggregator(self._describe)
+        self.processes = ProcessSet(target.pid, unwinder, names, attach)
+        self.aggregator = Aggregator(lambda pid, code_id: self._describe(pid, code_id))
+        self.tracker = ThreadTracker()
+        self.selection = Selection()
+        self.exported: tuple[str, ...] = ()
         self._inbox: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
         self._stop = threading.Event()
-        self._taker = SampleTaker(unwinder, settings.rate, settings.realtime,
+        self._taker = SampleTaker({target.pid: unwinder}, settings.rate, settings.realtime,
                                   deliver=lambda taken: self._inbox.put(("sample", taken)),
                                   finished=lambda reason: self._inbox.put(("finished", reason)))
         self._thread = threading.Thread(target=self._run, name="pytop-aggregator", daemon=True)
-        self._process = _process(target.pid)
         self._reset_stats()
 
     # ---- called from other threads -------------------------------------------------------
@@ -80,6 +97,7 @@ class Sampler:
         self._inbox.put(("wake", None))
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
+        self.processes.close()
 
     def reset(self) -> None:
         self._inbox.put(("reset", None))
@@ -93,6 +111,10 @@ class Sampler:
     def set_thread(self, key: ThreadKey | None) -> None:
         """Narrow the figures to one thread (a ThreadRow.key), or None for all."""
         self._inbox.put(("thread", key))
+
+    def set_process(self, pid: int | None) -> None:
+        """Narrow the figures to one process, or None for all."""
+        self._inbox.put(("process", pid))
 
     def set_focus(self, key: RowKey | None) -> None:
         """Follow the callers and callees of one function (a FunctionRow.key), or stop."""
@@ -137,23 +159,28 @@ class Sampler:
         self.aggregator.reset()
         self.tracker.reset()
 
-    def _describe(self, code_id: int) -> tuple[str, str]:
-        code = self.unwinder.code(code_id)
+    def _describe(self, pid: int, code_id: int) -> tuple[str, str]:
+        code = self.processes.unwinder(pid).code(code_id)
         return code.qualname, code.filename
 
     def _run(self) -> None:
         early = FIRST_REFRESHES if self.settings.quick_start else ()
         refreshes = [self.started + s for s in early if s < self.settings.delay]
         next_refresh = refreshes.pop(0) if refreshes else self.started + self.settings.delay
+        next_discovery = time.monotonic() + 0.2
         while not self._stop.is_set():
             try:
-                kind, value = self._inbox.get(timeout=max(0.0, next_refresh - time.monotonic()))
+                kind, value = self._inbox.get(timeout=max(0.0, min(next_refresh, next_discovery) - time.monotonic()))
             except queue.Empty:
                 kind, value = "tick", None
             if kind == "finished":
                 self._drain()
                 self._publish(exited=True, reason=str(value))
                 return
+            if time.monotonic() >= next_discovery:
+                for pid, unwinder in self.processes.discover():
+                    self._taker.add(pid, unwinder)
+                next_discovery = time.monotonic() + DISCOVERY_SECONDS
             if self._handle(kind, value):
                 self._publish()
                 next_refresh = time.monotonic() + self.settings.delay
@@ -168,21 +195,21 @@ class Sampler:
             return False
         if kind == "reset":
             self._reset_stats()
-            return True
-        if kind == "by_line":
+        elif kind == "by_line":
             self.settings = replace(self.settings, by_line=bool(value))
-            self.focus = None  # a function key does not name a line, nor the other way round
-            return True
-        if kind == "thread":
-            self.thread_filter = value  # type: ignore[assignment]
-            return True
-        if kind == "focus":
-            self.focus = value  # type: ignore[assignment]
-            return True
-        if kind == "export":
+            self.selection.focus = None  # a function key does not name a line, nor the other way round
+        elif kind == "thread":
+            self.selection.thread = value  # type: ignore[assignment]
+        elif kind == "process":
+            self.selection.process = value  # type: ignore[assignment]
+            self.selection.thread = None
+        elif kind == "focus":
+            self.selection.focus = value  # type: ignore[assignment]
+        elif kind == "export":
             self.exported = self.write_exports(str(value))
-            return True
-        return kind == "refresh"
+        elif kind != "refresh":
+            return False
+        return True
 
     def _drain(self) -> None:
         """Count the samples still waiting in the inbox."""
@@ -195,9 +222,11 @@ class Sampler:
                 self._count(value)  # type: ignore[arg-type]
 
     def _count(self, taken: Taken) -> None:
-        interval = 1.0 / self.settings.rate
+        for pid, _ in taken.gone:
+            self.processes.gone(pid)
         if taken.taken_at < self.started:
             return  # taken before a reset
+        interval = 1.0 / self.settings.rate
         late = taken.lag > interval
         self.samples += 1
         self.window_samples += 1
@@ -206,36 +235,40 @@ class Sampler:
         self.behind = taken.given_up + max(taken.lag, 0.0)
         dt = taken.taken_at - self._last_taken if self._last_taken else interval
         self._last_taken = taken.taken_at
-        if taken.sample is None:
+        failed = [error for _, sample, error in taken.samples if sample is None]
+        if failed:
             self.errors += 1
-            self.last_error = taken.error
-        else:
-            self._aggregate(taken.sample, dt)
+            self.last_error = failed[-1]
+        if len(failed) < len(taken.samples):
+            self._aggregate([(pid, s) for pid, s, _ in taken.samples if s is not None], dt)
 
-    def _aggregate(self, sample: RawSample, dt: float) -> None:
+    def _aggregate(self, samples: list[tuple[int, RawSample]], dt: float) -> None:
         idle, gil_only = self.settings.idle, self.settings.gil_only
         stacks = []
         gil = False
         active = torn = threads = 0
+        gc = -1
         tracker = self.tracker
         tracker.begin_sample()
-        for tid, _, _, native, flags, status, _, stack in sample.threads():
-            threads += 1
-            holds_gil = bool(flags & GIL)
-            running = bool(flags & ACTIVE)
-            gil |= holds_gil
-            active += running
-            key = tracker.see(tid, native, running, holds_gil, stack if not status else b"")
-            if status:
-                torn += 1
-            elif (holds_gil or not gil_only) and (idle or running or holds_gil):
-                stacks.append((key, stack))
+        for pid, sample in samples:
+            gc = max(gc, sample.gc_collecting)
+            for tid, _, _, native, flags, status, _, stack in sample.threads():
+                threads += 1
+                holds_gil = bool(flags & GIL)
+                running = bool(flags & ACTIVE)
+                gil |= holds_gil
+                active += running
+                key = tracker.see(pid, tid, native, running, holds_gil, stack if not status else b"")
+                if status:
+                    torn += 1
+                elif (holds_gil or not gil_only) and (idle or running or holds_gil):
+                    stacks.append((key, stack))
         tracker.end_sample()
         if torn:
             self.errors += 1
             self.last_error = f"{torn} thread stack{'s' if torn > 1 else ''} changed while read"
         self.threads_seen = threads
-        self.aggregator.add_sample(dt, stacks, gil, active, threads, sample.gc_collecting)
+        self.aggregator.add_sample(dt, stacks, gil, active, threads, gc)
 
     def _publish(self, exited: bool = False, reason: str | None = None) -> None:
         self.publish(self._close_window(exited, reason))
@@ -249,7 +282,7 @@ class Sampler:
     def write_exports(self, directory: str) -> tuple[str, ...]:
         """Collapsed stacks and speedscope JSON of everything since the last reset."""
         stem = os.path.join(directory, f"pytop-{self.target.pid}-{time.strftime('%Y%m%d-%H%M%S')}")
-        labels: dict[Hashable, str] = {row.key: row.label for row in self._thread_rows()}
+        labels: dict[tuple[int, ...], str] = {row.key: row.label for row in self._thread_rows()}
         try:
             return export.write_files(stem, self.aggregator.total, self.aggregator.decoder.name, labels,
                                       f"pytop: pid {self.target.pid}, {self.target.command}")
@@ -257,31 +290,35 @@ class Sampler:
             return (f"export failed: {exc}",)
 
     def _thread_rows(self) -> tuple[ThreadRow, ...]:
-        alive = {key[0] for key, s in self.tracker.stats.items() if s.last_seen == self.tracker.sample_no}
-        names = self.names.get(alive) if self.names else {}
-        return self.tracker.rows(names, lambda code_id: self.aggregator.decoder.name(code_id)[0])
+        seen: dict[int, set[int]] = {}
+        for (pid, thread_id, _, _), s in self.tracker.stats.items():
+            if s.last_seen == self.tracker.sample_no:
+                seen.setdefault(pid, set()).add(thread_id)
+        return self.tracker.rows(self.processes.names(seen),
+                                 lambda pid, code_id: self.aggregator.decoder.name(pid, code_id)[0])
 
     def _snapshot(self, window: StackCounts, figures: FunctionTable, exited: bool,
                   reason: str | None) -> Snapshot:
-        by_line = self.settings.by_line
+        by_line, selection = self.settings.by_line, self.selection
         totals = self.aggregator.totals
         thread_rows = self._thread_rows()
-        selected = next((row for row in thread_rows if row.key == self.thread_filter), None)
-        if self.thread_filter is not None:  # only that thread's stacks, in both tables
+        if selection.narrowed:  # only the selected thread's or process's stacks, in both tables
             figures = FunctionTable(self.aggregator.decoder)
-            figures.add_counts(window, thread=self.thread_filter)
+            figures.add_counts(window, keep=selection.keeps)
             totals = FunctionTable(self.aggregator.decoder)
-            totals.add_counts(self.aggregator.total, thread=self.thread_filter)
-        rows = build_rows(totals, figures, window.duration, by_line)
-        cpu, rss = _usage(self._process)
-        elapsed = max(time.monotonic() - self.started, 1e-9)
+            totals.add_counts(self.aggregator.total, keep=selection.keeps)
+        cpu, rss = self.processes.usage()
         late_share = self.window_late / self.window_samples if self.window_samples else 0.0
+        graph = None
+        if selection.focus is not None:
+            graph = call_graph(self.aggregator.total, self.aggregator.decoder, selection.focus, by_line,
+                               selection.keeps if selection.narrowed else None)
         return Snapshot(
             target=self.target,
-            rows=rows,
+            rows=rows_of(totals, figures, window.duration, by_line),
             by_line=by_line,
             samples=self.samples,
-            elapsed=elapsed,
+            elapsed=max(time.monotonic() - self.started, 1e-9),
             rate=window.samples / window.duration if window.duration else 0.0,
             errors=self.errors,
             last_error=self.last_error,
@@ -297,47 +334,10 @@ class Sampler:
             exit_reason=reason,
             settings={"rate": self.settings.rate, "late_share": late_share},
             thread_rows=thread_rows,
-            thread_filter=selected,
+            thread_filter=next((row for row in thread_rows if row.key == selection.thread), None),
             gc_pct=100.0 * window.gc_samples / window.gc_known if window.gc_known else None,
-            call_graph=(call_graph(self.aggregator.total, self.aggregator.decoder, self.focus, by_line,
-                                   self.thread_filter) if self.focus else None),
+            call_graph=graph,
             exported=self.exported,
+            processes=self.processes.alive,
+            process_filter=selection.process,
         )
-
-
-def build_rows(totals: FunctionTable, window: FunctionTable, window_seconds: float,
-               by_line: bool) -> tuple[FunctionRow, ...]:
-    """Every function seen since the last reset, with the current window's percentages."""
-    now = window.rows(by_line)
-    scale = 100.0 / window_seconds if window_seconds > 0 else 0.0
-    rows = []
-    for key, total in totals.rows(by_line).items():
-        recent = now.get(key)
-        function, filename, line = key
-        rows.append(FunctionRow(
-            key=key, function=function, filename=filename, line=line if by_line else None,
-            own_pct=recent.own_time * scale if recent else 0.0,
-            total_pct=recent.total_time * scale if recent else 0.0,
-            own_time=total.own_time, total_time=total.total_time,
-            own_count=int(total.own_count), total_count=int(total.total_count),
-        ))
-    return tuple(rows)
-
-
-def _process(pid: int) -> psutil.Process | None:
-    try:
-        process = psutil.Process(pid)
-        process.cpu_percent(None)  # start the measurement
-        return process
-    except psutil.Error:
-        return None
-
-
-def _usage(process: psutil.Process | None) -> tuple[float | None, int | None]:
-    if process is None:
-        return None, None
-    try:
-        with process.oneshot():
-            return process.cpu_percent(None), process.memory_info().rss
-    except psutil.Error:
-        return None, None

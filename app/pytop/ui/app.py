@@ -39,6 +39,7 @@ class SnapshotSource(Protocol):
     def set_by_line(self, by_line: bool) -> None: ...
     def set_thread(self, key: ThreadKey | None) -> None: ...
     def set_focus(self, key: RowKey | None) -> None: ...
+    def set_process(self, pid: int | None) -> None: ...
     def export(self, directory: str) -> None: ...
 
 
@@ -55,6 +56,7 @@ class PytopApp(App[None]):
         Binding("r,R", "reset", "Reset", key_display="R"),
         Binding("t", "toggle_threads", "Threads"),
         Binding("a", "all_threads", "All threads", show=False),
+        Binding("P", "next_process", "Process", show=False),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("c", "clear_filter", "Clear filter", show=False),
         Binding("p", "pause", "Pause"),
@@ -70,6 +72,7 @@ class PytopApp(App[None]):
         ("R", "reset all statistics"),
         ("t", "show or hide the threads; Enter on one shows only its functions"),
         ("a", "all threads again"),
+        ("P", "with --subprocesses: one process after another, then all again"),
         ("/", "filter functions and files by a text or regular expression (Enter applies)"),
         ("c", "clear the filter"),
         ("p", "pause the screen (sampling goes on); p again shows what came in"),
@@ -137,6 +140,10 @@ class PytopApp(App[None]):
         notes = list(self.notes)
         if s.by_line:
             notes.append("[by line]")
+        if len(s.processes) > 1:
+            notes.append(f"[{len(s.processes)} processes]")
+        if s.process_filter is not None:
+            notes.append(f"[process {s.process_filter}]")
         if s.thread_filter:
             notes.append(f"[thread: {s.thread_filter.label}]")
         if self.filter_text:
@@ -147,10 +154,11 @@ class PytopApp(App[None]):
         self.query_one("#error-banner", Banner).say(fmt.error_banner(s))
         self.query_one("#behind-banner", Banner).say(fmt.behind_banner(s))
         self.query_one("#exited-banner", Banner).say(fmt.exited_banner(s))
-        self.query_one(FunctionTable).show(keep(s.rows, self.pattern), s.target.cwd, self.full_filenames)
+        several = len({row.pid for row in s.rows}) > 1 or len(s.processes) > 1
+        self.query_one(FunctionTable).show(keep(s.rows, self.pattern), s.target.cwd, self.full_filenames, several)
         threads = self.query_one(ThreadTable)
         if threads.display:
-            threads.show(s.thread_rows, s.thread_filter.key if s.thread_filter else None)
+            threads.show(s.thread_rows, s.thread_filter.key if s.thread_filter else None, several)
         panel = self.query_one(CallersPanel)
         panel.display = s.call_graph is not None
         if s.call_graph is not None:
@@ -190,6 +198,16 @@ class PytopApp(App[None]):
 
     def action_all_threads(self) -> None:
         self.source.set_thread(None)
+        self.source.set_process(None)
+
+    def action_next_process(self) -> None:
+        """All processes -> the first -> the next ... -> all again."""
+        if self.snapshot is None or len(self.snapshot.processes) < 2:
+            return
+        pids = list(self.snapshot.processes)
+        current = self.snapshot.process_filter
+        following = pids[0] if current is None else (pids[pids.index(current) + 1] if current in pids[:-1] else None)
+        self.source.set_process(following)
 
     def action_filter(self) -> None:
         bar = self.query_one(FilterBar)

@@ -13,7 +13,7 @@ from . import format as fmt
 
 
 def describe(key: RowKey, cwd: str | None, full: bool) -> Text:
-    function, filename, line = key
+    function, filename, line, _ = key
     text = Text(function, style="bold")
     if filename:
         where = filename if full else fmt.short_filename(filename, cwd)

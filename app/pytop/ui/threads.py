@@ -28,9 +28,9 @@ class ThreadTable(DataTable[object]):
         for key, label in COLUMNS:
             self.add_column(label, key=key)
 
-    def show(self, rows: tuple[ThreadRow, ...], selected: ThreadKey | None) -> None:
+    def show(self, rows: tuple[ThreadRow, ...], selected: ThreadKey | None, show_pids: bool = False) -> None:
         ordered = sorted(rows, key=lambda r: (not r.alive, -r.active_pct, -r.gil_pct, r.key))
-        cells = [self.cells(r, r.key == selected) for r in ordered]
+        cells = [self.cells(r, r.key == selected, show_pids) for r in ordered]
         if cells == self._shown:
             return  # nothing changed: keep the cursor and scroll as they are
         cursor = self.cursor_row
@@ -45,11 +45,11 @@ class ThreadTable(DataTable[object]):
             self.move_cursor(row=min(cursor, self.row_count - 1))
 
     @staticmethod
-    def cells(row: ThreadRow, selected: bool) -> tuple[object, ...]:
+    def cells(row: ThreadRow, selected: bool, show_pids: bool) -> tuple[object, ...]:
         style = "bold reverse" if selected else ("" if row.alive else "dim")
         name = row.name or ("(finished)" if not row.alive else "")
         return (
-            Text(("▶ " if selected else "") + name, style=style),
+            Text(("▶ " if selected else "") + (f"[{row.pid}] " if show_pids else "") + name, style=style),
             Text(str(row.native_id or "?"), style=style, justify="right"),
             Text(fmt.percent(row.active_pct), style=style, justify="right"),
             Text(fmt.percent(row.gil_pct), style=style, justify="right"),

@@ -68,6 +68,7 @@ class FunctionTable(DataTable[object]):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
         self.sort_column = "own_time"
+        self.show_pids = False  # several processes: say whose each row is
         self._rows: dict[str, FunctionRow] = {}
 
     def on_mount(self) -> None:
@@ -87,11 +88,13 @@ class FunctionTable(DataTable[object]):
 
     @staticmethod
     def row_key(row: FunctionRow) -> str:
-        function, filename, line = row.key
-        return f"{function}\0{filename}\0{line}"
+        return "\0".join(map(str, row.key))
 
     def cells(self, row: FunctionRow, cwd: str | None, full: bool) -> dict[str, object]:
-        name = Text(row.function, style="bold")
+        name = Text()
+        if self.show_pids:
+            name.append(f"[{row.pid}] ", style="cyan")
+        name.append(row.function, style="bold")
         name.append(f" ({fmt.where(row, cwd, full)})", style="dim")
         return {
             "own_pct": Number(row.own_pct, fmt.percent(row.own_pct)),
@@ -101,7 +104,11 @@ class FunctionTable(DataTable[object]):
             FUNCTION: name,
         }
 
-    def show(self, rows: tuple[FunctionRow, ...], cwd: str | None, full: bool) -> None:
+    def show(self, rows: tuple[FunctionRow, ...], cwd: str | None, full: bool, show_pids: bool = False) -> None:
+        if show_pids != self.show_pids:
+            self.show_pids = show_pids
+            self.clear()
+            self._rows = {}
         wanted = {self.row_key(row): row for row in rows}
         for key in [k for k in self._rows if k not in wanted]:
             self.remove_row(key)
@@ -121,7 +128,7 @@ class FunctionTable(DataTable[object]):
     def row_of(self, key: str) -> FunctionRow | None:
         return self._rows.get(key)
 
-    def select_key(self, key: tuple[str, str, int]) -> None:
+    def select_key(self, key: tuple[str, str, int, int]) -> None:
         """Move the cursor to the row of `key`, if it is shown."""
         for row_key, row in self._rows.items():
             if row.key == key:
