@@ -15,7 +15,8 @@ from typing import Sequence
 from cffi import FFI
 
 NATIVE = Path(__file__).resolve().parent
-SOURCES = ["remote.c", "linetable.c", "text.c", "codes.c", "frames.c", "threads.c", "osstate.c", "unwinder.c"]
+SOURCES = ["remote.c", "linetable.c", "text.c", "codes.c", "frames.c", "threads.c", "osstate.c", "blocking.c",
+           "unwinder.c"]
 CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
 
 

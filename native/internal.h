@@ -192,6 +192,7 @@ typedef struct task_files {
     int schedstat_fd;
     char state;
     uint64_t pcount;        /* times scheduled onto a CPU, from schedstat */
+    bool fresh;             /* `state` was read for this sample already (blocking mode) */
     bool pcount_known;
     uint32_t seen_in_sample;
 } task_files;
@@ -210,8 +211,33 @@ void os_state_free(os_state *o);
 /* The kernel's state letter for `tid` ('?' when unknown). *idle_since is set when the thread
  * was not running at the last look and has not been on a CPU since: its stack is unchanged. */
 char os_state_of(os_state *o, int tid, bool *idle_since);
+/* Read `tid`'s state now, to be answered by os_state_of() during this sample: in blocking mode
+ * the threads are stopped (state 't') by the time their stacks are read. */
+void os_state_read_ahead(os_state *o, int tid);
 /* Close files of threads that were not seen in this sample. */
 void os_state_end_sample(os_state *o);
+
+/* ---- blocking.c ------------------------------------------------------------------------- */
+
+typedef struct tracee {
+    int tid;
+    bool group_stop; /* stopped by someone else's SIGSTOP: leave it so */
+} tracee;
+
+typedef struct blocking {
+    int pid;
+    bool enabled;
+    bool stopped;
+    tracee *tracees;
+    uint32_t count, cap;
+} blocking;
+
+/* Seize threads that appeared since the last call (they keep running). */
+int blocking_seize_new(blocking *b);
+/* Stop every seized thread and wait until each is stopped. */
+int blocking_stop_all(blocking *b);
+void blocking_resume_all(blocking *b);
+void blocking_detach_all(blocking *b);
 
 /* ---- unwinder.c ------------------------------------------------------------------------- */
 
@@ -239,6 +265,7 @@ struct pytop_unwinder {
     uint64_t runtime;
     int max_depth;
     bool reuse_stacks;
+    blocking stop;
     remote mem;
     code_cache codes;
     os_state os;

@@ -92,11 +92,23 @@ static uint64_t read_pcount(os_state *o, task_files *t) {
     return count;
 }
 
+void os_state_read_ahead(os_state *o, int tid) {
+    task_files *t = find_task(o, tid);
+    if (!t) return;
+    t->state = read_stat_state(o, t);
+    t->pcount_known = false;
+    t->fresh = true;
+}
+
 char os_state_of(os_state *o, int tid, bool *idle_since) {
     *idle_since = false;
     task_files *t = find_task(o, tid);
     if (!t) return '?';
     t->seen_in_sample = o->sample_no;
+    if (t->fresh) { /* read before the thread was stopped */
+        t->fresh = false;
+        return t->state;
+    }
     bool idle_before = t->state != '?' && t->state != 'R';
     if (o->mode == 1 && idle_before && t->pcount_known) {
         uint64_t pcount = read_pcount(o, t);

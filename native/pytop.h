@@ -110,7 +110,9 @@ enum pytop_option {
     PYTOP_OPT_MAX_DEPTH = 1,     /* frames kept per thread (default 65536) */
     PYTOP_OPT_OS_STATE = 2,      /* 0: skip /proc reads, 1: schedstat shortcut (default), 2: stat always */
     PYTOP_OPT_CODE_RECHECK_MS = 3, /* before 3.14, how old a code object's check may get (default 250) */
-    PYTOP_OPT_REUSE_STACKS = 4     /* 1 (default): keep the stacks of threads that have not run */
+    PYTOP_OPT_REUSE_STACKS = 4,    /* 1 (default): keep the stacks of threads that have not run */
+    PYTOP_OPT_BLOCKING = 5         /* 1: stop the target's threads (ptrace) while sampling; 0: release them.
+                                      Set, sample and release from one thread: ptrace belongs to it */
 };
 
 /* Attach to `pid` whose _PyRuntime lives at `runtime_address`. Returns NULL and sets *status

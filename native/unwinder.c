@@ -111,6 +111,7 @@ pytop_unwinder *pytop_open(int pid, const pytop_layout *layout, uint64_t runtime
     }
     pthread_mutex_init(&u->lock, NULL);
     u->pid = pid;
+    u->stop.pid = pid;
     u->L = *layout;
     u->runtime = runtime_address;
     u->max_depth = DEFAULT_MAX_DEPTH;
@@ -136,6 +137,11 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
     case PYTOP_OPT_REUSE_STACKS:
         if (value < 0 || value > 1) return PYTOP_ERR_ARGS;
         u->reuse_stacks = value == 1;
+        return PYTOP_OK;
+    case PYTOP_OPT_BLOCKING:
+        if (value < 0 || value > 1) return PYTOP_ERR_ARGS;
+        if (!value && u->stop.enabled) blocking_detach_all(&u->stop);
+        u->stop.enabled = value == 1;
         return PYTOP_OK;
     case PYTOP_OPT_CODE_RECHECK_MS:
         if (value < 0) return PYTOP_ERR_ARGS;
@@ -194,6 +200,17 @@ static int resolve_all(pytop_unwinder *u) {
     return PYTOP_OK;
 }
 
+/* Blocking mode: OS states are read first (a stopped thread reads 't'), then every thread is
+ * stopped until the walk is done. */
+static int stop_the_world(pytop_unwinder *u) {
+    int status = blocking_seize_new(&u->stop);
+    if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION || status == PYTOP_ERR_NOMEM)
+        return fail(u, status, "cannot attach with ptrace for --blocking");
+    if (u->os.mode)
+        for (uint32_t i = 0; i < u->stop.count; i++) os_state_read_ahead(&u->os, u->stop.tracees[i].tid);
+    return blocking_stop_all(&u->stop);
+}
+
 static int collect(pytop_unwinder *u, pytop_sample *out) {
     memset(out, 0, sizeof *out);
     sample_buf *swap = u->prev;
@@ -205,8 +222,10 @@ static int collect(pytop_unwinder *u, pytop_sample *out) {
     u->error[0] = '\0';
     u->now_ms = monotonic_ms();
     u->codes.due_count = 0;
-    int status = remote_begin_sample(&u->mem);
+    int status = u->stop.enabled ? stop_the_world(u) : PYTOP_OK;
+    if (status == PYTOP_OK) status = remote_begin_sample(&u->mem);
     if (status == PYTOP_OK) status = threads_walk(u);
+    blocking_resume_all(&u->stop); /* resolving names needs no stopped target */
     if (status == PYTOP_OK) status = resolve_all(u);
     uint32_t os_syscalls = u->os.syscalls;
     os_state_end_sample(&u->os);
@@ -277,6 +296,7 @@ const char *pytop_last_error(pytop_unwinder *u) { return u->error; }
 
 void pytop_close(pytop_unwinder *u) {
     if (!u) return;
+    if (u->stop.count) blocking_detach_all(&u->stop); /* if closed on another thread, the kernel does it */
     pthread_mutex_destroy(&u->lock);
     codes_free(&u->codes);
     remote_free(&u->mem);

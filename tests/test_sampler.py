@@ -144,7 +144,8 @@ def test_gc_share(interp: dict[str, Any]) -> None:
     shares = {}
     for mode in ("collect", "off"):
         with helpers.running(interp, "garbage.py", mode) as t:
-            sampler, _ = run_sampler(t.pid, Settings(rate=200), 1.5)
+            # One window for the whole run (as --batch does), so the final snapshot covers it all.
+            sampler, _ = run_sampler(t.pid, Settings(rate=200, delay=3600, quick_start=False), 1.5)
             shares[mode] = sampler.final_snapshot().gc_pct
     assert shares["off"] == 0.0
     assert shares["collect"] is not None and shares["collect"] > 20, shares

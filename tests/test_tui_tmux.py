@@ -128,3 +128,16 @@ def test_target_exit_keeps_the_results(terminal: Terminal, some_interp: dict[str
         assert "has exited" in terminal.screen() and "churn" in terminal.screen()
         terminal.keys("q")
         assert_terminal_restored(terminal, "after-exit")
+
+
+def test_picking_a_process_when_none_is_given(terminal: Terminal, some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        terminal.type(" ".join(helpers.PYTOP))
+        terminal.wait_text("Which Python process?")
+        screen = terminal.wait_text(str(t.pid))
+        row = next(i for i, line in enumerate(screen.splitlines()) if line.strip().startswith(str(t.pid)))
+        first = next(i for i, line in enumerate(screen.splitlines()) if line.strip()[:1].isdigit())
+        terminal.keys(*(["Down"] * (row - first)), "Enter")
+        terminal.wait_for(lambda s: f"pid {t.pid}" in s and "Function (filename)" in s, "the live view of the pick")
+        terminal.keys("q")
+        assert_terminal_restored(terminal, "after-picker")

@@ -203,3 +203,39 @@ def test_thread_names(interp: dict[str, Any]) -> None:
             target.close()
     assert names == {info["thread_id"]: info["name"] for info in t.info["threads"].values()}
     assert "ünïcode-名前-🚀" in names.values() and "główny-wątek" in names.values()
+
+
+def task_states(pid: int) -> set[str]:
+    states = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                states.add(f.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            pass
+    return states
+
+
+def tracer_of(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(line for line in f if line.startswith("TracerPid:")).split()[1])
+
+
+def test_blocking_mode_stops_the_target_only_while_reading(interp: dict[str, Any]) -> None:
+    with helpers.running(interp, "stacks.py") as t:
+        target = attach(t.pid)
+        try:
+            target.unwinder.set_blocking(True)
+            expected = t.info["threads"]["main"]
+            for _ in range(50):
+                sample = target.unwinder.sample()  # stopped threads never tear: no retry loop
+                assert all(thread.error is None for thread in sample.threads)
+                assert frames_of(target, by_id(sample)[expected["thread_id"]]) == expected["frames"]
+                # States were read before the threads were stopped, and they run again after.
+                assert {thread.os_state for thread in sample.threads} <= {"R", "S"}
+                assert "t" not in task_states(t.pid)
+            assert tracer_of(t.pid) == os.getpid()
+            target.unwinder.set_blocking(False)
+            assert tracer_of(t.pid) == 0 and "t" not in task_states(t.pid)
+        finally:
+            target.close()

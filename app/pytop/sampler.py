@@ -43,6 +43,7 @@ class Settings:
     by_line: bool = False
     quick_start: bool = True  # refresh early while the first samples arrive
     realtime: bool = True  # take a real-time priority when allowed (see priority.py)
+    blocking: bool = False  # stop the target's threads while each sample is read
 
 
 @dataclass
@@ -79,7 +80,8 @@ class Sampler:
         self._stop = threading.Event()
         self._taker = SampleTaker({target.pid: unwinder}, settings.rate, settings.realtime,
                                   deliver=lambda taken: self._inbox.put(("sample", taken)),
-                                  finished=lambda reason: self._inbox.put(("finished", reason)))
+                                  finished=lambda reason: self._inbox.put(("finished", reason)),
+                                  blocking=settings.blocking)
         self._thread = threading.Thread(target=self._run, name="pytop-aggregator", daemon=True)
         self._reset_stats()
 

@@ -36,9 +36,11 @@ class Taken:
 
 class SampleTaker:
     def __init__(self, unwinders: dict[int, Unwinder], rate: float, realtime: bool,
-                 deliver: Callable[[Taken], None], finished: Callable[[str], None]):
+                 deliver: Callable[[Taken], None], finished: Callable[[str], None], blocking: bool = False):
         self._unwinders = tuple(unwinders.items())  # replaced whole, never changed in place
         self._lock = threading.Lock()
+        self.blocking = blocking
+        self._stopping: dict[int, Unwinder] = {}  # blocking mode: unwinders this thread set up
         self.interval = 1.0 / rate
         self.want_realtime = realtime
         self.deliver = deliver
@@ -69,6 +71,13 @@ class SampleTaker:
             self._unwinders = tuple(item for item in self._unwinders if item[0] not in pids)
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            for unwinder in self._stopping.values():  # release the target from this same thread
+                unwinder.set_blocking(False)
+
+    def _loop(self) -> None:
         self.realtime = self.want_realtime and priority.make_realtime()
         due = time.monotonic()
         given_up = 0.0
@@ -95,6 +104,9 @@ class SampleTaker:
         gone: list[tuple[int, str]] = []
         started = 0.0
         for i, (pid, unwinder) in enumerate(unwinders):
+            if self.blocking and pid not in self._stopping:
+                unwinder.set_blocking(True)
+                self._stopping[pid] = unwinder
             try:
                 sample = unwinder.sample_raw(due if i == 0 else 0.0)
                 results.append((pid, sample, None))

@@ -184,6 +184,11 @@ class Unwinder:
     def set_os_state_mode(self, mode: int) -> None:
         self._option(lib.PYTOP_OPT_OS_STATE, mode)
 
+    def set_blocking(self, blocking: bool) -> None:
+        """Stop the target's threads (ptrace) while each sample is read, or release them. The
+        thread that calls this must be the one that samples: ptrace belongs to a thread."""
+        self._option(lib.PYTOP_OPT_BLOCKING, int(blocking))
+
     def set_reuse_stacks(self, reuse: bool) -> None:
         """Whether a thread that has not run since the last sample keeps its stack (default)
         or has it read again (for benchmarks of the full walk)."""

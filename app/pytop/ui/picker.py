@@ -1,0 +1,69 @@
+"""`pytop` without a PID: pick one of the machine's Python processes."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Static
+
+from ..pythons import PythonProcess, python_processes
+
+
+class PickerApp(App[int]):
+    """Returns the chosen pid (None when the user quits)."""
+
+    CSS = """
+    #intro { padding: 0 1; background: $boost; }
+    DataTable { height: 1fr; }
+    """
+    TITLE = "pytop"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS = [
+        Binding("enter", "choose", "Watch it"),
+        Binding("q,escape", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(self, refresh_seconds: float = 2.0):
+        super().__init__()
+        self.refresh_seconds = refresh_seconds
+        self.pids: list[int] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("Which Python process? Enter watches the one under the cursor.", style="bold"),
+                     id="intro")
+        yield DataTable(cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label in (("pid", "PID"), ("user", "User"), ("cpu", "CPU%"), ("command", "Command")):
+            table.add_column(label, key=key)
+        table.focus()
+        self.refresh_list()
+        self.set_interval(self.refresh_seconds, self.refresh_list)
+
+    def refresh_list(self) -> None:
+        self.show(python_processes())
+
+    def show(self, processes: list[PythonProcess]) -> None:
+        table = self.query_one(DataTable)
+        keep = self.pids[table.cursor_row] if self.pids and table.row_count else None
+        table.clear()
+        self.pids = [p.pid for p in processes]
+        for p in processes:
+            table.add_row(Text(str(p.pid), justify="right"), p.user, Text(f"{p.cpu_pct:.0f}%", justify="right"),
+                          p.command, key=str(p.pid))
+        if not processes:
+            self.query_one("#intro", Static).update(Text("No Python process found (yet); q quits.", style="bold"))
+        elif keep in self.pids:
+            table.move_cursor(row=self.pids.index(keep))
+
+    def action_choose(self) -> None:
+        table = self.query_one(DataTable)
+        if self.pids and table.row_count:
+            self.exit(self.pids[table.cursor_row])
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.exit(int(str(event.row_key.value)))

@@ -1,0 +1,115 @@
+/*
+ * Opt-in stop-the-world sampling (--blocking): every thread of the target is stopped with
+ * ptrace while its stacks are read, so a stack can never change under the reader. It costs
+ * the target a pause per sample, and pytop a few syscalls per thread, which is why it is off
+ * by default.
+ *
+ * Threads are seized (PTRACE_SEIZE, which does not stop them) as they appear, interrupted
+ * (PTRACE_INTERRUPT) at the start of a sample and continued at its end. ptrace belongs to the
+ * thread that seized: all of this runs on the sampling thread, and the kernel detaches every
+ * tracee by itself when that thread ends. Signals that arrive while a thread is stopped are
+ * handed back to it; a thread in a group stop (SIGSTOP from elsewhere) is left stopped.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+
+#include "internal.h"
+
+#define MAX_STOP_WAITS 16 /* signals handed back while waiting for one thread's stop */
+
+static tracee *find(blocking *b, int tid) {
+    for (uint32_t i = 0; i < b->count; i++)
+        if (b->tracees[i].tid == tid) return &b->tracees[i];
+    return NULL;
+}
+
+int blocking_seize_new(blocking *b) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", b->pid);
+    DIR *dir = opendir(path);
+    if (!dir) return errno == ENOENT ? PYTOP_ERR_GONE : PYTOP_ERR_READ;
+    int status = PYTOP_OK;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        int tid = atoi(entry->d_name);
+        if (tid <= 0 || find(b, tid)) continue;
+        if (b->count == b->cap) {
+            uint32_t cap = b->cap ? b->cap * 2 : 16;
+            tracee *grown = realloc(b->tracees, cap * sizeof *grown);
+            if (!grown) {
+                status = PYTOP_ERR_NOMEM;
+                break;
+            }
+            b->tracees = grown;
+            b->cap = cap;
+        }
+        if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0) {
+            if (errno == EPERM) status = PYTOP_ERR_PERMISSION;
+            continue; /* ESRCH: it has just exited */
+        }
+        b->tracees[b->count++] = (tracee){tid, false};
+    }
+    closedir(dir);
+    return status;
+}
+
+static void forget(blocking *b, uint32_t i) { b->tracees[i] = b->tracees[--b->count]; }
+
+/* Wait until tracee i is in its interrupt stop; false if it is gone. */
+static bool wait_stopped(blocking *b, uint32_t i) {
+    tracee *t = &b->tracees[i];
+    for (int n = 0; n < MAX_STOP_WAITS; n++) {
+        int st;
+        if (waitpid(t->tid, &st, __WALL) < 0) return false;
+        if (WIFEXITED(st) || WIFSIGNALED(st)) return false;
+        if (!WIFSTOPPED(st)) continue;
+        if ((st >> 16) == PTRACE_EVENT_STOP) {
+            int sig = WSTOPSIG(st);
+            /* An interrupt stop reports SIGTRAP; a group stop reports the stopping signal. */
+            t->group_stop = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+            return true;
+        }
+        /* A signal arrived first: hand it back, our interrupt stop follows. */
+        ptrace(PTRACE_CONT, t->tid, NULL, (void *)(uintptr_t)WSTOPSIG(st));
+    }
+    return false;
+}
+
+int blocking_stop_all(blocking *b) {
+    for (uint32_t i = 0; i < b->count; i++) ptrace(PTRACE_INTERRUPT, b->tracees[i].tid, NULL, NULL);
+    for (uint32_t i = 0; i < b->count;) {
+        if (wait_stopped(b, i)) i++;
+        else forget(b, i); /* exited meanwhile */
+    }
+    b->stopped = true;
+    return b->count ? PYTOP_OK : PYTOP_ERR_GONE;
+}
+
+void blocking_resume_all(blocking *b) {
+    if (!b->stopped) return;
+    for (uint32_t i = 0; i < b->count; i++) {
+        tracee *t = &b->tracees[i];
+        /* A thread someone else stopped stays stopped, but keeps reporting to its parent. */
+        ptrace(t->group_stop ? PTRACE_LISTEN : PTRACE_CONT, t->tid, NULL, NULL);
+    }
+    b->stopped = false;
+}
+
+void blocking_detach_all(blocking *b) {
+    blocking_resume_all(b);
+    for (uint32_t i = 0; i < b->count; i++) {
+        tracee *t = &b->tracees[i];
+        /* PTRACE_DETACH needs a stopped tracee: interrupt it first. */
+        if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) == 0 && wait_stopped(b, i))
+            ptrace(PTRACE_DETACH, t->tid, NULL, NULL);
+    }
+    free(b->tracees);
+    b->tracees = NULL;
+    b->count = b->cap = 0;
+}

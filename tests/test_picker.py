@@ -1,0 +1,49 @@
+"""`pytop` without a PID: the picker lists real Python processes and hands back the chosen one."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+from textual.widgets import DataTable
+
+import helpers
+from pytop.pythons import python_processes
+from pytop.ui.picker import PickerApp
+
+
+def test_python_processes_are_listed_and_others_not() -> None:
+    python = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE)
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        assert python.stdout is not None and python.stdout.readline()
+        pids = {p.pid: p for p in python_processes()}
+    finally:
+        for process in (python, sleeper):
+            process.kill()
+            process.wait()
+    assert python.pid in pids and sleeper.pid not in pids
+    assert "time.sleep(60)" in pids[python.pid].command and pids[python.pid].user == "root"
+
+
+async def test_choosing_a_process_in_the_picker(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        app = PickerApp(refresh_seconds=60)
+        async with app.run_test(size=(140, 30)) as pilot:
+            await pilot.pause()
+            table = app.query_one(DataTable)
+            row = app.pids.index(t.pid)
+            assert "stacks.py" in str(table.get_row_at(row)[3])
+            table.move_cursor(row=row)
+            await pilot.press("enter")
+            await pilot.pause()
+        assert app.return_value == t.pid
+
+
+async def test_leaving_the_picker() -> None:
+    app = PickerApp(refresh_seconds=60)
+    async with app.run_test(size=(100, 20)) as pilot:
+        await pilot.press("q")
+    assert app.return_value is None
