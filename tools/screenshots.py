@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Make screenshots/*.svg from the real app watching the real demo workload.
 
-    python tools/screenshots.py        # writes screenshots/{main,help,by-line,exited}.svg
+    python tools/screenshots.py   # writes screenshots/{main,help,by-line,threads,callers,exited}.svg
 
 It starts `python -m pytop.demo`, attaches with the real sampler, drives the app with Textual's
 pilot in a 120x32 terminal, and saves what the screen shows. The numbers are whatever the demo
@@ -28,7 +28,7 @@ async def shoot() -> None:
     try:
         target = attach_when_ready(child)
         settings = Settings(rate=200, delay=1.0)
-        app = PytopApp(Sampler(target.unwinder, info_of(target), settings), sort="own_pct",
+        app = PytopApp(Sampler(target.unwinder, info_of(target), settings, target.names), sort="own_pct",
                        notes=notes_for(settings, None))
         async with app.run_test(size=SIZE) as pilot:
             await asyncio.sleep(5)
@@ -39,7 +39,17 @@ async def shoot() -> None:
             await pilot.press("escape", "L", "2")
             await asyncio.sleep(2.5)
             app.save_screenshot("by-line.svg", str(OUT))
-            await pilot.press("L", "1")
+            await pilot.press("L", "1", "t")
+            await asyncio.sleep(1.5)
+            await pilot.press("down", "enter")  # narrow to the second busiest thread
+            await asyncio.sleep(2.5)
+            app.save_screenshot("threads.svg", str(OUT))
+            await pilot.press("a", "t")
+            await asyncio.sleep(1.5)
+            await pilot.press("enter")  # callers and callees of the top function
+            await asyncio.sleep(2.5)
+            app.save_screenshot("callers.svg", str(OUT))
+            await pilot.press("escape")
             child.end()
             while not (app.snapshot and app.snapshot.exited):
                 await asyncio.sleep(0.1)

@@ -83,7 +83,8 @@ class FunctionTable(DataTable[object]):
         figures = sum(columns[key].get_render_width(self) for key in SORT_COLUMNS)
         column = columns[FUNCTION]
         column.auto_width = False
-        column.width = max(20, self.size.width - figures - 2 * self.cell_padding - 1)
+        # Keep room for the vertical scrollbar, which comes and goes with the number of rows.
+        column.width = max(20, self.size.width - figures - 2 * self.cell_padding - self.styles.scrollbar_size_vertical)
         self.refresh()
 
     @staticmethod
