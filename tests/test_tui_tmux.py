@@ -22,21 +22,27 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None and not helpers.IN_
 
 
 class Terminal:
+    """One tmux server per terminal (its own socket): when a shared server loses its last
+    session it exits, and a test starting at that moment gets "server exited unexpectedly"."""
+
     def __init__(self, width: int = 120, height: int = 32):
         self.name = f"pytop-test-{uuid.uuid4().hex[:8]}"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
-                        "env PS1='$ ' TERM=xterm-256color bash --norc --noprofile"], check=True)
+        self.tmux("new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
+                  "env PS1='$ ' TERM=xterm-256color bash --norc --noprofile")
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.name, *args], capture_output=True, text=True,
+                              check=True).stdout
 
     def keys(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        self.tmux("send-keys", "-t", self.name, *keys)
 
     def type(self, line: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, "-l", line], check=True)
+        self.tmux("send-keys", "-t", self.name, "-l", line)
         self.keys("Enter")
 
     def screen(self) -> str:
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True,
-                              text=True, check=True).stdout
+        return self.tmux("capture-pane", "-p", "-t", self.name)
 
     def wait_for(self, test: Callable[[str], bool], what: str, timeout: float = 30) -> str:
         deadline = time.monotonic() + timeout
@@ -51,7 +57,7 @@ class Terminal:
         return self.wait_for(lambda screen: text in screen, repr(text), timeout)
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run(["tmux", "-L", self.name, "kill-server"], capture_output=True)
 
 
 @pytest.fixture
