@@ -83,7 +83,7 @@ def main() -> int:
             time.sleep(min(20.0, max(0.0, deadline - time.monotonic())))
         cpu = (sum(pytop.cpu_times()[:2]) - cpu_start) / (time.monotonic() - wall_start)
         rss = pytop.memory_info().rss
-        threads = screen(session).split("Threads: ")[1].split()[0]
+        threads = screen(session).split("Threads: ")[1].split()[0].rstrip(",")
         tmux("send-keys", "-t", session, "q")
         pytop.wait(20)
         result = json.loads(stats.read_text())

@@ -39,16 +39,12 @@ int blocking_seize_new(blocking *b) {
     while ((entry = readdir(dir)) != NULL) {
         int tid = atoi(entry->d_name);
         if (tid <= 0 || find(b, tid)) continue;
-        if (b->count == b->cap) {
-            uint32_t cap = b->cap ? b->cap * 2 : 16;
-            tracee *grown = realloc(b->tracees, cap * sizeof *grown);
-            if (!grown) {
-                status = PYTOP_ERR_NOMEM;
-                break;
-            }
-            b->tracees = grown;
-            b->cap = cap;
+        tracee *tracees = grow_array(b->tracees, &b->cap, b->count + 1ull, sizeof *tracees, 16);
+        if (!tracees) {
+            status = PYTOP_ERR_NOMEM;
+            break;
         }
+        b->tracees = tracees;
         if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0) {
             if (errno == EPERM) status = PYTOP_ERR_PERMISSION;
             continue; /* ESRCH: it has just exited */

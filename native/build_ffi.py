@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from cffi import FFI
 
 NATIVE = Path(__file__).resolve().parent
 SOURCES = ["remote.c", "linetable.c", "text.c", "codes.c", "frames.c", "threads.c", "osstate.c", "blocking.c",
-           "unwinder.c"]
+           "tracking.c", "unwinder.c"]
 CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
 
 

@@ -199,13 +199,9 @@ static int load(pytop_unwinder *u, uint64_t addr, uint32_t *id) {
     code_cache *c = &u->codes;
     if (c->count >= UINT32_MAX / 2) return PYTOP_ERR_LIMIT;
     if ((c->count + 1) * 2 > c->slot_mask && grow_slots(c) != PYTOP_OK) return PYTOP_ERR_NOMEM;
-    if (c->count == c->cap) {
-        uint32_t cap = c->cap ? c->cap * 2 : 256;
-        code_entry *grown = realloc(c->entries, cap * sizeof *grown);
-        if (!grown) return PYTOP_ERR_NOMEM;
-        c->entries = grown;
-        c->cap = cap;
-    }
+    code_entry *entries = grow_array(c->entries, &c->cap, c->count + 1ull, sizeof *entries, 256);
+    if (!entries) return PYTOP_ERR_NOMEM;
+    c->entries = entries;
     int status;
     const uint8_t *h = remote_view(&u->mem, addr, (size_t)u->L.co_header_size, 0, &status);
     if (!h) return status;
@@ -232,13 +228,9 @@ static bool due_for_check(const pytop_unwinder *u, const code_entry *e) {
 static void add_due(code_cache *c, uint32_t id) {
     for (uint32_t i = 0; i < c->due_count; i++)
         if (c->due[i] == id) return;
-    if (c->due_count == c->due_cap) {
-        uint32_t cap = c->due_cap ? c->due_cap * 2 : 32;
-        uint32_t *grown = realloc(c->due, cap * sizeof *grown);
-        if (!grown) return; /* checked next time */
-        c->due = grown;
-        c->due_cap = cap;
-    }
+    uint32_t *due = grow_array(c->due, &c->due_cap, c->due_count + 1ull, sizeof *due, 32);
+    if (!due) return; /* checked next time */
+    c->due = due;
     c->due[c->due_count++] = id;
 }
 

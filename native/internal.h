@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include "pytop.h"
 
 #define PAGE_SIZE_BYTES 4096u
@@ -28,6 +29,19 @@
 #define MAX_LINETABLE_BYTES (4u << 20)
 #define MAX_READ_BYTES (16u << 20)   /* no single read of the target is larger */
 #define MAX_PREFETCH_RANGES 8192
+
+/* Room for at least `need` items of `size` bytes in an array that doubles from `first` items:
+ * returns the array (perhaps moved) and updates *cap, or returns NULL and leaves both as they
+ * were when memory runs out. */
+static inline void *grow_array(void *items, uint32_t *cap, uint64_t need, size_t size, uint32_t first) {
+    if (need <= *cap) return items;
+    uint64_t n = *cap ? *cap : first;
+    while (n < need) n *= 2;
+    if (n > UINT32_MAX || n > SIZE_MAX / size) return NULL;
+    void *grown = realloc(items, (size_t)n * size);
+    if (grown) *cap = (uint32_t)n;
+    return grown;
+}
 #define MAX_ARENA_BYTES (256u << 20) /* bound on what one sample may copy out of the target */
 #define ERROR_TEXT_BYTES 256
 
@@ -52,14 +66,14 @@ typedef struct remote {
     uint32_t syscalls;
     /* What this sample read (to prefetch next time) and what was prefetched for it. */
     range *touched;
-    size_t touched_count, touched_cap;
+    uint32_t touched_count, touched_cap;
     range *ranges;
     size_t range_count, range_cap, last_hit;
     uint8_t *prefetch;
     size_t prefetch_cap;
     /* Regions read whole during this sample (windows of stack chunks), searched after `ranges`. */
     range *extra;
-    size_t extra_count, extra_cap;
+    uint32_t extra_count, extra_cap;
     arena_block *arena;
     size_t arena_total;
     /* While re-reading a torn stack: ignore what was read before `fresh_from` (an index into
@@ -239,6 +253,26 @@ int blocking_stop_all(blocking *b);
 void blocking_resume_all(blocking *b);
 void blocking_detach_all(blocking *b);
 
+/* ---- tracking.c ------------------------------------------------------------------------- */
+
+typedef struct thread_stat_entry {
+    pytop_thread_stat stat;
+    uint32_t last_seen; /* sample number */
+} thread_stat_entry;
+
+typedef struct thread_tracking {
+    uint32_t next_serial;
+    uint32_t sample_no;
+    thread_stat_entry *entries;
+    uint32_t count, cap, hint;
+} thread_tracking;
+
+struct pytop_unwinder;
+/* Give `t` (tstate and ids set) its previous serial, or a new one. */
+void tracking_assign_serial(struct pytop_unwinder *u, pytop_thread *t);
+/* Count this sample's threads into their figures. */
+void tracking_count(struct pytop_unwinder *u);
+
 /* ---- unwinder.c ------------------------------------------------------------------------- */
 
 typedef struct raw_frame {
@@ -265,6 +299,10 @@ struct pytop_unwinder {
     uint64_t runtime;
     int max_depth;
     bool reuse_stacks;
+    int select;                  /* pytop_select */
+    uint32_t *selected;
+    uint32_t selected_cap;
+    thread_tracking track;
     blocking stop;
     remote mem;
     code_cache codes;

@@ -51,13 +51,9 @@ static task_files *find_task(os_state *o, int tid) {
         else hi = mid;
     }
     if (lo < o->count && o->tasks[lo].tid == tid) return &o->tasks[lo];
-    if (o->count == o->cap) {
-        uint32_t cap = o->cap ? o->cap * 2 : 16;
-        task_files *grown = realloc(o->tasks, cap * sizeof *grown);
-        if (!grown) return NULL;
-        o->tasks = grown;
-        o->cap = cap;
-    }
+    task_files *tasks = grow_array(o->tasks, &o->cap, o->count + 1ull, sizeof *tasks, 16);
+    if (!tasks) return NULL;
+    o->tasks = tasks;
     int stat_fd = open_task_file(o->pid, tid, "stat");
     if (stat_fd < 0) return NULL;
     memmove(&o->tasks[lo + 1], &o->tasks[lo], (o->count - lo) * sizeof *o->tasks);

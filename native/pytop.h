@@ -82,18 +82,45 @@ typedef struct pytop_thread {
     int32_t status;        /* PYTOP_OK, or why its stack could not be read in full */
     uint32_t first_frame;  /* index into pytop_sample.frames; frames are innermost first */
     uint32_t frame_count;
+    uint32_t serial;       /* a thread keeps its serial from sample to sample; one that was not in
+                              the previous sample is a new thread, even if its ids were used before */
     char os_state;         /* state letter from /proc (R, S, D, ...), or '?' */
 } pytop_thread;
+
+/* Which threads' stacks a sample selects (PYTOP_OPT_SELECT). */
+enum pytop_select {
+    PYTOP_SELECT_ALL = 0,   /* every thread */
+    PYTOP_SELECT_BUSY = 1,  /* running, or holding the GIL (default) */
+    PYTOP_SELECT_GIL = 2    /* holding the GIL */
+};
 
 /* One call's result. The arrays belong to the unwinder and stay valid until the next call. */
 typedef struct pytop_sample {
     const pytop_thread *threads;
     const pytop_frame *frames;
+    const uint32_t *selected;  /* indices into threads: the readable ones PYTOP_OPT_SELECT keeps */
     uint32_t thread_count;
     uint32_t frame_count;
-    int32_t gc_collecting; /* 1 if the garbage collector was running, 0 if not, -1 unknown */
-    uint32_t syscalls;     /* syscalls this call made: memory and /proc reads (for benchmarks) */
+    uint32_t selected_count;
+    uint32_t active_count;     /* threads the OS reports running */
+    uint32_t torn_count;       /* threads whose stack could not be read in full */
+    int32_t gil_held;          /* 1 if some thread held the GIL */
+    int32_t gc_collecting;     /* 1 if the garbage collector was running, 0 if not, -1 unknown */
+    uint32_t syscalls;         /* syscalls this call made: memory and /proc reads (for benchmarks) */
 } pytop_sample;
+
+/* One thread's figures since pytop_reset_thread_stats(), kept by the unwinder so that a
+ * sampler at 1 kHz need not look at every thread of every sample. */
+typedef struct pytop_thread_stat {
+    uint64_t thread_id;
+    uint32_t serial;
+    int32_t native_id;
+    uint32_t samples;    /* samples it was in */
+    uint32_t active;     /* ... running */
+    uint32_t gil;        /* ... holding the GIL */
+    uint32_t top_code;   /* code id of the innermost frame of its latest sample, 0 if none */
+    uint32_t alive;      /* 1 if it was in the latest sample */
+} pytop_thread_stat;
 
 typedef struct pytop_code_info {
     const char *name;      /* UTF-8, valid until pytop_close() */
@@ -111,8 +138,9 @@ enum pytop_option {
     PYTOP_OPT_OS_STATE = 2,      /* 0: skip /proc reads, 1: schedstat shortcut (default), 2: stat always */
     PYTOP_OPT_CODE_RECHECK_MS = 3, /* before 3.14, how old a code object's check may get (default 250) */
     PYTOP_OPT_REUSE_STACKS = 4,    /* 1 (default): keep the stacks of threads that have not run */
-    PYTOP_OPT_BLOCKING = 5         /* 1: stop the target's threads (ptrace) while sampling; 0: release them.
+    PYTOP_OPT_BLOCKING = 5,        /* 1: stop the target's threads (ptrace) while sampling; 0: release them.
                                       Set, sample and release from one thread: ptrace belongs to it */
+    PYTOP_OPT_SELECT = 6           /* a pytop_select */
 };
 
 /* Attach to `pid` whose _PyRuntime lives at `runtime_address`. Returns NULL and sets *status
@@ -132,6 +160,10 @@ int pytop_collect_at(pytop_unwinder *u, double due, pytop_sample *out, double *s
  * is gone or unreadable, and returns that status. */
 int pytop_bench_collect(pytop_unwinder *u, uint32_t count, uint64_t *good, uint64_t *threads,
                         uint64_t *syscalls);
+/* Copy out the per-thread figures (at most `capacity`; *count says how many there are). */
+int pytop_thread_stats(pytop_unwinder *u, pytop_thread_stat *out, uint32_t capacity, uint32_t *count);
+/* Start the per-thread figures again (the threads keep their serials). */
+void pytop_reset_thread_stats(pytop_unwinder *u);
 int pytop_describe_code(pytop_unwinder *u, uint32_t code_id, pytop_code_info *out);
 const char *pytop_last_error(pytop_unwinder *u);
 void pytop_close(pytop_unwinder *u);

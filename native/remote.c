@@ -184,14 +184,10 @@ static void track(remote *r, uint64_t addr, uint64_t len) {
             }
         }
     }
-    if (r->touched_count == r->touched_cap) {
-        if (r->touched_cap >= MAX_PREFETCH_RANGES) return;
-        size_t cap = r->touched_cap ? r->touched_cap * 2 : 64;
-        range *grown = realloc(r->touched, cap * sizeof *grown);
-        if (!grown) return;
-        r->touched = grown;
-        r->touched_cap = cap;
-    }
+    if (r->touched_count >= MAX_PREFETCH_RANGES) return;
+    range *touched = grow_array(r->touched, &r->touched_cap, r->touched_count + 1ull, sizeof *touched, 64);
+    if (!touched) return;
+    r->touched = touched;
     r->touched[r->touched_count++] = (range){addr, len, NULL};
 }
 
@@ -327,14 +323,10 @@ static const uint8_t *read_into_arena(remote *r, uint64_t addr, size_t len, int 
 }
 
 static void keep_extra(remote *r, uint64_t addr, size_t len, const uint8_t *data) {
-    if (r->extra_count == r->extra_cap) {
-        if (r->extra_cap >= MAX_PREFETCH_RANGES) return; /* still correct: later views read again */
-        size_t cap = r->extra_cap ? r->extra_cap * 2 : 16;
-        range *grown = realloc(r->extra, cap * sizeof *grown);
-        if (!grown) return;
-        r->extra = grown;
-        r->extra_cap = cap;
-    }
+    if (r->extra_count >= MAX_PREFETCH_RANGES) return; /* still correct: later views read again */
+    range *extra = grow_array(r->extra, &r->extra_cap, r->extra_count + 1ull, sizeof *extra, 16);
+    if (!extra) return;
+    r->extra = extra;
     r->extra[r->extra_count++] = (range){addr, len, data};
 }
 

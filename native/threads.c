@@ -135,6 +135,7 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, int64_t interp_id, uint64
     t->interp_id = interp_id;
     t->first_frame = u->cur->frame_count;
     if ((status = native_id_of(u, t)) != PYTOP_OK) return status;
+    tracking_assign_serial(u, t);
     /* Only the thread itself changes its frames: one that has not been on a CPU since the last
      * sample has the same stack, and reading it again would only cost time. */
     if (!set_os_state(u, t) || !reuse_previous_stack(u, t)) {

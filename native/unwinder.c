@@ -36,13 +36,9 @@ static uint64_t monotonic_ms(void) {
 
 pytop_thread *push_thread(pytop_unwinder *u) {
     sample_buf *b = u->cur;
-    if (b->thread_count == b->thread_cap) {
-        uint32_t cap = b->thread_cap ? b->thread_cap * 2 : 16;
-        pytop_thread *grown = realloc(b->threads, cap * sizeof *grown);
-        if (!grown) return NULL;
-        b->threads = grown;
-        b->thread_cap = cap;
-    }
+    pytop_thread *threads = grow_array(b->threads, &b->thread_cap, b->thread_count + 1ull, sizeof *threads, 16);
+    if (!threads) return NULL;
+    b->threads = threads;
     pytop_thread *t = &b->threads[b->thread_count++];
     memset(t, 0, sizeof *t);
     return t;
@@ -116,6 +112,7 @@ pytop_unwinder *pytop_open(int pid, const pytop_layout *layout, uint64_t runtime
     u->runtime = runtime_address;
     u->max_depth = DEFAULT_MAX_DEPTH;
     u->reuse_stacks = true;
+    u->select = PYTOP_SELECT_BUSY;
     u->cur = &u->bufs[0];
     u->prev = &u->bufs[1];
     remote_init(&u->mem, pid);
@@ -142,6 +139,10 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
         if (value < 0 || value > 1) return PYTOP_ERR_ARGS;
         if (!value && u->stop.enabled) blocking_detach_all(&u->stop);
         u->stop.enabled = value == 1;
+        return PYTOP_OK;
+    case PYTOP_OPT_SELECT:
+        if (value < PYTOP_SELECT_ALL || value > PYTOP_SELECT_GIL) return PYTOP_ERR_ARGS;
+        u->select = (int)value;
         return PYTOP_OK;
     case PYTOP_OPT_CODE_RECHECK_MS:
         if (value < 0) return PYTOP_ERR_ARGS;
@@ -211,11 +212,43 @@ static int stop_the_world(pytop_unwinder *u) {
     return blocking_stop_all(&u->stop);
 }
 
+/* The sample's summary, and the threads whose stacks it selects. */
+static int summarise(pytop_unwinder *u, pytop_sample *out) {
+    const sample_buf *b = u->cur;
+    uint32_t *selected = grow_array(u->selected, &u->selected_cap, b->thread_count, sizeof *selected, 16);
+    if (!selected) return PYTOP_ERR_NOMEM;
+    u->selected = selected;
+    uint32_t n = 0, active = 0, torn = 0;
+    bool gil = false;
+    for (uint32_t i = 0; i < b->thread_count; i++) {
+        uint32_t flags = b->threads[i].flags;
+        bool running = flags & PYTOP_THREAD_ACTIVE, holds = flags & PYTOP_THREAD_GIL;
+        active += running;
+        gil |= holds;
+        if (b->threads[i].status != PYTOP_OK) {
+            torn++;
+            continue;
+        }
+        if (u->select == PYTOP_SELECT_ALL || holds || (u->select == PYTOP_SELECT_BUSY && running))
+            u->selected[n++] = i;
+    }
+    out->selected = u->selected;
+    out->selected_count = n;
+    out->active_count = active;
+    out->torn_count = torn;
+    out->gil_held = gil;
+    return PYTOP_OK;
+}
+
+static void swap_buffers(pytop_unwinder *u) {
+    sample_buf *older = u->prev;
+    u->prev = u->cur;
+    u->cur = older;
+}
+
 static int collect(pytop_unwinder *u, pytop_sample *out) {
     memset(out, 0, sizeof *out);
-    sample_buf *swap = u->prev;
-    u->prev = u->cur;
-    u->cur = swap;
+    swap_buffers(u);
     u->cur->thread_count = 0;
     u->cur->frame_count = 0;
     u->gc_collecting = -1;
@@ -227,14 +260,17 @@ static int collect(pytop_unwinder *u, pytop_sample *out) {
     if (status == PYTOP_OK) status = threads_walk(u);
     blocking_resume_all(&u->stop); /* resolving names needs no stopped target */
     if (status == PYTOP_OK) status = resolve_all(u);
+    if (status == PYTOP_OK) status = summarise(u, out);
     uint32_t os_syscalls = u->os.syscalls;
     os_state_end_sample(&u->os);
     if (status != PYTOP_OK) {
-        u->cur->thread_count = 0; /* nothing of a failed sample may be reused */
+        /* Nothing of a failed sample is kept: the next one compares with the last good one. */
+        swap_buffers(u);
         if (status == PYTOP_ERR_GONE) snprintf(u->error, sizeof u->error, "the process has exited");
         else fail(u, status, "sample failed");
         return status;
     }
+    tracking_count(u);
     out->threads = u->cur->threads;
     out->frames = u->cur->frames;
     out->thread_count = u->cur->thread_count;
@@ -301,6 +337,8 @@ void pytop_close(pytop_unwinder *u) {
     codes_free(&u->codes);
     remote_free(&u->mem);
     os_state_free(&u->os);
+    free(u->selected);
+    free(u->track.entries);
     for (int i = 0; i < 2; i++) {
         free(u->bufs[i].threads);
         free(u->bufs[i].raw);

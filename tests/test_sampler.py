@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -32,7 +33,7 @@ class Collected:
 
 def run_sampler(pid: int, settings: Settings, seconds: float) -> tuple[Sampler, Collected]:
     target = attach(pid)
-    sampler = Sampler(target.unwinder, info_of(target), settings)
+    sampler = Sampler(target.unwinder, info_of(target), settings, target.names)
     collected = Collected()
     sampler.start(collected)
     time.sleep(seconds)
@@ -181,3 +182,25 @@ def test_subprocesses_are_followed(some_interp: dict[str, Any]) -> None:
         sampler.stop()
         target.close()
     assert not got.last.exited  # the parent still runs
+
+
+def test_reused_thread_ids_are_different_threads(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "sequential_threads.py") as t:
+        sampler, _ = run_sampler(t.pid, Settings(rate=200, idle=True, delay=0.25), 2.0)
+        rows = sampler.final_snapshot().thread_rows
+        sampler.processes.watched[t.pid].unwinder.close()
+    main = [row for row in rows if row.thread_id == t.info["threads"]["main"]["thread_id"]]
+    assert len(main) == 1  # a thread state made for a new thread carries its creator's id at first
+    workers = [row for row in rows if row.thread_id != t.info["threads"]["main"]["thread_id"]]
+    assert len(workers) >= 4  # about 6 came and went
+    assert len({row.key for row in workers}) == len(workers)
+    by_id: dict[int, int] = {}
+    for row in workers:
+        by_id[row.thread_id] = by_id.get(row.thread_id, 0) + 1
+    assert max(by_id.values()) >= 2, "expected glibc to reuse a thread id"
+    assert sum(row.alive for row in workers) <= 1
+    # a worker is nearly always there, so each refresh names one; finished ones keep the name
+    named = [row for row in workers if row.name]
+    assert all(re.fullmatch(r"worker-\d+", row.name or "") for row in named)
+    assert len({row.name for row in named}) == len(named)  # a reused id does not bring back an old name
+    assert sum(not row.alive for row in named) >= 3

@@ -170,7 +170,7 @@ async def test_thread_panel_narrows_and_widens() -> None:
         assert threads.get_row_at(threads.row_count - 1)[0].plain == "(finished)"
         await pilot.press("enter")
         await pilot.pause()
-        assert source.thread == (4242, 2, 4250, 0)
+        assert source.thread == (4242, 2)
         assert "[thread: handler-0 (TID 4250)]" in header_text(app)
         assert threads.get_row_at(0)[0].plain == "▶ handler-0"
         await pilot.press("a")

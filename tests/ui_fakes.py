@@ -32,12 +32,12 @@ def rows(by_line: bool, scale: float = 1.0) -> tuple[FunctionRow, ...]:
 
 
 THREADS = (
-    ThreadRow((4242, 1, 4242, 0), 4242, 1, 4242, "MainThread", 5012, 2.0, 1.5, "Event.wait", True),
-    ThreadRow((4242, 2, 4250, 0), 4242, 2, 4250, "handler-0", 5012, 62.0, 40.1, "render_response", True),
-    ThreadRow((4242, 3, 4251, 0), 4242, 3, 4251, "handler-1", 5012, 58.3, 37.9, "handle_request", True),
-    ThreadRow((4242, 4, 4252, 0), 4242, 4, 4252, "reports", 5012, 35.0, 34.7, "is_prime", True),
-    ThreadRow((4242, 5, 4253, 0), 4242, 5, 4253, "cache-janitor", 5012, 0.4, 0.2, "Event.wait", True),
-    ThreadRow((4242, 6, 4260, 0), 4242, 6, 4260, None, 120, 80.0, 10.0, None, False),
+    ThreadRow((4242, 1), 4242, 1, 4242, "MainThread", 5012, 2.0, 1.5, "Event.wait", True),
+    ThreadRow((4242, 2), 4242, 2, 4250, "handler-0", 5012, 62.0, 40.1, "render_response", True),
+    ThreadRow((4242, 3), 4242, 3, 4251, "handler-1", 5012, 58.3, 37.9, "handle_request", True),
+    ThreadRow((4242, 4), 4242, 4, 4252, "reports", 5012, 35.0, 34.7, "is_prime", True),
+    ThreadRow((4242, 5), 4242, 5, 4253, "cache-janitor", 5012, 0.4, 0.2, "Event.wait", True),
+    ThreadRow((4242, 6), 4242, 6, 4260, None, 120, 80.0, 10.0, None, False),
 )
 KEY_RENDER = ("render_response", "/srv/shop/web.py", 0, 4242)
 GRAPHS = {

@@ -32,7 +32,7 @@ class FunctionRow:
     total_count: int
 
 
-ThreadKey = tuple[int, int, int, int]  # (pid, thread id, native id, incarnation)
+ThreadKey = tuple[int, int]  # (pid, serial): the native side tells reused thread ids apart
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class CallGraph:
 class ThreadRow:
     """One thread since the last reset."""
 
-    key: ThreadKey  # ids can be reused by a later thread: the incarnation tells them apart
+    key: ThreadKey  # ids can be reused by a later thread: the serial tells them apart
     pid: int
     thread_id: int
     native_id: int | None

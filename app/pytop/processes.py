@@ -77,12 +77,13 @@ class ProcessSet:
             found.append((pid, unwinder))
         return found
 
-    def names(self, idents: dict[int, set[int]]) -> dict[tuple[int, int], str]:
-        """Thread names by (pid, thread id); idents: the thread ids just seen, per pid."""
+    def names(self, unnamed: dict[int, set[int]]) -> dict[tuple[int, int], str]:
+        """Thread names by (pid, thread id); unnamed: per pid, the ids of live threads that
+        have no name yet (see ThreadNames.get)."""
         out: dict[tuple[int, int], str] = {}
         for pid, w in self.watched.items():
             if w.alive and w.names is not None:
-                for ident, name in w.names.get(idents.get(pid, set())).items():
+                for ident, name in w.names.get(unnamed.get(pid, set())).items():
                     out[(pid, ident)] = name
         return out
 

@@ -27,8 +27,7 @@ from .model import RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow
 from .processes import Attach, ProcessSet
 from .sampling import SampleTaker, Taken
 from .threadnames import ThreadNames
-from .threadstats import ThreadTracker
-from .unwinder import ACTIVE, GIL, RawSample, Unwinder
+from .unwinder import SELECT_ALL, SELECT_BUSY, SELECT_GIL, RawSample, Unwinder
 
 FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickly
 DISCOVERY_SECONDS = 1.0  # how often to look for new subprocesses
@@ -71,11 +70,13 @@ class Sampler:
         self.target = target
         self.settings = settings
         self.publish: Callable[[Snapshot], None] = lambda snapshot: None
-        self.processes = ProcessSet(target.pid, unwinder, names, attach)
+        self.select = SELECT_ALL if settings.idle else SELECT_GIL if settings.gil_only else SELECT_BUSY
+        unwinder.set_select(self.select)
+        self.processes = ProcessSet(target.pid, unwinder, names, self._attach_with(attach) if attach else None)
         self.aggregator = Aggregator(lambda pid, code_id: self._describe(pid, code_id))
-        self.tracker = ThreadTracker()
         self.selection = Selection()
         self.exported: tuple[str, ...] = ()
+        self._thread_names: dict[ThreadKey, str] = {}  # a finished thread keeps the name it had
         self._inbox: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._taker = SampleTaker({target.pid: unwinder}, settings.rate, settings.realtime,
@@ -159,7 +160,16 @@ class Sampler:
         self.threads_seen = 0
         self._last_taken = 0.0
         self.aggregator.reset()
-        self.tracker.reset()
+        for watched in self.processes.watched.values():
+            watched.unwinder.reset_thread_stats()
+
+    def _attach_with(self, attach: Attach) -> Attach:
+        def attach_selecting(pid: int) -> tuple[Unwinder, ThreadNames | None]:
+            unwinder, names = attach(pid)
+            unwinder.set_select(self.select)
+            return unwinder, names
+
+        return attach_selecting
 
     def _describe(self, pid: int, code_id: int) -> tuple[str, str]:
         code = self.processes.unwinder(pid).code(code_id)
@@ -245,27 +255,19 @@ class Sampler:
             self._aggregate([(pid, s) for pid, s, _ in taken.samples if s is not None], dt)
 
     def _aggregate(self, samples: list[tuple[int, RawSample]], dt: float) -> None:
-        idle, gil_only = self.settings.idle, self.settings.gil_only
-        stacks = []
+        """Only the selected threads' stacks are looked at here, per sample: the native side
+        has already counted every thread (see tracking.c)."""
+        stacks: list[tuple[tuple[int, ...], bytes]] = []
         gil = False
         active = torn = threads = 0
         gc = -1
-        tracker = self.tracker
-        tracker.begin_sample()
         for pid, sample in samples:
             gc = max(gc, sample.gc_collecting)
-            for tid, _, _, native, flags, status, _, stack in sample.threads():
-                threads += 1
-                holds_gil = bool(flags & GIL)
-                running = bool(flags & ACTIVE)
-                gil |= holds_gil
-                active += running
-                key = tracker.see(pid, tid, native, running, holds_gil, stack if not status else b"")
-                if status:
-                    torn += 1
-                elif (holds_gil or not gil_only) and (idle or running or holds_gil):
-                    stacks.append((key, stack))
-        tracker.end_sample()
+            gil |= sample.gil_held
+            active += sample.active_count
+            torn += sample.torn_count
+            threads += sample.thread_count
+            stacks.extend(((pid, serial), stack) for serial, stack in sample.selected_stacks())
         if torn:
             self.errors += 1
             self.last_error = f"{torn} thread stack{'s' if torn > 1 else ''} changed while read"
@@ -292,12 +294,26 @@ class Sampler:
             return (f"export failed: {exc}",)
 
     def _thread_rows(self) -> tuple[ThreadRow, ...]:
-        seen: dict[int, set[int]] = {}
-        for (pid, thread_id, _, _), s in self.tracker.stats.items():
-            if s.last_seen == self.tracker.sample_no:
-                seen.setdefault(pid, set()).add(thread_id)
-        return self.tracker.rows(self.processes.names(seen),
-                                 lambda pid, code_id: self.aggregator.decoder.name(pid, code_id)[0])
+        stats = {pid: w.unwinder.thread_stats() for pid, w in self.processes.watched.items()}
+        known, self._thread_names = self._thread_names, {}
+        names = self.processes.names({pid: {s.thread_id for s in ss if s.alive and (pid, s.serial) not in known}
+                                      for pid, ss in stats.items()})
+        rows = []
+        for pid, thread_stats in stats.items():
+            for s in thread_stats:
+                key = (pid, s.serial)
+                name = names.get((pid, s.thread_id)) if s.alive else None
+                name = name or known.get(key)
+                if name:
+                    self._thread_names[key] = name
+                rows.append(ThreadRow(
+                    key=key, pid=pid, thread_id=s.thread_id, native_id=s.native_id or None,
+                    name=name, samples=s.samples,
+                    active_pct=100.0 * s.active / s.samples if s.samples else 0.0,
+                    gil_pct=100.0 * s.gil / s.samples if s.samples else 0.0,
+                    top_frame=self.aggregator.decoder.name(pid, s.top_code)[0] if s.top_code else None,
+                    alive=s.alive))
+        return tuple(rows)
 
     def _snapshot(self, window: StackCounts, figures: FunctionTable, exited: bool,
                   reason: str | None) -> Snapshot:

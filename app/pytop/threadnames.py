@@ -27,6 +27,7 @@ from .unwinder import read_memory
 MAX_DICT_ENTRIES = 1 << 16
 MAX_NAME_CHARS = 256
 REFRESH_SECONDS = 2.0  # names are re-read this often even if no thread came or went
+MIN_REREAD_SECONDS = 0.25  # and no more often than this, even while a thread stays unnamed
 INLINE_VALUES, MANAGED_DICT = 1 << 2, 1 << 4  # Py_TPFLAGS_* (3.13+, 3.11+)
 _U64 = struct.Struct("<Q")
 
@@ -199,7 +200,8 @@ class Memory:
 
 
 class ThreadNames:
-    """Names by thread ident, re-read when a thread appears that has none or every few seconds."""
+    """Names by thread ident, re-read when a thread appears that has no name yet (its ident may
+    be an earlier thread's: glibc reuses them) or every few seconds."""
 
     def __init__(self, pid: int, runtime_address: int, layout: dict[str, int], minor: int):
         self.memory = Memory(pid, layout, minor)
@@ -208,10 +210,11 @@ class ThreadNames:
         self._names: dict[int, str] = {}
         self._read_at = -1e9
 
-    def get(self, idents: set[int] | None = None) -> dict[int, str]:
-        """Names of the target's threads, fresh enough for `idents` (the threads just seen)."""
-        stale = time.monotonic() - self._read_at > REFRESH_SECONDS
-        if stale or (idents and not idents <= self._names.keys()):
+    def get(self, unnamed: set[int] | None = None) -> dict[int, str]:
+        """Names of the target's threads; `unnamed`: idents of threads just seen that have no
+        name yet, which asks for a fresh read."""
+        age = time.monotonic() - self._read_at
+        if age > REFRESH_SECONDS or (unnamed and age > MIN_REREAD_SECONDS):
             self._names = self.read()
             self._read_at = time.monotonic()
         return self._names

@@ -111,8 +111,10 @@ class ThreadSample(NamedTuple):
 
 
 # pytop_thread as laid out in C: thread_id, tstate, interp_id, native_id, flags, status,
-# first_frame, frame_count, os_state.
-_THREAD = struct.Struct("<QQqiIiIIc3x")
+# first_frame, frame_count, serial, os_state.
+_THREAD = struct.Struct("<QQqiIiIIIc7x")
+_INDEX = struct.Struct("<I")
+SELECT_ALL, SELECT_BUSY, SELECT_GIL = lib.PYTOP_SELECT_ALL, lib.PYTOP_SELECT_BUSY, lib.PYTOP_SELECT_GIL
 assert _THREAD.size == ffi.sizeof("pytop_thread"), "pytop.h and unwinder.py disagree"
 
 
@@ -125,29 +127,61 @@ class Sample:
 
 
 class RawSample(NamedTuple):
-    """A sample as the native side laid it out, copied in two bulk reads: what a sampling
+    """A sample as the native side laid it out, copied in a few bulk reads: what a sampling
     thread hands on without spending time (and the GIL) on unpacking it."""
 
     records: bytes  # pytop_thread structs
     frames: bytes  # FRAME records of all threads
+    selected: bytes  # uint32 indices of the threads whose stacks count (Unwinder.set_select)
+    thread_count: int
+    active_count: int
+    torn_count: int
+    gil_held: bool
     gc_collecting: int  # 1, 0, or -1 when unknown
     syscalls: int
     taken_at: float
 
-    def threads(self) -> Iterator[tuple[int, int, int, int, int, int, int, bytes]]:
-        """Per thread: (thread id, tstate, interpreter id, native id, flags, status, OS state
-        letter as a byte value, stack bytes)."""
+    def threads(self) -> Iterator[tuple[int, int, int, int, int, int, int, int, bytes]]:
+        """Per thread: (thread id, tstate, interpreter id, native id, flags, status, serial,
+        OS state letter as a byte value, stack bytes)."""
         frames, size = self.frames, FRAME.size
-        for tid, tstate, interp, native, flags, status, first, count, state in _THREAD.iter_unpack(self.records):
-            yield tid, tstate, interp, native, flags, status, state[0], frames[first * size:(first + count) * size]
+        for tid, tstate, interp, native, flags, status, first, count, serial, state in _THREAD.iter_unpack(
+                self.records):
+            yield (tid, tstate, interp, native, flags, status, serial, state[0],
+                   frames[first * size:(first + count) * size])
+
+    def selected_stacks(self) -> Iterator[tuple[int, bytes]]:
+        """(serial, stack) of the selected threads only: the per-sample work of a sampler."""
+        records, frames, size, at = self.records, self.frames, FRAME.size, _THREAD.size
+        for (index,) in _INDEX.iter_unpack(self.selected):
+            record = _THREAD.unpack_from(records, index * at)
+            first, count = record[6], record[7]
+            yield record[8], frames[first * size:(first + count) * size]
 
     def decode(self) -> Sample:
         threads = tuple([
             ThreadSample(tid, native, interp, flags, status, stack, chr(state))
-            for tid, _, interp, native, flags, status, state, stack in self.threads()
+            for tid, _, interp, native, flags, status, _, state, stack in self.threads()
         ])
         gc = None if self.gc_collecting < 0 else bool(self.gc_collecting)
         return Sample(threads, gc, self.syscalls, self.taken_at)
+
+
+class ThreadStat(NamedTuple):
+    """One thread's figures since the last reset_thread_stats(), kept by the native side."""
+
+    thread_id: int
+    serial: int
+    native_id: int
+    samples: int
+    active: int
+    gil: int
+    top_code: int  # code id of the innermost frame of its latest sample, 0 if none
+    alive: bool  # in the latest sample
+
+
+_THREAD_STAT = struct.Struct("<QIiIIIII4x")
+assert _THREAD_STAT.size == ffi.sizeof("pytop_thread_stat"), "pytop.h and unwinder.py disagree"
 
 
 class SampleError(Exception):
@@ -189,6 +223,29 @@ class Unwinder:
         thread that calls this must be the one that samples: ptrace belongs to a thread."""
         self._option(lib.PYTOP_OPT_BLOCKING, int(blocking))
 
+    def set_select(self, mode: int) -> None:
+        """Which threads' stacks a sample selects: SELECT_ALL, SELECT_BUSY (running or holding
+        the GIL, the default) or SELECT_GIL."""
+        self._option(lib.PYTOP_OPT_SELECT, mode)
+
+    def thread_stats(self) -> list[ThreadStat]:
+        """Every thread's figures since the last reset_thread_stats() (finished ones too, up to
+        a bound); another thread may be sampling meanwhile."""
+        if self._handle is None:
+            return []  # closed: the target is gone and so are its figures
+        count = ffi.new("uint32_t *")
+        lib.pytop_thread_stats(self._handle, ffi.NULL, 0, count)
+        capacity = count[0] + 64  # room for threads that start meanwhile
+        out = ffi.new("pytop_thread_stat[]", capacity)
+        lib.pytop_thread_stats(self._handle, out, capacity, count)
+        raw = ffi.buffer(out, min(count[0], capacity) * _THREAD_STAT.size)
+        return [ThreadStat(tid, serial, native, samples, active, gil, top, bool(alive))
+                for tid, serial, native, samples, active, gil, top, alive in _THREAD_STAT.iter_unpack(raw)]
+
+    def reset_thread_stats(self) -> None:
+        if self._handle is not None:
+            lib.pytop_reset_thread_stats(self._handle)
+
     def set_reuse_stacks(self, reuse: bool) -> None:
         """Whether a thread that has not run since the last sample keeps its stack (default)
         or has it read again (for benchmarks of the full walk)."""
@@ -211,6 +268,8 @@ class Unwinder:
         if status == lib.PYTOP_OK:
             return RawSample(ffi.buffer(out.threads, out.thread_count * _THREAD.size)[:],
                              ffi.buffer(out.frames, out.frame_count * FRAME.size)[:],
+                             ffi.buffer(out.selected, out.selected_count * _INDEX.size)[:],
+                             out.thread_count, out.active_count, out.torn_count, bool(out.gil_held),
                              out.gc_collecting, out.syscalls, taken_at)
         if status == lib.PYTOP_ERR_GONE:
             raise errors.TargetExited(f"process {self.pid} has exited")
@@ -231,7 +290,7 @@ class Unwinder:
         info = self._codes.get(code_id)
         if info is None:
             c_info = ffi.new("pytop_code_info *")
-            if lib.pytop_describe_code(self._handle, code_id, c_info) != lib.PYTOP_OK:
+            if self._handle is None or lib.pytop_describe_code(self._handle, code_id, c_info) != lib.PYTOP_OK:
                 return UNKNOWN
             info = CodeInfo(
                 ffi.string(c_info.name).decode("utf-8", "replace"),
