@@ -8,24 +8,49 @@
  * it, down to the start of the current chunk (or a window, for older chunks and generators).
  * Frames owned by the C stack or the interpreter itself (3.12+ shims) are not Python code and
  * are skipped; from 3.14 the executable pointer carries tag bits that are masked off.
+ *
+ * A thread may change its frames while they are read, and then the walk follows garbage: every
+ * frame and code pointer must look like one, an owner must be in range, and a chain that comes
+ * back on itself is caught (Brent's cycle detection: one saved address, no allocation). Any of
+ * these ends the walk as PYTOP_ERR_CORRUPT, which the caller treats as a torn stack.
  */
 #include "internal.h"
 
 static int32_t max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
 
+/* Brent: remember the frame at steps 1, 2, 4, 8, ...; meeting it again means a cycle. */
+typedef struct cycle_check {
+    uint64_t saved;
+    uint32_t power, steps;
+} cycle_check;
+
+static bool comes_back(cycle_check *c, uint64_t frame) {
+    if (frame == c->saved) return true;
+    if (++c->steps == c->power) {
+        c->saved = frame;
+        c->power *= 2;
+        c->steps = 0;
+    }
+    return false;
+}
+
 static int walk_objects(pytop_unwinder *u, uint64_t frame, pytop_thread *t) {
     const pytop_layout *L = &u->L;
     size_t need = (size_t)max_i32(max_i32(L->fr_previous, L->fr_code) + 8, L->fr_lasti + 4);
+    cycle_check cycle = {0, 1, 0};
     for (int depth = 0; frame; depth++) {
         if (depth >= u->max_depth) {
             t->flags |= PYTOP_THREAD_TRUNCATED;
             break;
         }
+        if (!plausible_pointer(frame) || comes_back(&cycle, frame)) return PYTOP_ERR_CORRUPT;
         int status;
         const uint8_t *h = remote_view(&u->mem, frame, need, VIEW_TRACK, &status);
         if (!h) return status;
+        uint64_t code = load_u64(h, L->fr_code);
+        if (!plausible_pointer(code)) return PYTOP_ERR_CORRUPT;
         int32_t lasti = load_i32(h, L->fr_lasti);
-        status = push_raw_frame(u, load_u64(h, L->fr_code), (int64_t)lasti * L->lasti_scale);
+        status = push_raw_frame(u, code, (int64_t)lasti * L->lasti_scale);
         if (status != PYTOP_OK) return status;
         frame = load_u64(h, L->fr_previous);
     }
@@ -39,21 +64,25 @@ static int walk_interpreter(pytop_unwinder *u, const thread_frames *tf, pytop_th
     /* Frames of the current data-stack chunk lie between its first slot and the stack top. */
     uint64_t first_slot = tf->chunk ? tf->chunk + (uint64_t)L->chunk_data : 0;
     uint64_t tag_mask = L->fr_executable_tag_bits > 0 ? (uint64_t)L->fr_executable_tag_bits : 0;
-    /* Skipped frames count towards the bound too, so a cycle of them cannot spin. */
+    /* Skipped frames count towards the bound too, so a run of them cannot spin. */
     int steps = 0, depth = 0;
+    cycle_check cycle = {0, 1, 0};
     for (; frame; steps++) {
         if (depth >= u->max_depth || steps >= 2 * u->max_depth) {
             t->flags |= PYTOP_THREAD_TRUNCATED;
             break;
         }
+        if (!plausible_pointer(frame) || comes_back(&cycle, frame)) return PYTOP_ERR_CORRUPT;
         int status;
         uint64_t floor = frame >= first_slot && frame < tf->stack_top ? first_slot : 0;
         const uint8_t *h = remote_view_window(&u->mem, frame, need, floor, &status);
         if (!h) return status;
         uint8_t owner = h[L->fr_owner];
         uint64_t next = load_u64(h, L->fr_previous);
+        if (L->fr_owner_max >= 0 && owner > L->fr_owner_max) return PYTOP_ERR_CORRUPT;
         if (L->fr_owner_native < 0 || owner < L->fr_owner_native) {
             uint64_t code = load_u64(h, L->fr_code) & ~tag_mask;
+            if (!plausible_pointer(code)) return PYTOP_ERR_CORRUPT;
             uint64_t instr = load_u64(h, L->fr_instr_ptr);
             uint64_t first = code + (uint64_t)L->co_code_adaptive;
             status = push_raw_frame(u, code, (int64_t)(instr - first));

@@ -29,6 +29,18 @@
 #define MAX_LINETABLE_BYTES (4u << 20)
 #define MAX_READ_BYTES (16u << 20)   /* no single read of the target is larger */
 #define MAX_PREFETCH_RANGES 8192
+/* Failed reads (unmapped addresses: a torn stack's garbage pointers) allowed while reading one
+ * thread, and in one sample: past them a read fails at once, without a syscall. */
+#define MAX_FAILED_READS_PER_THREAD 16
+#define MAX_FAILED_READS_PER_SAMPLE 256
+/* Code addresses that failed this sample, remembered so that no other frame retries them. */
+#define MAX_BAD_CODES 16
+
+/* Could `addr` be a pointer to an object in a 64-bit Linux process? (non-null, 8-aligned,
+ * in the user half). Torn memory fails this far more often than not. */
+static inline bool plausible_pointer(uint64_t addr) {
+    return addr != 0 && (addr & 7) == 0 && addr < (1ull << 47);
+}
 
 /* Room for at least `need` items of `size` bytes in an array that doubles from `first` items:
  * returns the array (perhaps moved) and updates *cap, or returns NULL and leaves both as they
@@ -80,6 +92,8 @@ typedef struct remote {
      * `extra`) and the prefetch, so the new walk sees memory of one moment, read anew. */
     bool fresh;
     size_t fresh_from;
+    /* Reads that failed this sample, and how many may fail before reads give up at once. */
+    uint32_t failed_reads, failure_limit;
 } remote;
 
 enum view_flags {
@@ -97,9 +111,17 @@ const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int 
  * in the same syscall and keeps it for the rest of the sample: the next frames of a walk
  * outwards are usually just below. */
 const uint8_t *remote_view_window(remote *r, uint64_t addr, size_t len, uint64_t floor, int *status);
-/* Re-reading: until remote_end_fresh(), views ignore everything read so far in this sample. */
-void remote_begin_fresh(remote *r);
-void remote_end_fresh(remote *r);
+/* From now on, at most `count` more reads may fail in this sample (within the sample's own
+ * bound); further ones return PYTOP_ERR_LIMIT without a syscall. */
+void remote_allow_failures(remote *r, uint32_t count);
+/* Re-reading: until remote_end_fresh(), views ignore everything read so far in this sample.
+ * Nests: remote_end_fresh() takes what remote_begin_fresh() returned and restores it. */
+typedef struct fresh_mark {
+    bool fresh;
+    size_t from;
+} fresh_mark;
+fresh_mark remote_begin_fresh(remote *r);
+void remote_end_fresh(remote *r, fresh_mark before);
 /* Direct read into the caller's buffer. */
 int remote_read(remote *r, uint64_t addr, void *buf, size_t len);
 /* Several independent reads in one syscall; ok[i] says which succeeded. */
@@ -168,6 +190,10 @@ typedef struct code_cache {
     /* Entries used this sample that must be re-confirmed, checked together in one syscall. */
     uint32_t *due;
     uint32_t due_count, due_cap;
+    /* Addresses that could not be read as code objects this sample, and why. */
+    uint64_t bad[MAX_BAD_CODES];
+    int bad_status[MAX_BAD_CODES];
+    uint32_t bad_count;
 } code_cache;
 
 struct pytop_unwinder;

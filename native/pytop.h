@@ -48,7 +48,7 @@ typedef struct pytop_layout {
     int32_t ts_next, ts_interp, ts_thread_id, ts_native_thread_id, ts_frame, ts_cframe;
     int32_t cf_current_frame, ts_datastack_chunk, ts_datastack_top;
     int32_t fr_previous, fr_code, fr_lasti, fr_instr_ptr, fr_owner, fr_header_size;
-    int32_t fr_owner_native, fr_executable_tag_bits;
+    int32_t fr_owner_native, fr_executable_tag_bits, fr_owner_max;
     int32_t chunk_previous, chunk_size, chunk_data;
     int32_t co_filename, co_name, co_qualname, co_linetable, co_firstlineno, co_code;
     int32_t co_code_adaptive, co_header_size;

@@ -47,16 +47,22 @@ int status_from_errno(int err) {
     }
 }
 
-void remote_begin_fresh(remote *r) {
+fresh_mark remote_begin_fresh(remote *r) {
+    fresh_mark before = {r->fresh, r->fresh_from};
     r->fresh = true;
     r->fresh_from = r->extra_count;
+    return before;
 }
 
-void remote_end_fresh(remote *r) { r->fresh = false; }
+void remote_end_fresh(remote *r, fresh_mark before) {
+    r->fresh = before.fresh;
+    r->fresh_from = before.from;
+}
 
 void remote_init(remote *r, int pid) {
     memset(r, 0, sizeof *r);
     r->pid = pid;
+    r->failure_limit = MAX_FAILED_READS_PER_SAMPLE;
 }
 
 static void arena_release(remote *r, size_t keep) {
@@ -110,16 +116,23 @@ static uint8_t *arena_alloc(remote *r, size_t len) {
     return p;
 }
 
+void remote_allow_failures(remote *r, uint32_t count) {
+    uint64_t limit = (uint64_t)r->failed_reads + count;
+    r->failure_limit = limit < MAX_FAILED_READS_PER_SAMPLE ? (uint32_t)limit : MAX_FAILED_READS_PER_SAMPLE;
+}
+
 int remote_read(remote *r, uint64_t addr, void *buf, size_t len) {
     if (len == 0) return PYTOP_OK;
     if (len > MAX_READ_BYTES) return PYTOP_ERR_LIMIT;
-    if (addr == 0 || addr + len < addr) return PYTOP_ERR_CORRUPT;
+    if (addr == 0 || addr + len < addr || addr >= (1ull << 47)) return PYTOP_ERR_CORRUPT;
+    if (r->failed_reads >= r->failure_limit) return PYTOP_ERR_LIMIT; /* chasing garbage: stop */
     struct iovec local = {buf, len};
     struct iovec remote_iov = {(void *)(uintptr_t)addr, len};
     r->syscalls++;
     ssize_t n = process_vm_readv(r->pid, &local, 1, &remote_iov, 1, 0);
-    if (n < 0) return status_from_errno(errno);
-    return (size_t)n == len ? PYTOP_OK : PYTOP_ERR_READ;
+    int status = n < 0 ? status_from_errno(errno) : (size_t)n == len ? PYTOP_OK : PYTOP_ERR_READ;
+    if (status == PYTOP_ERR_READ) r->failed_reads++;
+    return status;
 }
 
 /* Read up to IOV_BATCH ranges from `first`; returns how many were attempted, or -status. */
@@ -243,6 +256,8 @@ int remote_begin_sample(remote *r) {
     arena_release(r, ARENA_KEEP_BYTES);
     r->extra_count = 0;
     r->syscalls = 0;
+    r->failed_reads = 0;
+    r->failure_limit = MAX_FAILED_READS_PER_SAMPLE;
     r->range_count = 0;
     if (r->touched_count == 0) return PYTOP_OK;
     if (r->range_cap < r->touched_count) {

@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #define STACK_RETRIES 2 /* a stack torn twice in a row is reported as such */
+#define LIST_RETRIES 2  /* so is a thread list that changed under us three times */
 
 typedef struct gil_holders {
     uint64_t tstate[MAX_INTERPRETERS + 1];
@@ -122,12 +123,17 @@ static int read_stack(pytop_unwinder *u, pytop_thread *t) {
     return status;
 }
 
-static int walk_thread(pytop_unwinder *u, uint64_t ts, int64_t interp_id, uint64_t *next) {
+/* A thread state read while its thread ends may already be freed memory: it must point back
+ * at its interpreter, and its link must look like a pointer. */
+static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t interp_id, uint64_t *next) {
     const pytop_layout *L = &u->L;
-    uint64_t thread_id = 0;
+    uint64_t thread_id = 0, owner = 0;
+    if (!plausible_pointer(ts)) return PYTOP_ERR_CORRUPT;
     int status = read_u64(u, ts + (uint64_t)L->ts_next, next);
     if (status == PYTOP_OK) status = read_u64(u, ts + (uint64_t)L->ts_thread_id, &thread_id);
-    if (status != PYTOP_OK) return fail(u, status, "cannot read thread state at 0x%llx", (unsigned long long)ts);
+    if (status == PYTOP_OK) status = read_u64(u, ts + (uint64_t)L->ts_interp, &owner);
+    if (status == PYTOP_OK && (owner != interp || (*next && !plausible_pointer(*next)))) status = PYTOP_ERR_CORRUPT;
+    if (status != PYTOP_OK) return status;
     pytop_thread *t = push_thread(u);
     if (!t) return fail(u, PYTOP_ERR_NOMEM, "out of memory for threads");
     t->thread_id = thread_id;
@@ -139,19 +145,54 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, int64_t interp_id, uint64
     /* Only the thread itself changes its frames: one that has not been on a CPU since the last
      * sample has the same stack, and reading it again would only cost time. */
     if (!set_os_state(u, t) || !reuse_previous_stack(u, t)) {
+        remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_THREAD); /* retries included */
         status = read_stack(u, t);
         /* The thread changed its stack while we read it: again, from fresh memory. */
         for (int retry = 0; retry < STACK_RETRIES && (status == PYTOP_ERR_READ || status == PYTOP_ERR_CORRUPT); retry++) {
-            remote_begin_fresh(&u->mem);
+            fresh_mark mark = remote_begin_fresh(&u->mem);
             status = read_stack(u, t);
-            remote_end_fresh(&u->mem);
+            remote_end_fresh(&u->mem, mark);
         }
+        remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE); /* back to the sample's bound */
     }
     t->frame_count = u->cur->frame_count - t->first_frame;
     /* Losing the process or the permission ends the sample; anything else is this thread's. */
     if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION || status == PYTOP_ERR_NOMEM)
         return fail(u, status, "reading the stack of thread %llu", (unsigned long long)thread_id);
     return PYTOP_OK;
+}
+
+/* The thread states of one interpreter, from `head`. */
+static int walk_thread_list(pytop_unwinder *u, uint64_t interp, int64_t id, uint64_t head) {
+    uint64_t ts = head;
+    for (int n = 0; ts; n++) {
+        if (u->cur->thread_count >= MAX_THREADS || n >= MAX_THREADS)
+            return fail(u, PYTOP_ERR_LIMIT, "more than %d threads (or a cycle in the thread list)", MAX_THREADS);
+        uint64_t next_ts = 0;
+        int status = walk_thread(u, ts, interp, id, &next_ts);
+        if (status == PYTOP_ERR_READ || status == PYTOP_ERR_CORRUPT)
+            return fail(u, status, "cannot read thread state at 0x%llx", (unsigned long long)ts);
+        if (status != PYTOP_OK) return status;
+        ts = next_ts;
+    }
+    return PYTOP_OK;
+}
+
+/* A thread that ends while the list is walked can leave it pointing at freed memory: the walk
+ * starts again from the head, read anew, dropping what the broken walk collected. */
+static int walk_threads_of(pytop_unwinder *u, uint64_t interp, int64_t id, uint64_t head) {
+    uint32_t first_thread = u->cur->thread_count, first_frame = u->cur->frame_count;
+    int status = walk_thread_list(u, interp, id, head);
+    for (int retry = 0; retry < LIST_RETRIES && (status == PYTOP_ERR_READ || status == PYTOP_ERR_CORRUPT); retry++) {
+        u->cur->thread_count = first_thread;
+        u->cur->frame_count = first_frame;
+        u->error[0] = '\0';
+        fresh_mark mark = remote_begin_fresh(&u->mem);
+        status = read_u64(u, interp + (uint64_t)u->L.is_threads_head, &head);
+        if (status == PYTOP_OK) status = walk_thread_list(u, interp, id, head);
+        remote_end_fresh(&u->mem, mark);
+    }
+    return status;
 }
 
 static int walk_interpreter_state(pytop_unwinder *u, uint64_t interp, gil_holders *g,
@@ -171,15 +212,7 @@ static int walk_interpreter_state(pytop_unwinder *u, uint64_t interp, gil_holder
     }
     if (status != PYTOP_OK)
         return fail(u, status, "cannot read interpreter state at 0x%llx", (unsigned long long)interp);
-    uint64_t ts = head;
-    for (int n = 0; ts; n++) {
-        if (u->cur->thread_count >= MAX_THREADS || n >= MAX_THREADS)
-            return fail(u, PYTOP_ERR_LIMIT, "more than %d threads (or a cycle in the thread list)", MAX_THREADS);
-        uint64_t next_ts = 0;
-        if ((status = walk_thread(u, ts, (int64_t)id, &next_ts)) != PYTOP_OK) return status;
-        ts = next_ts;
-    }
-    return PYTOP_OK;
+    return walk_threads_of(u, interp, (int64_t)id, head);
 }
 
 static void mark_gil_holders(pytop_unwinder *u, const gil_holders *g) {

@@ -152,25 +152,36 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
     }
 }
 
-/* Map every raw frame of `t` to a code id. A code object that cannot be read marks the
- * thread (a frame torn by the running target), not the whole sample. */
+/* Map every raw frame of `t` to a code id. A code object that cannot be read means the frame
+ * was torn by the running target: the thread's stack is given up at once (its walk is retried
+ * from fresh memory), not the whole sample, and the address is remembered for the rest of the
+ * sample so that no other frame tries it again. */
 int resolve_ids(pytop_unwinder *u, pytop_thread *t) {
     const sample_buf *b = u->cur;
+    code_cache *c = &u->codes;
     uint64_t last_code = 0;
     uint32_t last_id = 0;
     for (uint32_t i = t->first_frame; i < t->first_frame + t->frame_count; i++) {
         const raw_frame *raw = &b->raw[i];
-        if (raw->code != last_code || last_id == 0) { /* recursion repeats one code object */
-            int status = codes_lookup(u, raw->code, &last_id);
+        if (raw->code != last_code) { /* recursion repeats one code object */
+            int status = PYTOP_OK;
+            for (uint32_t k = 0; k < c->bad_count; k++)
+                if (c->bad[k] == raw->code) status = c->bad_status[k];
+            if (status == PYTOP_OK) status = codes_lookup(u, raw->code, &last_id);
             if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION || status == PYTOP_ERR_NOMEM)
                 return fail(u, status, "reading a code object at 0x%llx", (unsigned long long)raw->code);
             if (status != PYTOP_OK) {
-                last_id = 0;
-                if (t->status == PYTOP_OK) t->status = status;
+                if (c->bad_count < MAX_BAD_CODES) {
+                    c->bad[c->bad_count] = raw->code;
+                    c->bad_status[c->bad_count++] = status;
+                }
+                t->status = status;
+                for (; i < t->first_frame + t->frame_count; i++) b->frames[i].code_id = 0;
+                return PYTOP_OK;
             }
             last_code = raw->code;
         }
-        const code_entry *e = codes_get(&u->codes, last_id);
+        const code_entry *e = codes_get(c, last_id);
         if (e && raw->offset >= e->code_bytes) codes_force_check(u, last_id);
         b->frames[i].code_id = last_id;
     }
@@ -184,7 +195,8 @@ static int resolve_all(pytop_unwinder *u) {
     sample_buf *b = u->cur;
     if (codes_confirm_due(u) > 0) {
         for (uint32_t k = 0; k < b->thread_count; k++) {
-            if (b->threads[k].flags & PYTOP_THREAD_UNCHANGED) continue; /* its objects live */
+            const pytop_thread *t = &b->threads[k];
+            if ((t->flags & PYTOP_THREAD_UNCHANGED) || t->status != PYTOP_OK) continue; /* objects live; torn */
             int status = resolve_ids(u, &b->threads[k]);
             if (status != PYTOP_OK) return status;
         }
@@ -255,6 +267,7 @@ static int collect(pytop_unwinder *u, pytop_sample *out) {
     u->error[0] = '\0';
     u->now_ms = monotonic_ms();
     u->codes.due_count = 0;
+    u->codes.bad_count = 0;
     int status = u->stop.enabled ? stop_the_world(u) : PYTOP_OK;
     if (status == PYTOP_OK) status = remote_begin_sample(&u->mem);
     if (status == PYTOP_OK) status = threads_walk(u);

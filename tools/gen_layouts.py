@@ -90,6 +90,10 @@ FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     ("fr_owner_native", "FRAME_OWNED_BY_CSTACK", ((3, 12), (3, 13))),
     ("fr_owner_native", "FRAME_OWNED_BY_INTERPRETER", since((3, 14))),
     ("fr_executable_tag_bits", "Py_TAG_BITS", since((3, 14))),
+    # The largest valid owner value: a frame read from torn memory rarely has one in range.
+    ("fr_owner_max", "FRAME_OWNED_BY_FRAME_OBJECT", ((3, 11), (3, 11))),
+    ("fr_owner_max", "FRAME_OWNED_BY_CSTACK", ((3, 12), (3, 14))),
+    ("fr_owner_max", "FRAME_OWNED_BY_INTERPRETER", since((3, 15))),
     ("chunk_previous", "offsetof(_PyStackChunk, previous)", since((3, 11))),
     ("chunk_size", "offsetof(_PyStackChunk, size)", since((3, 11))),
     ("chunk_data", "offsetof(_PyStackChunk, data)", since((3, 11))),
