@@ -32,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tools"))
 import provision_interpreters  # noqa: E402
-from pytop.attach import attach  # noqa: E402
+from pytop.target.attach import attach  # noqa: E402
 
 WORKLOADS = ("basic", "deep_static", "threads")
 TACHYON_SCRIPT = r"""

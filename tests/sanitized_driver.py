@@ -10,8 +10,8 @@ import sys
 
 import pytop._native
 from pytop import errors
-from pytop.attach import attach
-from pytop.unwinder import SampleError, decode_line, decode_text
+from pytop.native import SampleError, decode_line, decode_text
+from pytop.target.attach import attach
 
 SAMPLES = 150
 

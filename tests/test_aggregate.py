@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytop.aggregate import Aggregator, FunctionTable, StackCounts, StackDecoder, rows_of
-from pytop.unwinder import FRAME
+from pytop.core.aggregate import Aggregator, FunctionTable, StackCounts, StackDecoder, rows_of
+from pytop.core.records import FRAME
 
 NAMES = {1: ("main", "app.py"), 2: ("work", "app.py"), 3: ("helper", "lib.py"), 4: ("fib", "app.py")}
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytop.aggregate import StackCounts, StackDecoder
-from pytop.callgraph import ROOT, SELF, call_graph
-from pytop.unwinder import FRAME
+from pytop.core.aggregate import StackCounts, StackDecoder
+from pytop.core.callgraph import ROOT, SELF, call_graph
+from pytop.core.records import FRAME
 
 NAMES = {1: ("main", "app.py"), 2: ("handle", "app.py"), 3: ("render", "app.py"), 4: ("query", "db.py"),
          5: ("walk", "tree.py")}

@@ -12,8 +12,8 @@ import time
 from typing import Any
 
 import helpers
-from pytop.attach import attach
-from pytop.unwinder import SampleError
+from pytop.native import SampleError
+from pytop.target.attach import attach
 
 WARM_UP = 50  # the first samples read every code object once
 

@@ -12,9 +12,9 @@ from typing import Any
 import jsonschema
 
 import helpers
-from pytop.attach import attach
-from pytop.live import info_of
-from pytop.sampler import Sampler, Settings
+from pytop.run import info_of
+from pytop.sampling.sampler import Sampler, Settings
+from pytop.target.attach import attach
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "speedscope-file-format-schema.json").read_text())
 FRAME_LABEL = re.compile(r"^.+ \(.+:-?\d+\)$")

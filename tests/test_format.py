@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytop.model import Snapshot, TargetInfo
-from pytop.ui import format as fmt
+from pytop.core.model import Snapshot, TargetInfo
+from pytop.report import format as fmt
 
 
 def snapshot(**changes: object) -> Snapshot:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import helpers
-from pytop.unwinder import decode_line, decode_text
+from pytop.native import decode_line, decode_text
 
 FORMATS = (1, 2, 3)  # co_lnotab (3.8-3.9), co_linetable (3.10), location table (3.11+)
 

@@ -9,7 +9,7 @@ from typing import Any
 from textual.widgets import DataTable
 
 import helpers
-from pytop.pythons import python_processes
+from pytop.target.pythons import python_processes
 from pytop.ui.picker import PickerApp
 
 

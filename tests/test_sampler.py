@@ -10,10 +10,10 @@ import time
 from typing import Any
 
 import helpers
-from pytop.attach import attach
-from pytop.live import attach_child, info_of
-from pytop.model import Snapshot
-from pytop.sampler import Sampler, Settings
+from pytop.core.model import Snapshot
+from pytop.run import attach_child, info_of
+from pytop.sampling.sampler import Sampler, Settings
+from pytop.target.attach import attach
 
 
 class Collected:

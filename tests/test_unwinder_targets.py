@@ -12,8 +12,8 @@ import pytest
 
 import helpers
 from pytop import errors
-from pytop.attach import Target, attach
-from pytop.unwinder import OS_STATE_EXACT, OS_STATE_FAST, Sample, SampleError, ThreadSample
+from pytop.native import OS_STATE_EXACT, OS_STATE_FAST, Sample, SampleError, ThreadSample
+from pytop.target.attach import Target, attach
 
 
 def frames_of(target: Target, thread: ThreadSample) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pytop.model import CallGraph, FunctionRow, Neighbour, Snapshot, TargetInfo, ThreadRow
+from pytop.core.model import CallGraph, FunctionRow, Neighbour, Snapshot, TargetInfo, ThreadRow
 
 TARGET = TargetInfo(4242, "python shop.py --port 8080", "3.12.1", "/srv/shop")
 

@@ -14,9 +14,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from pytop.launch import Child, attach_when_ready, demo_command
-from pytop.live import info_of, notes_for
-from pytop.sampler import Sampler, Settings
+from pytop.run import info_of, notes_for
+from pytop.sampling.sampler import Sampler, Settings
+from pytop.target.launch import Child, attach_when_ready, demo_command
 from pytop.ui.app import PytopApp
 
 OUT = Path(__file__).resolve().parent.parent / "screenshots"

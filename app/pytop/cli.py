@@ -12,12 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 
 from . import __version__, errors
-
-SORT_CHOICES = {"own": "own_pct", "total": "total_pct", "owntime": "own_time", "totaltime": "total_time",
-                "1": "own_pct", "2": "total_pct", "3": "own_time", "4": "total_time"}
+from .report.table import SORT_CHOICES
 
 
 def parse_pid(text: str) -> int:
@@ -130,86 +127,23 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
                                 "SECONDS for a report, or --dump for the stacks")
 
 
-def run_dump(pid: int, as_json: bool, blocking: bool = False) -> int:
-    from . import dump
-    from .attach import attach
-    from .unwinder import SampleError
-
-    target = attach(pid)
-    try:
-        target.unwinder.set_blocking(blocking)
-        for _ in range(5):  # a torn read is retried; a target that keeps tearing is reported
-            try:
-                sample = target.unwinder.sample()
-                break
-            except SampleError as exc:
-                last = exc
-        else:
-            raise errors.AttachFailed(f"cannot read the stacks of process {pid}: {last}")
-        names = target.names.get()
-        text = dump.as_json(target, sample, names) if as_json else dump.as_text(target, sample, names)
-    finally:
-        target.unwinder.set_blocking(False)
-        target.close()
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    return 0
-
-
-def run_watch(args: argparse.Namespace, command: list[str]) -> int:
-    from . import batch
-    from .attach import attach
-    from .launch import Child, attach_when_ready, demo_command
-    from .live import attach_child, info_of, run_live
-    from .sampler import Sampler, Settings
-
-    child = None
-    if args.demo or command:
-        child = Child(demo_command() if args.demo else command, quiet=not args.batch)
-    try:
-        target = attach_when_ready(child) if child else attach(args.pid_option or args.pid)
-        sort = SORT_CHOICES[args.sort]
-        settings = Settings(rate=args.rate, delay=args.delay, idle=args.idle, gil_only=args.gil,
-                            by_line=args.by_line, realtime=not args.no_priority, blocking=args.blocking)
-        if args.batch:
-            settings = replace(settings, delay=args.duration + 3600, quick_start=False)
-            sampler = Sampler(target.unwinder, info_of(target), settings, target.names,
-                              attach_child if args.subprocesses else None)
-            snapshot = batch.collect(sampler, args.duration)
-            report = batch.render(sampler, snapshot, args.format or ("json" if args.json else "text"), sort,
-                                  args.full_filenames)
-            if args.output:
-                try:
-                    with open(args.output, "w") as f:
-                        f.write(report)
-                except OSError as exc:
-                    raise errors.UsageError(f"cannot write {args.output}: {exc.strerror}") from None
-                print(f"pytop: wrote {args.output}", file=sys.stderr)
-            else:
-                sys.stdout.write(report)
-            return 0
-        return run_live(target, settings, sort=sort, full_filenames=args.full_filenames,
-                        child_log=child.log_path if child else None, stats_file=args.stats_file,
-                        follow_children=args.subprocesses)
-    finally:
-        if child:
-            child.end()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     own, command = split_command(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(own)
     try:
         check_arguments(args, command)
+        from . import run
+
         if args.dump:
-            return run_dump(args.pid_option or args.pid, args.json, args.blocking)
+            return run.dump(args.pid_option or args.pid, args.json, args.blocking)
         if not (args.pid_option or args.pid or command or args.demo):
             from .ui.picker import PickerApp
 
             args.pid = PickerApp().run()
             if args.pid is None:
                 return 0  # the user left the picker
-        return run_watch(args, command)
+        return run.watch(args, command)
     except errors.PytopError as exc:
         print(f"pytop: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -19,8 +19,8 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer
 
-from ..model import RowKey, Snapshot, ThreadKey
-from . import format as fmt
+from ..core.model import RowKey, Snapshot, ThreadKey
+from ..report import format as fmt
 from .callers import CallersPanel
 from .filter import FilterBar, compile_filter, keep
 from .help import HelpScreen

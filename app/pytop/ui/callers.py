@@ -8,8 +8,8 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from ..model import CallGraph, Neighbour, RowKey
-from . import format as fmt
+from ..core.model import CallGraph, Neighbour, RowKey
+from ..report import format as fmt
 
 
 def describe(key: RowKey, cwd: str | None, full: bool) -> Text:

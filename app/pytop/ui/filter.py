@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Input
 
-from ..model import FunctionRow
+from ..core.model import FunctionRow
 
 
 def compile_filter(text: str) -> re.Pattern[str] | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from ..model import Snapshot
+from ..core.model import Snapshot
 
 
 class SnapshotReady(Message):

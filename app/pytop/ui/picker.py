@@ -7,7 +7,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
-from ..pythons import PythonProcess, python_processes
+from ..target.pythons import PythonProcess, python_processes
 
 
 class PickerApp(App[int]):

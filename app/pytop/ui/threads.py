@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from ..model import ThreadKey, ThreadRow
-from . import format as fmt
+from ..core.model import ThreadKey, ThreadRow
+from ..report import format as fmt
 
 COLUMNS = [("name", "Thread"), ("tid", "TID"), ("active", "Active"), ("gil", "GIL"), ("top", "Now in")]
 

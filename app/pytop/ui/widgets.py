@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
-from ..model import FunctionRow, Snapshot
-from . import format as fmt
+from ..core.model import FunctionRow, Snapshot
+from ..report import format as fmt
 
 SORT_COLUMNS = {
     "own_pct": "%Own",

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import psutil
 
-from . import errors
-from .threadnames import ThreadNames
-from .unwinder import Unwinder
+from .. import errors
+from ..native import Unwinder
+from ..target.threadnames import ThreadNames
 
 Attach = Callable[[int], tuple[Unwinder, ThreadNames | None]]
 

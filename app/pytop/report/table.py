@@ -1,43 +1,28 @@
-"""`pytop --batch`: sample for a while without a screen, then print the final table."""
+"""The final table of a run without a screen (`pytop --batch`), as text or JSON, or every stack
+sampled as collapsed stacks or speedscope JSON."""
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Hashable
 from typing import Any
 
+from ..core.aggregate import StackCounts
+from ..core.model import FunctionRow, Snapshot
 from . import export
-from .model import FunctionRow, Snapshot
-from .sampler import Sampler
-from .ui import format as fmt
+from . import format as fmt
+from .export import NameOf
 
-SORT_FIELDS = {"own_pct": "own_pct", "total_pct": "total_pct", "own_time": "own_time", "total_time": "total_time"}
-
-
-def collect(sampler: Sampler, duration: float) -> Snapshot:
-    """Run the sampler for `duration` seconds (or until the target exits, or Ctrl-C) and return
-    one snapshot covering the whole run."""
-    final: list[Snapshot] = []
-    done = threading.Event()
-
-    def publish(snapshot: Snapshot) -> None:
-        if snapshot.exited:
-            final.append(snapshot)
-            done.set()
-
-    sampler.start(publish)
-    try:
-        done.wait(duration)
-    except KeyboardInterrupt:
-        pass
-    sampler.stop()
-    return final[0] if final else sampler.final_snapshot()
+SORT_FIELDS = ("own_pct", "total_pct", "own_time", "total_time")
+# --sort values (py-spy's key numbers too) -> the field they sort by
+SORT_CHOICES = {"own": "own_pct", "total": "total_pct", "owntime": "own_time", "totaltime": "total_time",
+                "1": "own_pct", "2": "total_pct", "3": "own_time", "4": "total_time"}
 
 
 def ordered(rows: tuple[FunctionRow, ...], sort: str) -> list[FunctionRow]:
-    field = SORT_FIELDS[sort]
-    return sorted(rows, key=lambda r: (-getattr(r, field), -r.total_time, r.function, r.filename, r.line or 0))
+    if sort not in SORT_FIELDS:
+        raise ValueError(f"cannot sort by {sort!r}")
+    return sorted(rows, key=lambda r: (-getattr(r, sort), -r.total_time, r.function, r.filename, r.line or 0))
 
 
 def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = None) -> str:
@@ -58,17 +43,16 @@ def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = No
     return "\n".join(lines) + "\n"
 
 
-def render(sampler: Sampler, s: Snapshot, form: str, sort: str, full_filenames: bool) -> str:
-    """The report in one of the --format choices."""
+def render(s: Snapshot, stacks: StackCounts, name_of: NameOf, form: str, sort: str, full_filenames: bool) -> str:
+    """The report in one of the --format choices; `stacks` holds every stack counted."""
     if form == "text":
         return as_text(s, sort, full_filenames)
     if form == "json":
         return as_json(s, sort)
-    name_of = sampler.aggregator.decoder.name
     if form == "collapsed":
-        return "".join(line + "\n" for line in export.collapsed(sampler.aggregator.total, name_of))
+        return "".join(line + "\n" for line in export.collapsed(stacks, name_of))
     labels: dict[Hashable, str] = {row.key: row.label for row in s.thread_rows}
-    document = export.speedscope(sampler.aggregator.total, name_of, lambda t: labels.get(t, str(t)),
+    document = export.speedscope(stacks, name_of, lambda t: labels.get(t, str(t)),
                                  f"pytop: pid {s.target.pid}, {s.target.command}")
     return json.dumps(document) + "\n"
 

@@ -20,14 +20,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from . import export
-from .aggregate import Aggregator, FunctionTable, StackCounts, rows_of
-from .callgraph import call_graph
-from .model import RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow
+from ..core.aggregate import Aggregator, FunctionTable, StackCounts, rows_of
+from ..core.callgraph import call_graph
+from ..core.model import RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow
+from ..native import SELECT_ALL, SELECT_BUSY, SELECT_GIL, RawSample, Unwinder
+from ..report import export
+from ..target.threadnames import ThreadNames
 from .processes import Attach, ProcessSet
-from .sampling import SampleTaker, Taken
-from .threadnames import ThreadNames
-from .unwinder import SELECT_ALL, SELECT_BUSY, SELECT_GIL, RawSample, Unwinder
+from .taker import SampleTaker, Taken
 
 FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickly
 DISCOVERY_SECONDS = 1.0  # how often to look for new subprocesses

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from .aggregate import StackCounts, StackDecoder
 from .model import CallGraph, Neighbour, RowKey
-from .unwinder import FRAME
+from .records import FRAME
 
 ROOT: RowKey = ("(thread start)", "", 0, 0)  # the caller of an outermost frame
 SELF: RowKey = ("(itself)", "", 0, 0)  # the "callee" of samples taken in the function itself

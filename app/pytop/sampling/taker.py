@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import errors, priority
-from .unwinder import RawSample, SampleError, Unwinder
+from .. import errors
+from ..native import RawSample, SampleError, Unwinder
+from . import priority
 
 JITTER = (0.5, 1.5)  # each interval is the nominal one times a factor drawn from this range
 MAX_BACKLOG = 1.0  # seconds: further behind than this, the missed samples are given up

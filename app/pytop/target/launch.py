@@ -9,7 +9,7 @@ import sys
 import tempfile
 import time
 
-from . import errors
+from .. import errors
 from .attach import Target, attach
 
 STARTUP_TIMEOUT = 15.0
@@ -70,7 +70,7 @@ def attach_when_ready(child: Child, timeout: float = STARTUP_TIMEOUT) -> Target:
 
 
 def _interpreter_ready(target: Target) -> bool:
-    from .unwinder import SampleError
+    from ..native import SampleError
 
     try:
         return bool(target.unwinder.sample().threads)

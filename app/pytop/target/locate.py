@@ -15,10 +15,10 @@ import re
 import struct
 from dataclasses import dataclass
 
-from . import errors
+from .. import errors
+from ..native import read_memory
 from .elf import ElfImage
 from .procmaps import Mapping, basename, files_in_order, open_mapped_file, read_maps
-from .unwinder import read_memory
 
 DEBUG_COOKIE = b"xdebugpy"
 _NAME_VERSION = re.compile(r"python(3)\.(\d+)")

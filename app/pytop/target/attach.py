@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import psutil
 
-from . import errors, layouts
+from .. import errors
+from ..native import Unwinder, read_memory
+from . import layouts
 from .locate import PythonVersion, Runtime, locate_runtime
 from .threadnames import ThreadNames
-from .unwinder import Unwinder, read_memory
 
 # How far into glibc's (or musl's) struct pthread to look for the thread's kernel TID.
 PTHREAD_SCAN_BYTES = 2048

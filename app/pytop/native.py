@@ -15,8 +15,8 @@ from typing import NamedTuple
 
 from . import errors
 from ._native import ffi, lib
+from .core.records import FRAME
 
-FRAME = struct.Struct("<Ii")
 UNKNOWN_CODE = 0
 
 _STATUS_ERRNO = {lib.PYTOP_ERR_GONE: errno.ESRCH, lib.PYTOP_ERR_PERMISSION: errno.EPERM}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..model import FunctionRow, Snapshot
+from ..core.model import FunctionRow, Snapshot
 
 # Where a file lives inside an installation: shown from there on ("json/decoder.py").
 _INSTALL_PREFIX = re.compile(r".*/(?:site-packages|dist-packages|lib/python\d+\.\d+)/")

@@ -14,9 +14,9 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import __version__
-from .aggregate import StackCounts
-from .unwinder import FRAME
+from .. import __version__
+from ..core.aggregate import StackCounts
+from ..core.records import FRAME
 
 Frame = tuple[str, str, int]  # function, filename, line
 NameOf = Callable[[int, int], tuple[str, str]]  # (pid, code id) -> (function, filename)

@@ -22,7 +22,7 @@ import struct
 import time
 from collections.abc import Iterator
 
-from .unwinder import read_memory
+from ..native import read_memory
 
 MAX_DICT_ENTRIES = 1 << 16
 MAX_NAME_CHARS = 256

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from .. import errors
+from ... import errors
 from .generated import DEBUG_OFFSETS, LAYOUTS
 
 SUPPORTED = tuple(sorted(LAYOUTS))

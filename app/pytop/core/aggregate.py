@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .model import FunctionRow, RowKey
-from .unwinder import FRAME
+from .records import FRAME
 
 Describe = Callable[[int, int], tuple[str, str]]  # (pid, code id) -> (function, filename)
 

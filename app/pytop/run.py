@@ -1,0 +1,159 @@
+"""What the command line runs: the live view, a run without a screen, a dump; each wired to a
+sampler on a real target. Errors come out as PytopErrors (see errors.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from dataclasses import replace
+
+import psutil
+
+from . import errors
+from .core.model import Snapshot, TargetInfo
+from .core.records import Frame, ProcessStacks, ThreadStack
+from .native import Sample, SampleError, ThreadSample, Unwinder
+from .report import dump as report_dump
+from .report import table
+from .sampling import priority
+from .sampling.sampler import Sampler, Settings
+from .target.attach import Target, attach
+from .target.launch import Child, attach_when_ready, demo_command
+from .target.threadnames import ThreadNames
+
+
+def info_of(target: Target) -> TargetInfo:
+    try:
+        cwd = psutil.Process(target.pid).cwd()
+    except (psutil.Error, OSError):
+        cwd = None
+    return TargetInfo(target.pid, target.cmdline, str(target.version), cwd)
+
+
+def attach_child(pid: int) -> tuple[Unwinder, ThreadNames]:
+    """How --subprocesses starts watching a new descendant."""
+    target = attach(pid)
+    return target.unwinder, target.names
+
+
+def notes_for(settings: Settings, child_log: str | None) -> tuple[str, ...]:
+    notes = []
+    if settings.idle:
+        notes.append("[idle threads included]")
+    if settings.gil_only:
+        notes.append("[GIL holder only]")
+    if child_log:
+        notes.append(f"[its output: {child_log}]")
+    return tuple(notes)
+
+
+def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: bool,
+             child_log: str | None = None, stats_file: str | None = None, follow_children: bool = False) -> int:
+    from .ui.app import PytopApp
+
+    # The sampler thread shares this process's GIL with the UI: a short switch interval lets it
+    # take the GIL within half a millisecond of waking, however busy the UI is redrawing.
+    sys.setswitchinterval(0.0005)
+    if settings.realtime:
+        priority.raise_process()
+    sampler = Sampler(target.unwinder, info_of(target), settings, target.names,
+                      attach_child if follow_children else None)
+    app = PytopApp(sampler, sort=sort, by_line=settings.by_line, full_filenames=full_filenames,
+                   notes=notes_for(settings, child_log), handle_signals=True)
+    try:
+        app.run()
+    finally:
+        sampler.stop()
+        target.close()
+        if stats_file:
+            with open(stats_file, "w") as f:
+                json.dump(sampler.statistics(), f, indent=1)
+    return 0
+
+
+def stacks_of(target: Target, sample: Sample, names: dict[int, str]) -> ProcessStacks:
+    """A sample with every name resolved, for the dump report."""
+    def frames(thread: ThreadSample) -> tuple[Frame, ...]:
+        codes = (target.unwinder.code(code_id) for code_id, _ in thread.frames())
+        return tuple(Frame(code.qualname, code.filename, line) for code, (_, line) in zip(codes, thread.frames()))
+
+    threads = tuple(ThreadStack(t.thread_id, t.native_id, names.get(t.thread_id), t.gil, t.active, t.os_state,
+                                t.interp_id, t.error, t.truncated, frames(t)) for t in sample.threads)
+    return ProcessStacks(target.pid, target.cmdline, str(target.version), sample.gc_collecting, threads)
+
+
+def collect(sampler: Sampler, duration: float) -> Snapshot:
+    """Run the sampler for `duration` seconds (or until the target exits, or Ctrl-C) and return
+    one snapshot covering the whole run."""
+    final: list[Snapshot] = []
+    done = threading.Event()
+
+    def publish(snapshot: Snapshot) -> None:
+        if snapshot.exited:
+            final.append(snapshot)
+            done.set()
+
+    sampler.start(publish)
+    try:
+        done.wait(duration)
+    except KeyboardInterrupt:
+        pass
+    sampler.stop()
+    return final[0] if final else sampler.final_snapshot()
+
+
+def dump(pid: int, as_json: bool, blocking: bool = False) -> int:
+    target = attach(pid)
+    try:
+        target.unwinder.set_blocking(blocking)
+        for _ in range(5):  # a torn read is retried; a target that keeps tearing is reported
+            try:
+                sample = target.unwinder.sample()
+                break
+            except SampleError as exc:
+                last = exc
+        else:
+            raise errors.AttachFailed(f"cannot read the stacks of process {pid}: {last}")
+        stacks = stacks_of(target, sample, target.names.get())
+        text = report_dump.as_json(stacks) if as_json else report_dump.as_text(stacks)
+    finally:
+        target.unwinder.set_blocking(False)
+        target.close()
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def watch(args: argparse.Namespace, command: list[str]) -> int:
+    child = None
+    if args.demo or command:
+        child = Child(demo_command() if args.demo else command, quiet=not args.batch)
+    try:
+        target = attach_when_ready(child) if child else attach(args.pid_option or args.pid)
+        sort = table.SORT_CHOICES[args.sort]
+        settings = Settings(rate=args.rate, delay=args.delay, idle=args.idle, gil_only=args.gil,
+                            by_line=args.by_line, realtime=not args.no_priority, blocking=args.blocking)
+        if args.batch:
+            settings = replace(settings, delay=args.duration + 3600, quick_start=False)
+            sampler = Sampler(target.unwinder, info_of(target), settings, target.names,
+                              attach_child if args.subprocesses else None)
+            snapshot = collect(sampler, args.duration)
+            report = table.render(snapshot, sampler.aggregator.total, sampler.aggregator.decoder.name,
+                                  args.format or ("json" if args.json else "text"), sort, args.full_filenames)
+            if args.output:
+                try:
+                    with open(args.output, "w") as f:
+                        f.write(report)
+                except OSError as exc:
+                    raise errors.UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+                print(f"pytop: wrote {args.output}", file=sys.stderr)
+            else:
+                sys.stdout.write(report)
+            return 0
+        return run_live(target, settings, sort=sort, full_filenames=args.full_filenames,
+                        child_log=child.log_path if child else None, stats_file=args.stats_file,
+                        follow_children=args.subprocesses)
+    finally:
+        if child:
+            child.end()
