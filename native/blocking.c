@@ -18,10 +18,13 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "internal.h"
 
 #define MAX_STOP_WAITS 16 /* signals handed back while waiting for one thread's stop */
+#define STOP_DEADLINE_NS (200u * 1000000u) /* a sample waits at most this long for the stops */
+#define STOP_POLL_NS 20000u
 
 static tracee *find(blocking *b, int tid) {
     for (uint32_t i = 0; i < b->count; i++)
@@ -57,33 +60,51 @@ int blocking_seize_new(blocking *b) {
 
 static void forget(blocking *b, uint32_t i) { b->tracees[i] = b->tracees[--b->count]; }
 
-/* Wait until tracee i is in its interrupt stop; false if it is gone. */
-static bool wait_stopped(blocking *b, uint32_t i) {
+/* waitpid, but giving up at `deadline` (monotonic ns): 1 with a status, 0 gone, -1 late. A
+ * thread that never stops (a kernel that loses the interrupt, a debugger racing us) must not
+ * hang the sampling thread. */
+static int wait_until(int tid, int *st, uint64_t deadline) {
+    for (;;) {
+        pid_t got = waitpid(tid, st, __WALL | WNOHANG);
+        if (got == tid) return 1;
+        if (got < 0) return 0;
+        if (monotonic_ns() >= deadline) return -1;
+        struct timespec pause = {0, STOP_POLL_NS};
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* Wait until tracee i is in its interrupt stop: 1 stopped, 0 gone, -1 not by the deadline. */
+static int wait_stopped(blocking *b, uint32_t i, uint64_t deadline) {
     tracee *t = &b->tracees[i];
     for (int n = 0; n < MAX_STOP_WAITS; n++) {
         int st;
-        if (waitpid(t->tid, &st, __WALL) < 0) return false;
-        if (WIFEXITED(st) || WIFSIGNALED(st)) return false;
+        int got = wait_until(t->tid, &st, deadline);
+        if (got <= 0) return got;
+        if (WIFEXITED(st) || WIFSIGNALED(st)) return 0;
         if (!WIFSTOPPED(st)) continue;
         if ((st >> 16) == PTRACE_EVENT_STOP) {
             int sig = WSTOPSIG(st);
             /* An interrupt stop reports SIGTRAP; a group stop reports the stopping signal. */
             t->group_stop = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
-            return true;
+            return 1;
         }
         /* A signal arrived first: hand it back, our interrupt stop follows. */
         ptrace(PTRACE_CONT, t->tid, NULL, (void *)(uintptr_t)WSTOPSIG(st));
     }
-    return false;
+    return 0;
 }
 
 int blocking_stop_all(blocking *b) {
+    uint64_t deadline = monotonic_ns() + STOP_DEADLINE_NS;
     for (uint32_t i = 0; i < b->count; i++) ptrace(PTRACE_INTERRUPT, b->tracees[i].tid, NULL, NULL);
+    b->stopped = true; /* from here on, blocking_resume_all() continues whoever did stop */
     for (uint32_t i = 0; i < b->count;) {
-        if (wait_stopped(b, i)) i++;
+        int got = wait_stopped(b, i, deadline);
+        if (got < 0) return PYTOP_ERR_LIMIT; /* resumed by the caller; this sample is given up */
+        if (got > 0) i++;
         else forget(b, i); /* exited meanwhile */
     }
-    b->stopped = true;
     return b->count ? PYTOP_OK : PYTOP_ERR_GONE;
 }
 
@@ -101,8 +122,9 @@ void blocking_detach_all(blocking *b) {
     blocking_resume_all(b);
     for (uint32_t i = 0; i < b->count; i++) {
         tracee *t = &b->tracees[i];
-        /* PTRACE_DETACH needs a stopped tracee: interrupt it first. */
-        if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) == 0 && wait_stopped(b, i))
+        /* PTRACE_DETACH needs a stopped tracee: interrupt it first. If it does not stop in
+         * time, the kernel detaches it when this thread ends. */
+        if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) == 0 && wait_stopped(b, i, monotonic_ns() + STOP_DEADLINE_NS) > 0)
             ptrace(PTRACE_DETACH, t->tid, NULL, NULL);
     }
     free(b->tracees);

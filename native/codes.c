@@ -17,8 +17,10 @@
 #define TYPE_NAME_BYTES 16
 #define LINETABLE_SPECULATIVE_BYTES 256
 
-int codes_init(code_cache *c) {
+int codes_init(code_cache *c, remote *mem, const pytop_layout *L) {
     memset(c, 0, sizeof *c);
+    c->mem = mem;
+    c->L = L;
     c->slot_mask = 1023;
     c->slots = calloc(c->slot_mask + 1, sizeof *c->slots);
     c->recheck_ms = 250;
@@ -90,15 +92,20 @@ static void type_remember(uint64_t *set, uint64_t type) {
     set[0] = type;
 }
 
+void codes_begin_sample(code_cache *c, uint64_t now_ms) {
+    c->now_ms = now_ms;
+    c->due_count = 0;
+    c->bad_count = 0;
+}
+
 /* Is `type` the target's code type? Answered from tp_name once per type object. */
-static int check_code_type(pytop_unwinder *u, uint64_t type) {
-    code_cache *c = &u->codes;
+static int check_code_type(code_cache *c, uint64_t type) {
     if (type_known(c->type_ok, type)) return PYTOP_OK;
     if (type == 0 || type_known(c->type_bad, type)) return PYTOP_ERR_CORRUPT;
     uint64_t name_ptr;
     char name[TYPE_NAME_BYTES];
-    int status = remote_read(&u->mem, type + (uint64_t)u->L.tp_name, &name_ptr, sizeof name_ptr);
-    if (status == PYTOP_OK) status = remote_read(&u->mem, name_ptr, name, sizeof name);
+    int status = remote_read(c->mem, type + (uint64_t)c->L->tp_name, &name_ptr, sizeof name_ptr);
+    if (status == PYTOP_OK) status = remote_read(c->mem, name_ptr, name, sizeof name);
     if (status != PYTOP_OK) return status;
     bool is_code = memcmp(name, "code", 5) == 0;
     type_remember(is_code ? c->type_ok : c->type_bad, type);
@@ -122,15 +129,15 @@ static bool same_object(const code_entry *a, const code_entry *b) {
 }
 
 /* Length of a bytes object, and its data if asked. */
-static const uint8_t *read_bytes(pytop_unwinder *u, uint64_t addr, size_t max, int64_t *length,
+static const uint8_t *read_bytes(code_cache *c, uint64_t addr, size_t max, int64_t *length,
                                  int *status) {
-    const pytop_layout *L = &u->L;
+    const pytop_layout *L = c->L;
     size_t header = (size_t)L->bytes_sval;
-    const uint8_t *h = remote_view(&u->mem, addr, header + LINETABLE_SPECULATIVE_BYTES, 0, status);
+    const uint8_t *h = remote_view(c->mem, addr, header + LINETABLE_SPECULATIVE_BYTES, 0, status);
     size_t have = header + LINETABLE_SPECULATIVE_BYTES;
     if (!h) {
         have = header;
-        h = remote_view(&u->mem, addr, header, 0, status);
+        h = remote_view(c->mem, addr, header, 0, status);
     }
     if (!h) return NULL;
     *length = load_i64(h, L->var_ob_size);
@@ -139,14 +146,14 @@ static const uint8_t *read_bytes(pytop_unwinder *u, uint64_t addr, size_t max, i
         return NULL;
     }
     if (header + (size_t)*length <= have) return h + header;
-    return remote_view(&u->mem, addr + header, (size_t)*length, 0, status);
+    return remote_view(c->mem, addr + header, (size_t)*length, 0, status);
 }
 
-static int32_t code_length_in_bytes(pytop_unwinder *u, const uint8_t *h, int *status) {
-    const pytop_layout *L = &u->L;
+static int32_t code_length_in_bytes(code_cache *c, const uint8_t *h, int *status) {
+    const pytop_layout *L = c->L;
     int64_t n;
     if (L->co_code >= 0) { /* up to 3.10: a bytes object */
-        if (!read_bytes(u, load_u64(h, L->co_code), INT32_MAX, &n, status)) return -1;
+        if (!read_bytes(c, load_u64(h, L->co_code), INT32_MAX, &n, status)) return -1;
     } else { /* 3.11+: the code object is a var-object of 2-byte code units */
         n = load_i64(h, L->var_ob_size) * 2;
     }
@@ -157,26 +164,26 @@ static int32_t code_length_in_bytes(pytop_unwinder *u, const uint8_t *h, int *st
     return (int32_t)n;
 }
 
-static int fill_entry(pytop_unwinder *u, uint64_t addr, const uint8_t *h, code_entry *e) {
-    const pytop_layout *L = &u->L;
+static int fill_entry(code_cache *c, uint64_t addr, const uint8_t *h, code_entry *e) {
+    const pytop_layout *L = c->L;
     int status;
     memset(e, 0, sizeof *e);
     e->addr = addr;
     read_fingerprint(L, h, e);
-    if ((status = check_code_type(u, e->type)) != PYTOP_OK) return status;
-    e->code_bytes = code_length_in_bytes(u, h, &status);
+    if ((status = check_code_type(c, e->type)) != PYTOP_OK) return status;
+    e->code_bytes = code_length_in_bytes(c, h, &status);
     if (e->code_bytes < 0) return status;
-    e->name = text_read(&u->mem, L, e->name_ptr, MAX_NAME_CHARS, &status);
+    e->name = text_read(c->mem, L, e->name_ptr, MAX_NAME_CHARS, &status);
     if (!e->name) return status;
     e->qualname = e->name;
     if (e->qualname_ptr != e->name_ptr) {
-        e->qualname = text_read(&u->mem, L, e->qualname_ptr, MAX_NAME_CHARS, &status);
+        e->qualname = text_read(c->mem, L, e->qualname_ptr, MAX_NAME_CHARS, &status);
         if (!e->qualname) return status;
     }
-    e->filename = text_read(&u->mem, L, e->filename_ptr, MAX_FILENAME_CHARS, &status);
+    e->filename = text_read(c->mem, L, e->filename_ptr, MAX_FILENAME_CHARS, &status);
     if (!e->filename) return status;
     int64_t table_length;
-    const uint8_t *table = read_bytes(u, e->linetable_ptr, MAX_LINETABLE_BYTES, &table_length, &status);
+    const uint8_t *table = read_bytes(c, e->linetable_ptr, MAX_LINETABLE_BYTES, &table_length, &status);
     if (!table) return status;
     return line_ranges_decode(L->line_table, table, (size_t)table_length, e->firstlineno, &e->lines);
 }
@@ -189,29 +196,28 @@ static void free_entry_data(code_entry *e) {
     e->name = e->qualname = e->filename = NULL;
 }
 
-static void mark_checked(pytop_unwinder *u, code_entry *e) {
-    e->checked_at_ms = u->now_ms;
-    e->checked_generation = u->codes.generation;
+static void mark_checked(code_cache *c, code_entry *e) {
+    e->checked_at_ms = c->now_ms;
+    e->checked_generation = c->generation;
 }
 
 /* Read the code object at `addr` into a new entry and map the address to it. */
-static int load(pytop_unwinder *u, uint64_t addr, uint32_t *id) {
-    code_cache *c = &u->codes;
+static int load(code_cache *c, uint64_t addr, uint32_t *id) {
     if (c->count >= UINT32_MAX / 2) return PYTOP_ERR_LIMIT;
     if ((c->count + 1) * 2 > c->slot_mask && grow_slots(c) != PYTOP_OK) return PYTOP_ERR_NOMEM;
     code_entry *entries = grow_array(c->entries, &c->cap, c->count + 1ull, sizeof *entries, 256);
     if (!entries) return PYTOP_ERR_NOMEM;
     c->entries = entries;
     int status;
-    const uint8_t *h = remote_view(&u->mem, addr, (size_t)u->L.co_header_size, 0, &status);
+    const uint8_t *h = remote_view(c->mem, addr, (size_t)c->L->co_header_size, 0, &status);
     if (!h) return status;
     code_entry e;
-    status = fill_entry(u, addr, h, &e);
+    status = fill_entry(c, addr, h, &e);
     if (status != PYTOP_OK) {
         free_entry_data(&e);
         return status;
     }
-    mark_checked(u, &e);
+    mark_checked(c, &e);
     e.memo_offset = INT32_MIN;
     c->entries[c->count++] = e;
     *id = c->count;
@@ -219,10 +225,9 @@ static int load(pytop_unwinder *u, uint64_t addr, uint32_t *id) {
     return PYTOP_OK;
 }
 
-static bool due_for_check(const pytop_unwinder *u, const code_entry *e) {
-    const code_cache *c = &u->codes;
+static bool due_for_check(const code_cache *c, const code_entry *e) {
     if (c->generation_known) return e->checked_generation != c->generation;
-    return u->now_ms - e->checked_at_ms >= c->recheck_ms;
+    return c->now_ms - e->checked_at_ms >= c->recheck_ms;
 }
 
 static void add_due(code_cache *c, uint32_t id) {
@@ -234,22 +239,20 @@ static void add_due(code_cache *c, uint32_t id) {
     c->due[c->due_count++] = id;
 }
 
-int codes_lookup(pytop_unwinder *u, uint64_t addr, uint32_t *id) {
-    code_cache *c = &u->codes;
+int codes_lookup(code_cache *c, uint64_t addr, uint32_t *id) {
     uint32_t found = c->slots[find_slot(c, addr)];
-    if (!found) return load(u, addr, id);
-    if (due_for_check(u, &c->entries[found - 1])) add_due(c, found);
+    if (!found) return load(c, addr, id);
+    if (due_for_check(c, &c->entries[found - 1])) add_due(c, found);
     *id = found;
     return PYTOP_OK;
 }
 
-void codes_force_check(pytop_unwinder *u, uint32_t id) { add_due(&u->codes, id); }
+void codes_force_check(code_cache *c, uint32_t id) { add_due(c, id); }
 
-int codes_confirm_due(pytop_unwinder *u) {
-    code_cache *c = &u->codes;
+int codes_confirm_due(code_cache *c) {
     uint32_t n = c->due_count;
     if (n == 0) return 0;
-    size_t header = (size_t)u->L.co_header_size;
+    size_t header = (size_t)c->L->co_header_size;
     range *want = malloc(n * (sizeof *want + sizeof(uint8_t *) + sizeof(bool)) + n * header);
     if (!want) return 0;
     uint8_t **bufs = (uint8_t **)(want + n);
@@ -260,13 +263,13 @@ int codes_confirm_due(pytop_unwinder *u) {
         bufs[i] = space + (size_t)i * header;
     }
     int replaced = 0;
-    if (remote_readv(&u->mem, want, bufs, n, ok) == PYTOP_OK) {
+    if (remote_readv(c->mem, want, bufs, n, ok) == PYTOP_OK) {
         for (uint32_t i = 0; i < n; i++) {
             code_entry *e = &c->entries[c->due[i] - 1];
             code_entry now;
-            if (ok[i]) read_fingerprint(&u->L, bufs[i], &now);
+            if (ok[i]) read_fingerprint(c->L, bufs[i], &now);
             if (ok[i] && same_object(e, &now)) {
-                mark_checked(u, e);
+                mark_checked(c, e);
             } else {
                 e->stale = true; /* the id stays valid for names; the address is free again */
                 unmap_address(c, e->addr);

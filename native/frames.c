@@ -34,31 +34,32 @@ static bool comes_back(cycle_check *c, uint64_t frame) {
     return false;
 }
 
-static int walk_objects(pytop_unwinder *u, uint64_t frame, pytop_thread *t) {
-    const pytop_layout *L = &u->L;
+static int walk_objects(remote *mem, const pytop_layout *L, sample_pair *s, int max_depth, uint64_t frame,
+                        pytop_thread *t) {
     size_t need = (size_t)max_i32(max_i32(L->fr_previous, L->fr_code) + 8, L->fr_lasti + 4);
     cycle_check cycle = {0, 1, 0};
     for (int depth = 0; frame; depth++) {
-        if (depth >= u->max_depth) {
+        if (depth >= max_depth) {
             t->flags |= PYTOP_THREAD_TRUNCATED;
             break;
         }
         if (!plausible_pointer(frame) || comes_back(&cycle, frame)) return PYTOP_ERR_CORRUPT;
         int status;
-        const uint8_t *h = remote_view(&u->mem, frame, need, VIEW_TRACK, &status);
+        const uint8_t *h = remote_view(mem, frame, need, VIEW_TRACK, &status);
         if (!h) return status;
         uint64_t code = load_u64(h, L->fr_code);
         if (!plausible_pointer(code)) return PYTOP_ERR_CORRUPT;
         int32_t lasti = load_i32(h, L->fr_lasti);
-        status = push_raw_frame(u, code, (int64_t)lasti * L->lasti_scale);
+        status = samples_push_frame(s, code, (int64_t)lasti * L->lasti_scale);
         if (status != PYTOP_OK) return status;
+        t->outer_frame = frame;
         frame = load_u64(h, L->fr_previous);
     }
     return PYTOP_OK;
 }
 
-static int walk_interpreter(pytop_unwinder *u, const thread_frames *tf, pytop_thread *t) {
-    const pytop_layout *L = &u->L;
+static int walk_interpreter(remote *mem, const pytop_layout *L, sample_pair *s, int max_depth,
+                            const thread_frames *tf, pytop_thread *t) {
     uint64_t frame = tf->top_frame;
     size_t need = (size_t)L->fr_header_size;
     /* Frames of the current data-stack chunk lie between its first slot and the stack top. */
@@ -68,14 +69,14 @@ static int walk_interpreter(pytop_unwinder *u, const thread_frames *tf, pytop_th
     int steps = 0, depth = 0;
     cycle_check cycle = {0, 1, 0};
     for (; frame; steps++) {
-        if (depth >= u->max_depth || steps >= 2 * u->max_depth) {
+        if (depth >= max_depth || steps >= 2 * max_depth) {
             t->flags |= PYTOP_THREAD_TRUNCATED;
             break;
         }
         if (!plausible_pointer(frame) || comes_back(&cycle, frame)) return PYTOP_ERR_CORRUPT;
         int status;
         uint64_t floor = frame >= first_slot && frame < tf->stack_top ? first_slot : 0;
-        const uint8_t *h = remote_view_window(&u->mem, frame, need, floor, &status);
+        const uint8_t *h = remote_view_window(mem, frame, need, floor, &status);
         if (!h) return status;
         uint8_t owner = h[L->fr_owner];
         uint64_t next = load_u64(h, L->fr_previous);
@@ -85,8 +86,9 @@ static int walk_interpreter(pytop_unwinder *u, const thread_frames *tf, pytop_th
             if (!plausible_pointer(code)) return PYTOP_ERR_CORRUPT;
             uint64_t instr = load_u64(h, L->fr_instr_ptr);
             uint64_t first = code + (uint64_t)L->co_code_adaptive;
-            status = push_raw_frame(u, code, (int64_t)(instr - first));
+            status = samples_push_frame(s, code, (int64_t)(instr - first));
             if (status != PYTOP_OK) return status;
+            t->outer_frame = frame;
             depth++;
         }
         frame = next;
@@ -94,7 +96,8 @@ static int walk_interpreter(pytop_unwinder *u, const thread_frames *tf, pytop_th
     return PYTOP_OK;
 }
 
-int frames_walk(pytop_unwinder *u, const thread_frames *tf, pytop_thread *t) {
-    if (u->L.frame_model == PYTOP_FRAMES_OBJECTS) return walk_objects(u, tf->top_frame, t);
-    return walk_interpreter(u, tf, t);
+int frames_walk(remote *mem, const pytop_layout *L, sample_pair *s, int max_depth,
+                const thread_frames *tf, pytop_thread *t) {
+    if (L->frame_model == PYTOP_FRAMES_OBJECTS) return walk_objects(mem, L, s, max_depth, tf->top_frame, t);
+    return walk_interpreter(mem, L, s, max_depth, tf, t);
 }

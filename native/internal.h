@@ -1,13 +1,26 @@
 /*
- * Declarations shared by the unwinder's C files. Each file owns one subsystem:
+ * Declarations shared by the native core's C files. Each file owns one subsystem, and calls
+ * only the files listed before it (no circles):
+ *
+ *   status.c     error text and status codes
  *   remote.c     reading target memory: direct reads, the per-sample arena and prefetch
  *   linetable.c  line-table decoders (pure: bytes in, line ranges out)
  *   text.c       CPython str objects to UTF-8 (pure decoding plus the remote read)
+ *   objects.c    other remote objects: ints, dicts, modules, instance attributes
+ *   names.c      thread names from the `threading` module's registry
  *   codes.c      the code-object cache: remote address -> id, names, line ranges
+ *   samplebuf.c  one sample's threads and frames, and the previous sample's
  *   frames.c     walking one thread's frames (PyFrameObject or _PyInterpreterFrame)
- *   threads.c    walking interpreters and thread states, GIL holder, GC flag
- *   osstate.c    each thread's state as the kernel reports it (/proc/PID/task/TID)
- *   unwinder.c   the public API in pytop.h
+ *   tasks.c      each thread as the kernel reports it (/proc/PID/task/TID): CPU time, state
+ *   tracking.c   which thread is which from one sample to the next (serials)
+ *   blocking.c   --blocking: ptrace stops
+ *   threads.c    one sample: interpreters, thread states, GIL holder, GC flag, each thread
+ *   unwinder.c   the unwinder's API in pytop.h
+ *   stacks.c     the engine's table of unique stacks
+ *   weights.c    the engine's time per (stack, thread) since the last drain
+ *   account.c    the engine's per-thread bookkeeping: what each sample's time goes to
+ *   engine.c     the engine's thread, schedule, lifecycle and drains (its API in pytop.h)
+ *
  * Every walk over target memory is bounded and every size read from the target is checked.
  */
 #ifndef PYTOP_INTERNAL_H
@@ -26,9 +39,12 @@
 #define DEFAULT_MAX_DEPTH 65536
 #define MAX_NAME_CHARS 1024          /* function names and qualnames are cut here */
 #define MAX_FILENAME_CHARS 4096
+#define MAX_THREAD_NAME_CHARS 256
 #define MAX_LINETABLE_BYTES (4u << 20)
 #define MAX_READ_BYTES (16u << 20)   /* no single read of the target is larger */
 #define MAX_PREFETCH_RANGES 8192
+#define MAX_ARENA_BYTES (256u << 20) /* bound on what one sample may copy out of the target */
+#define ERROR_TEXT_BYTES 256
 /* Failed reads (unmapped addresses: a torn stack's garbage pointers) allowed while reading one
  * thread, and in one sample: past them a read fails at once, without a syscall. */
 #define MAX_FAILED_READS_PER_THREAD 16
@@ -54,8 +70,31 @@ static inline void *grow_array(void *items, uint32_t *cap, uint64_t need, size_t
     if (grown) *cap = (uint32_t)n;
     return grown;
 }
-#define MAX_ARENA_BYTES (256u << 20) /* bound on what one sample may copy out of the target */
-#define ERROR_TEXT_BYTES 256
+
+static inline uint64_t load_u64(const uint8_t *p, int32_t off) {
+    uint64_t v;
+    __builtin_memcpy(&v, p + off, sizeof v);
+    return v;
+}
+static inline uint32_t load_u32(const uint8_t *p, int32_t off) {
+    uint32_t v;
+    __builtin_memcpy(&v, p + off, sizeof v);
+    return v;
+}
+static inline int32_t load_i32(const uint8_t *p, int32_t off) { return (int32_t)load_u32(p, off); }
+static inline int64_t load_i64(const uint8_t *p, int32_t off) { return (int64_t)load_u64(p, off); }
+
+/* ---- status.c --------------------------------------------------------------------------- */
+
+/* Record a readable cause in `error` (ERROR_TEXT_BYTES) unless one is there already (the
+ * innermost cause wins); returns `status` for chaining. */
+int fail(char *error, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int status_from_errno(int err);
+/* Losing the process, the permission or memory ends a sample; other errors are one thread's. */
+static inline bool fatal_status(int status) {
+    return status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION || status == PYTOP_ERR_NOMEM;
+}
+uint64_t monotonic_ns(void);
 
 /* ---- remote.c --------------------------------------------------------------------------- */
 
@@ -72,7 +111,7 @@ typedef struct arena_block {
 } arena_block;
 
 /* Reads of one target process. Views returned by remote_view() stay valid until the next
- * remote_begin_sample(): they point into the prefetch buffer or into the arena. */
+ * remote_begin_sample(): they point into the prefetch buffer or into an arena. */
 typedef struct remote {
     int pid;
     uint32_t syscalls;
@@ -126,20 +165,6 @@ void remote_end_fresh(remote *r, fresh_mark before);
 int remote_read(remote *r, uint64_t addr, void *buf, size_t len);
 /* Several independent reads in one syscall; ok[i] says which succeeded. */
 int remote_readv(remote *r, const range *want, uint8_t **bufs, size_t count, bool *ok);
-int status_from_errno(int err);
-
-static inline uint64_t load_u64(const uint8_t *p, int32_t off) {
-    uint64_t v;
-    __builtin_memcpy(&v, p + off, sizeof v);
-    return v;
-}
-static inline uint32_t load_u32(const uint8_t *p, int32_t off) {
-    uint32_t v;
-    __builtin_memcpy(&v, p + off, sizeof v);
-    return v;
-}
-static inline int32_t load_i32(const uint8_t *p, int32_t off) { return (int32_t)load_u32(p, off); }
-static inline int64_t load_i64(const uint8_t *p, int32_t off) { return (int64_t)load_u64(p, off); }
 
 /* ---- linetable.c ------------------------------------------------------------------------ */
 
@@ -162,6 +187,58 @@ void line_ranges_free(line_ranges *lr);
 /* Read a str object and return a malloc'd UTF-8 copy (cut at max_chars), or NULL. */
 char *text_read(remote *r, const pytop_layout *L, uint64_t addr, size_t max_chars, int *status);
 
+/* ---- objects.c -------------------------------------------------------------------------- */
+
+/* Small caches of type objects by what they were found to be. */
+typedef struct type_memo {
+    uint64_t addr[16];
+    uint8_t kind[16]; /* object_kind */
+    uint32_t next;
+} type_memo;
+
+enum object_kind { OBJECT_OTHER = 0, OBJECT_DICT, OBJECT_INT, OBJECT_STR, OBJECT_MODULE, OBJECT_CODE };
+
+typedef struct objects {
+    remote *mem;
+    const pytop_layout *L;
+    type_memo types;
+} objects;
+
+/* What kind of object is at `obj` (from its type's name, remembered per type object). */
+int object_kind_of(objects *o, uint64_t obj, int *kind);
+/* The value of an int object that fits 64 bits. */
+int object_int(objects *o, uint64_t obj, uint64_t *value);
+/* Is the str object at `obj` equal to the ASCII text `want`? */
+int object_str_equals(objects *o, uint64_t obj, const char *want, bool *equal);
+/* dict[key] for a str key; *value is 0 when absent. */
+int object_dict_get_str(objects *o, uint64_t dict, const char *key, uint64_t *value);
+/* dict[key] for an int key (found by its hash, which is the int itself below 2**61-1). */
+int object_dict_get_int(objects *o, uint64_t dict, uint64_t key, uint64_t *value);
+/* Calls `visit` for each (key, value) of a dict, at most `limit` entries; stops when it
+ * returns false. */
+int object_dict_items(objects *o, uint64_t dict, uint32_t limit,
+                      bool (*visit)(void *ctx, uint64_t key, uint64_t value), void *ctx);
+/* The attribute `name` of a plain Python instance (from its __dict__, managed dict or inline
+ * values); *value is 0 when it has none. */
+int object_attribute(objects *o, uint64_t obj, const char *name, uint64_t *value);
+
+/* ---- names.c ---------------------------------------------------------------------------- */
+
+typedef struct names {
+    objects obj;
+    uint64_t runtime;
+    uint64_t registry[2];  /* the threading module's _active and _limbo dicts, once found */
+    uint64_t module_dict;  /* ... and its dict, to tell when the module was replaced */
+} names;
+
+void names_init(names *n, remote *mem, const pytop_layout *L, uint64_t runtime);
+/* The name threading gives thread `thread_id`, malloc'd UTF-8, or NULL (*status says why:
+ * PYTOP_ERR_ARGS when the thread is not, or not yet, in the registry). */
+char *names_lookup(names *n, uint64_t thread_id, int *status);
+/* The same, from a thread's outermost frame when that is threading's Thread._bootstrap(self):
+ * the name of `self`. A thread can be named so before it has registered itself. */
+char *names_from_bootstrap(names *n, uint64_t frame, int *status);
+
 /* ---- codes.c ---------------------------------------------------------------------------- */
 
 typedef struct code_entry {
@@ -179,6 +256,8 @@ typedef struct code_entry {
 } code_entry;
 
 typedef struct code_cache {
+    remote *mem;
+    const pytop_layout *L;
     code_entry *entries; /* id = index + 1 */
     uint32_t count, cap;
     uint32_t *slots;     /* open addressing: remote address -> id, 0 = empty */
@@ -187,6 +266,7 @@ typedef struct code_cache {
     uint64_t generation; /* target's code-object generation (3.14+), when known */
     bool generation_known;
     uint64_t recheck_ms;
+    uint64_t now_ms;     /* this sample's time */
     /* Entries used this sample that must be re-confirmed, checked together in one syscall. */
     uint32_t *due;
     uint32_t due_count, due_cap;
@@ -196,18 +276,55 @@ typedef struct code_cache {
     uint32_t bad_count;
 } code_cache;
 
-struct pytop_unwinder;
-int codes_init(code_cache *c);
+int codes_init(code_cache *c, remote *mem, const pytop_layout *L);
 void codes_free(code_cache *c);
+/* Start a sample at `now_ms`. */
+void codes_begin_sample(code_cache *c, uint64_t now_ms);
 /* The id of the code object at `addr`; reads and decodes it the first time. */
-int codes_lookup(struct pytop_unwinder *u, uint64_t addr, uint32_t *id);
+int codes_lookup(code_cache *c, uint64_t addr, uint32_t *id);
 /* Confirm entries that are due for a check, in one batch. Returns how many were found replaced
  * (their address is then free for a new entry with a new id). */
-int codes_confirm_due(struct pytop_unwinder *u);
+int codes_confirm_due(code_cache *c);
 /* Check this entry in the next codes_confirm_due(), whatever its age. */
-void codes_force_check(struct pytop_unwinder *u, uint32_t id);
+void codes_force_check(code_cache *c, uint32_t id);
 int32_t codes_line(code_cache *c, uint32_t id, int32_t byte_offset);
 const code_entry *codes_get(const code_cache *c, uint32_t id);
+
+/* ---- samplebuf.c ------------------------------------------------------------------------ */
+
+typedef struct raw_frame {
+    uint64_t code;
+    int32_t offset; /* instruction byte offset into the bytecode; negative: not started */
+} raw_frame;
+
+/* One sample's threads and frames. Frames are first collected raw (code address, instruction
+ * byte offset), then resolved through the code cache into `frames`, index for index. */
+typedef struct sample_buf {
+    pytop_thread *threads;
+    uint32_t thread_count, thread_cap;
+    raw_frame *raw;
+    pytop_frame *frames;
+    uint32_t frame_count, frame_cap;
+} sample_buf;
+
+/* This sample and the one before: a thread that has not run since keeps its stack. */
+typedef struct sample_pair {
+    sample_buf bufs[2];
+    sample_buf *cur, *prev;
+} sample_pair;
+
+void samples_init(sample_pair *s);
+void samples_free(sample_pair *s);
+/* Make the current sample the previous one and start an empty one. */
+void samples_next(sample_pair *s);
+/* Forget the sample being built: the previous one stays the one to compare with. */
+void samples_drop(sample_pair *s);
+pytop_thread *samples_push_thread(sample_pair *s);
+int samples_push_frame(sample_pair *s, uint64_t code, int64_t offset);
+/* The same thread state in the previous sample, or NULL (t->tstate must be set). */
+const pytop_thread *samples_previous(const sample_pair *s, const pytop_thread *t);
+/* Copy the stack `t` had in the previous sample, if it had a complete one; false if not. */
+bool samples_reuse_stack(sample_pair *s, pytop_thread *t);
 
 /* ---- frames.c --------------------------------------------------------------------------- */
 
@@ -218,44 +335,122 @@ typedef struct thread_frames {
     uint64_t stack_top; /* 3.11+: datastack_top */
 } thread_frames;
 
-int frames_walk(struct pytop_unwinder *u, const thread_frames *tf, pytop_thread *t);
+/* Walk `t`'s frames into s->cur (raw), innermost first, at most `max_depth` Python frames. */
+int frames_walk(remote *mem, const pytop_layout *L, sample_pair *s, int max_depth,
+                const thread_frames *tf, pytop_thread *t);
 
-/* ---- threads.c -------------------------------------------------------------------------- */
+/* ---- tasks.c ---------------------------------------------------------------------------- */
 
-int threads_walk(struct pytop_unwinder *u);
+/* What the kernel says of one task in one sample. */
+typedef struct task_report {
+    char state;             /* as last read ('?' unknown) */
+    uint64_t cpu_ns, cpu_delta_ns, wait_delta_ns;
+    bool checked;           /* figures read this sample */
+    bool first;             /* read for the first time (deltas 0) */
+    bool running;           /* on a CPU (see tasks.c: state R, and it has run since it last slept) */
+    bool ran;               /* on a CPU since the previous check (or may have been) */
+} task_report;
 
-/* ---- osstate.c -------------------------------------------------------------------------- */
-
-typedef struct task_files {
+typedef struct task {
     int tid;
     int stat_fd;
     int schedstat_fd;
     char state;
-    uint64_t pcount;        /* times scheduled onto a CPU, from schedstat */
-    bool fresh;             /* `state` was read for this sample already (blocking mode) */
-    bool pcount_known;
+    uint64_t cpu_ns, wait_ns, switches; /* schedstat: on-CPU time, run-queue wait, times run */
+    uint64_t changed_at;    /* monotonic ns when cpu_ns or switches last moved */
+    uint64_t state_at;      /* monotonic ns when `state` was read */
+    uint32_t next_check;    /* sample number of its next due check */
+    uint8_t quiet;          /* checks in a row that saw no change */
+    bool known;             /* its figures were read at least once */
+    bool on_cpu;            /* the last check found it running, not waiting for a CPU */
+    bool fresh;             /* read ahead for this sample (blocking mode): `ahead` is its report */
+    task_report ahead;
+    task_report last;       /* this sample's report, if it was asked already (reported_in) */
+    uint32_t reported_in;
     uint32_t seen_in_sample;
-} task_files;
+} task;
 
-typedef struct os_state {
+enum task_how {
+    TASK_WHEN_DUE = 0,      /* figures when due (idle tasks are read less often), state if needed */
+    TASK_NOW = 1,           /* figures now, state if needed */
+    TASK_ALL = 2            /* figures and state now */
+};
+
+typedef struct tasks {
     int pid;
-    int mode; /* PYTOP_OPT_OS_STATE */
+    int mode;               /* PYTOP_OPT_OS_STATE */
     uint32_t syscalls;
-    task_files *tasks;
+    uint32_t idle_check;    /* at most this many samples between checks of an idle task */
+    bool no_schedstat;      /* the kernel keeps no schedstat: CPU times come from stat (ticks) */
+    bool check_all;         /* this sample reads every task's figures (the engine's full checks) */
+    task *items;            /* sorted by tid */
     uint32_t count, cap;
     uint32_t sample_no;
-} os_state;
+    uint64_t now;           /* this sample's time, monotonic ns */
+} tasks;
 
-void os_state_init(os_state *o, int pid);
-void os_state_free(os_state *o);
-/* The kernel's state letter for `tid` ('?' when unknown). *idle_since is set when the thread
- * was not running at the last look and has not been on a CPU since: its stack is unchanged. */
-char os_state_of(os_state *o, int tid, bool *idle_since);
-/* Read `tid`'s state now, to be answered by os_state_of() during this sample: in blocking mode
- * the threads are stopped (state 't') by the time their stacks are read. */
-void os_state_read_ahead(os_state *o, int tid);
-/* Close files of threads that were not seen in this sample. */
-void os_state_end_sample(os_state *o);
+void tasks_init(tasks *o, int pid);
+void tasks_free(tasks *o);
+void tasks_begin_sample(tasks *o, uint64_t now);
+/* The kernel's view of `tid` in this sample. */
+void tasks_report(tasks *o, int tid, int how, task_report *out);
+/* Read `tid`'s figures and state now, to be answered by tasks_report() during this sample: in
+ * blocking mode the threads are stopped (state 't') by the time their stacks are read. */
+void tasks_read_ahead(tasks *o, int tid);
+/* Close files of tasks that were not seen in this sample, if it walked every thread (a sample
+ * that failed midway saw only some: the others are still there). */
+void tasks_end_sample(tasks *o, bool complete);
+/* The whole process's CPU time, ended threads included (ns). */
+int tasks_process_cpu(tasks *o, uint64_t *cpu_ns);
+
+/* A task of the process that is not a Python thread, as seen by tasks_scan_others(). */
+typedef struct other_task {
+    int tid;
+    int fd;
+    uint64_t cpu_ns;
+    char comm[16];
+    uint32_t seen;
+} other_task;
+
+typedef struct other_tasks {
+    other_task *items;
+    uint32_t count, cap, scan;
+} other_tasks;
+
+/* List the process's tasks whose TIDs are not in `python_tids` (sorted), with their CPU time.
+ * Calls `visit` once per such task with its CPU time since the previous scan (0 the first
+ * time it is seen, unless `born_after_first` says it started after the first scan). */
+int tasks_scan_others(tasks *o, other_tasks *others, const int *python_tids, uint32_t count,
+                      void (*visit)(void *ctx, const other_task *t, uint64_t delta_ns, bool first),
+                      void *ctx);
+void tasks_free_others(other_tasks *others);
+
+/* ---- tracking.c ------------------------------------------------------------------------- */
+
+/* A thread seen lately, remembered for a while in case a sample misses it. */
+typedef struct recent_thread {
+    uint64_t tstate, thread_id;
+    int32_t native_id;
+    uint32_t serial, seen;
+} recent_thread;
+
+typedef struct tracking {
+    uint32_t next_serial;
+    uint32_t sample_no;
+    recent_thread *recent;
+    uint32_t recent_count, recent_cap;
+} tracking;
+
+/* Give `t` (tstate and ids set) the serial it had when last seen (in the previous sample, or
+ * lately, if a sample missed it), or a new one. */
+void tracking_assign(tracking *k, const sample_pair *s, pytop_thread *t);
+/* Remember this sample's threads; forget those not seen for a while. */
+void tracking_end_sample(tracking *k, const sample_buf *b);
+void tracking_free(tracking *k);
+/* Once the whole sample is known: a thread state that shares its id with another thread of the
+ * sample and has no frames is a new thread's, still carrying its creator's id; where TIDs are
+ * known (`has_tids`), one without a TID is not bound to a live thread. */
+void tracking_mark_unclaimed(sample_buf *b, bool has_tids);
 
 /* ---- blocking.c ------------------------------------------------------------------------- */
 
@@ -274,83 +469,82 @@ typedef struct blocking {
 
 /* Seize threads that appeared since the last call (they keep running). */
 int blocking_seize_new(blocking *b);
-/* Stop every seized thread and wait until each is stopped. */
+/* Stop every seized thread and wait until each is stopped (bounded in time). */
 int blocking_stop_all(blocking *b);
 void blocking_resume_all(blocking *b);
 void blocking_detach_all(blocking *b);
 
-/* ---- tracking.c ------------------------------------------------------------------------- */
-
-typedef struct thread_stat_entry {
-    pytop_thread_stat stat;
-    uint32_t last_seen; /* sample number */
-} thread_stat_entry;
-
-typedef struct thread_tracking {
-    uint32_t next_serial;
-    uint32_t sample_no;
-    thread_stat_entry *entries;
-    uint32_t count, cap, hint;
-} thread_tracking;
-
-struct pytop_unwinder;
-/* Give `t` (tstate and ids set) its previous serial, or a new one. */
-void tracking_assign_serial(struct pytop_unwinder *u, pytop_thread *t);
-/* Count this sample's threads into their figures. */
-void tracking_count(struct pytop_unwinder *u);
-
-/* ---- unwinder.c ------------------------------------------------------------------------- */
-
-typedef struct raw_frame {
-    uint64_t code;
-    int32_t offset; /* instruction byte offset into the bytecode; negative: not started */
-} raw_frame;
-
-/* One sample's threads and frames. Frames are first collected raw (code address, instruction
- * byte offset), then resolved through the code cache into `frames`, index for index. */
-typedef struct sample_buf {
-    pytop_thread *threads;
-    uint32_t thread_count, thread_cap;
-    raw_frame *raw;
-    pytop_frame *frames;
-    uint32_t frame_count, frame_cap;
-} sample_buf;
+/* ---- threads.c -------------------------------------------------------------------------- */
 
 struct pytop_unwinder {
-    /* pytop_collect() and pytop_describe_code() may come from two threads: the code cache
-     * they share is guarded by this lock (collections themselves come from one thread). */
-    pthread_mutex_t lock;
     int pid;
     pytop_layout L;
     uint64_t runtime;
     int max_depth;
     bool reuse_stacks;
-    int select;                  /* pytop_select */
-    uint32_t *selected;
-    uint32_t selected_cap;
-    thread_tracking track;
-    blocking stop;
     remote mem;
     code_cache codes;
-    os_state os;
-    /* This sample and the one before: a thread that has not run since keeps its stack. */
-    sample_buf bufs[2];
-    sample_buf *cur, *prev;
+    tasks os;
+    names thread_names;
+    tracking track;
+    blocking stop;
+    sample_pair samples;
     int32_t gc_collecting;
-    uint64_t now_ms;
+    double taken_at;
     char error[ERROR_TEXT_BYTES];
 };
 
-/* Record a readable cause for the current failure; returns `status` for chaining. */
-int fail(struct pytop_unwinder *u, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-int push_raw_frame(struct pytop_unwinder *u, uint64_t code, int64_t offset);
-pytop_thread *push_thread(struct pytop_unwinder *u);
-/* Code ids for the raw frames of `t`; a code object that cannot be read sets t->status. */
-int resolve_ids(struct pytop_unwinder *u, pytop_thread *t);
-/* The same thread state in the previous sample, or NULL (t->tstate must be set). */
-const pytop_thread *previous_thread(const struct pytop_unwinder *u, const pytop_thread *t);
-/* Copy the stack `t` had in the previous sample, if it had one; false if not. */
-bool reuse_previous_stack(struct pytop_unwinder *u, pytop_thread *t);
+/* One sample of every interpreter's threads into u->samples.cur. */
+int threads_walk(struct pytop_unwinder *u);
+
+/* ---- stacks.c --------------------------------------------------------------------------- */
+
+typedef struct stack_record {
+    uint64_t hash;
+    uint32_t first, count;  /* frames[first .. first + count) */
+    uint32_t process;
+    uint32_t kind;          /* pytop_stack_kind */
+} stack_record;
+
+typedef struct stack_table {
+    stack_record *stacks;   /* id = index + 1 */
+    uint32_t count, cap;
+    uint32_t *slots;        /* open addressing: hash -> id, 0 = empty */
+    uint32_t slot_mask;
+    pytop_frame *frames;
+    uint32_t frame_count, frame_cap;
+    uint32_t max_frames;
+    uint32_t dropped;       /* stacks that did not fit and went to an overflow stack */
+    uint32_t drained;       /* stacks [0, drained) were handed out already */
+} stack_table;
+
+int stacks_init(stack_table *t, uint32_t max_frames);
+void stacks_free(stack_table *t);
+/* The id of this stack of `process`, added the first time; 0 only when memory runs out. A
+ * stack that does not fit under the bound is counted and given the process's overflow stack. */
+uint32_t stacks_intern(stack_table *t, uint32_t process, uint32_t kind, const pytop_frame *frames,
+                       uint32_t count);
+const stack_record *stacks_get(const stack_table *t, uint32_t id);
+
+/* ---- weights.c -------------------------------------------------------------------------- */
+
+typedef struct weight {
+    uint32_t stack, thread;
+    uint32_t samples, running;
+    uint64_t cpu_ns, wall_ns, gil_ns;
+} weight;
+
+typedef struct weight_map {
+    weight *items;
+    uint32_t count, cap;
+    uint32_t *slots;
+    uint32_t slot_mask;
+} weight_map;
+
+int weights_init(weight_map *m);
+void weights_free(weight_map *m);
+/* The entry of (stack, thread), added at zero the first time; NULL when memory runs out. */
+weight *weights_at(weight_map *m, uint32_t stack, uint32_t thread);
+void weights_clear(weight_map *m);
 
 #endif

@@ -1,14 +1,16 @@
 /*
- * pytop's native unwinder: its one public header.
+ * pytop's native core: its one public header.
  *
- * The unwinder reads a running CPython process's memory with process_vm_readv only (it never
- * writes to the target and never stops it) and returns, per call, every thread of every
- * interpreter with its frames as compact integer pairs (code id, line). Names are resolved once
- * per code object with pytop_describe_code().
+ * Two parts. The unwinder reads a running CPython process's memory with process_vm_readv only
+ * (it never writes to the target and never stops it unless asked to) and returns, per call,
+ * every thread of every interpreter with its frames as compact integer pairs (code id, line),
+ * each thread's figures from the kernel, and its name. The engine runs unwinders on a native
+ * thread of its own at a steady rate, interns stacks, attributes each thread's kernel CPU time,
+ * wall time and GIL time to its stacks, and hands out what is new when drained.
  *
  * cffi reads this file as its cdef, so it keeps to what cdef understands: plain typedefs,
- * structs, enums and prototypes, with integer #defines only. Struct offsets of the target's
- * CPython come in as data (pytop_layout), filled by the Python side per version.
+ * structs, enums and prototypes. Struct offsets of the target's CPython come in as data
+ * (pytop_layout), filled by the Python side per version.
  */
 #ifndef PYTOP_H
 #define PYTOP_H
@@ -22,9 +24,10 @@ enum pytop_status {
     PYTOP_ERR_PERMISSION = 2, /* the kernel refused to let us read the target */
     PYTOP_ERR_READ = 3,       /* a read of target memory failed (a structure changed under us) */
     PYTOP_ERR_CORRUPT = 4,    /* target memory did not make sense (bad pointer, size, type) */
-    PYTOP_ERR_LIMIT = 5,      /* a safety bound was reached (frames, threads, sizes) */
+    PYTOP_ERR_LIMIT = 5,      /* a safety bound was reached (frames, threads, sizes, time) */
     PYTOP_ERR_NOMEM = 6,      /* local allocation failed */
-    PYTOP_ERR_ARGS = 7        /* invalid argument */
+    PYTOP_ERR_ARGS = 7,       /* invalid argument */
+    PYTOP_ERR_STATE = 8       /* not now: the engine is running, stopped, or stuck */
 };
 
 /* How frames are linked: PyFrameObject chain (3.8-3.10) or _PyInterpreterFrame (3.11+). */
@@ -34,7 +37,7 @@ enum pytop_frame_model { PYTOP_FRAMES_OBJECTS = 1, PYTOP_FRAMES_INTERPRETER = 2 
 enum pytop_line_table { PYTOP_LINES_LNOTAB = 1, PYTOP_LINES_310 = 2, PYTOP_LINES_LOCATIONS = 3 };
 
 /* Where things are inside the target's CPython structures. -1 means "this version has none".
- * Field names match app/pytop/layouts/generated.py (see tools/gen_layouts.py). */
+ * Field names match app/pytop/target/layouts/generated.py (see tools/gen_layouts.py). */
 typedef struct pytop_layout {
     uint32_t version_hex;
     int32_t frame_model;
@@ -44,7 +47,7 @@ typedef struct pytop_layout {
 
     int32_t rt_interpreters_head, rt_main_thread, rt_gil_locked, rt_gil_holder, rt_gc_collecting;
     int32_t is_next, is_id, is_threads_head, is_gil_locked, is_gil_holder, is_gc_collecting;
-    int32_t is_code_generation;
+    int32_t is_code_generation, is_modules;
     int32_t ts_next, ts_interp, ts_thread_id, ts_native_thread_id, ts_frame, ts_cframe;
     int32_t cf_current_frame, ts_datastack_chunk, ts_datastack_top;
     int32_t fr_previous, fr_code, fr_lasti, fr_instr_ptr, fr_owner, fr_header_size;
@@ -52,19 +55,34 @@ typedef struct pytop_layout {
     int32_t chunk_previous, chunk_size, chunk_data;
     int32_t co_filename, co_name, co_qualname, co_linetable, co_firstlineno, co_code;
     int32_t co_code_adaptive, co_header_size;
-    int32_t ob_type, var_ob_size, tp_name, bytes_sval;
+    int32_t ob_type, var_ob_size, tp_name, tp_flags, tp_basicsize, tp_dictoffset, tp_itemsize;
+    int32_t ht_cached_keys, bytes_sval;
     int32_t str_length, str_state, str_ascii_size, str_compact_size, str_legacy_data;
     int32_t str_kind_shift, str_kind_width, str_compact_shift, str_compact_width;
     int32_t str_ascii_shift, str_ascii_width;
+    /* Objects the thread-name reader walks: modules, dicts, ints, instance attributes. */
+    int32_t md_dict, dict_ma_keys, dict_ma_values;
+    int32_t dk_size, dk_log2_size, dk_log2_index_bytes, dk_kind, dk_nentries, dk_indices;
+    int32_t dict_entry_size, dict_entry_hash, dict_entry_key, dict_entry_value;
+    int32_t dict_unicode_entry_size, dict_unicode_entry_key, dict_unicode_entry_value;
+    int32_t dict_values_values, dict_values_capacity, dict_values_valid;
+    int32_t long_digits, long_tag, long_shift;
+    int32_t managed_dict, managed_values, tpflags_managed_dict, tpflags_inline_values;
 } pytop_layout;
 
 /* Per-thread flags. */
 enum pytop_thread_flags {
-    PYTOP_THREAD_GIL = 1,       /* holds the GIL */
-    PYTOP_THREAD_ACTIVE = 2,    /* the OS reports it running (state R) */
-    PYTOP_THREAD_OS_KNOWN = 4,  /* its OS state could be read */
-    PYTOP_THREAD_TRUNCATED = 8, /* its stack was cut at the depth limit */
-    PYTOP_THREAD_UNCHANGED = 16 /* it has not run since the last sample: its stack was reused */
+    PYTOP_THREAD_GIL = 1,        /* holds the GIL */
+    PYTOP_THREAD_ACTIVE = 2,     /* the kernel reports it running or runnable (state R) now */
+    PYTOP_THREAD_OS_KNOWN = 4,   /* its kernel figures could be read */
+    PYTOP_THREAD_TRUNCATED = 8,  /* its stack was cut at the depth limit */
+    PYTOP_THREAD_UNCHANGED = 16, /* it has not run since the last sample: its stack was reused */
+    PYTOP_THREAD_CHECKED = 32,   /* its kernel figures were read in this sample */
+    PYTOP_THREAD_RAN = 64,       /* it was on a CPU since its previous check */
+    PYTOP_THREAD_NEW_TASK = 128, /* its kernel figures were read for the first time: cpu_ns is
+                                    its whole life so far, cpu_delta_ns is 0 */
+    PYTOP_THREAD_UNCLAIMED = 256 /* a thread state its new thread has not taken up yet: it carries
+                                    no ids of its own (3.12+) or its creator's (before) */
 };
 
 /* One frame: which code object (an id, stable while the object lives) and which line. */
@@ -74,53 +92,37 @@ typedef struct pytop_frame {
 } pytop_frame;
 
 typedef struct pytop_thread {
-    uint64_t thread_id;    /* Python's thread id (threading.get_ident()) */
-    uint64_t tstate;       /* address of its PyThreadState in the target */
+    uint64_t thread_id;     /* Python's thread id (threading.get_ident()) */
+    uint64_t tstate;        /* address of its PyThreadState in the target */
     int64_t interp_id;
-    int32_t native_id;     /* kernel TID, 0 when unknown */
-    uint32_t flags;        /* pytop_thread_flags */
-    int32_t status;        /* PYTOP_OK, or why its stack could not be read in full */
-    uint32_t first_frame;  /* index into pytop_sample.frames; frames are innermost first */
+    uint64_t cpu_ns;        /* the kernel's count of its CPU time, its whole life (0: unknown) */
+    uint64_t cpu_delta_ns;  /* CPU time since its previous check */
+    uint64_t wait_delta_ns; /* time runnable but waiting for a CPU, since its previous check */
+    uint64_t outer_frame;   /* address of its outermost Python frame (0: none) */
+    int32_t native_id;      /* kernel TID, 0 when unknown */
+    uint32_t flags;         /* pytop_thread_flags */
+    int32_t status;         /* PYTOP_OK, or why its stack could not be read in full */
+    uint32_t first_frame;   /* index into pytop_sample.frames; frames are innermost first */
     uint32_t frame_count;
-    uint32_t serial;       /* a thread keeps its serial from sample to sample; one that was not in
-                              the previous sample is a new thread, even if its ids were used before */
-    char os_state;         /* state letter from /proc (R, S, D, ...), or '?' */
+    uint32_t serial;        /* a thread keeps its serial from sample to sample; one that was not in
+                               the previous sample is a new thread, even if its ids were used before */
+    char os_state;          /* state letter from /proc (R, S, D, ...) as last read, or '?' */
 } pytop_thread;
-
-/* Which threads' stacks a sample selects (PYTOP_OPT_SELECT). */
-enum pytop_select {
-    PYTOP_SELECT_ALL = 0,   /* every thread */
-    PYTOP_SELECT_BUSY = 1,  /* running, or holding the GIL (default) */
-    PYTOP_SELECT_GIL = 2    /* holding the GIL */
-};
 
 /* One call's result. The arrays belong to the unwinder and stay valid until the next call. */
 typedef struct pytop_sample {
     const pytop_thread *threads;
     const pytop_frame *frames;
-    const uint32_t *selected;  /* indices into threads: the readable ones PYTOP_OPT_SELECT keeps */
     uint32_t thread_count;
     uint32_t frame_count;
-    uint32_t selected_count;
-    uint32_t active_count;     /* threads the OS reports running */
+    uint32_t active_count;     /* threads the kernel reports running */
     uint32_t torn_count;       /* threads whose stack could not be read in full */
     int32_t gil_held;          /* 1 if some thread held the GIL */
     int32_t gc_collecting;     /* 1 if the garbage collector was running, 0 if not, -1 unknown */
     uint32_t syscalls;         /* syscalls this call made: memory and /proc reads (for benchmarks) */
+    uint32_t failed_reads;     /* reads of target memory that failed (torn structures) */
+    double taken_at;           /* CLOCK_MONOTONIC seconds when the sample began */
 } pytop_sample;
-
-/* One thread's figures since pytop_reset_thread_stats(), kept by the unwinder so that a
- * sampler at 1 kHz need not look at every thread of every sample. */
-typedef struct pytop_thread_stat {
-    uint64_t thread_id;
-    uint32_t serial;
-    int32_t native_id;
-    uint32_t samples;    /* samples it was in */
-    uint32_t active;     /* ... running */
-    uint32_t gil;        /* ... holding the GIL */
-    uint32_t top_code;   /* code id of the innermost frame of its latest sample, 0 if none */
-    uint32_t alive;      /* 1 if it was in the latest sample */
-} pytop_thread_stat;
 
 typedef struct pytop_code_info {
     const char *name;      /* UTF-8, valid until pytop_close() */
@@ -134,13 +136,15 @@ typedef struct pytop_unwinder pytop_unwinder;
 
 /* Options for pytop_set_option(). */
 enum pytop_option {
-    PYTOP_OPT_MAX_DEPTH = 1,     /* frames kept per thread (default 65536) */
-    PYTOP_OPT_OS_STATE = 2,      /* 0: skip /proc reads, 1: schedstat shortcut (default), 2: stat always */
+    PYTOP_OPT_MAX_DEPTH = 1,       /* frames kept per thread (default 65536) */
+    PYTOP_OPT_OS_STATE = 2,        /* 0: no /proc reads, 1: as needed (default), 2: every thread's
+                                      kernel figures and state letter in every sample */
     PYTOP_OPT_CODE_RECHECK_MS = 3, /* before 3.14, how old a code object's check may get (default 250) */
     PYTOP_OPT_REUSE_STACKS = 4,    /* 1 (default): keep the stacks of threads that have not run */
     PYTOP_OPT_BLOCKING = 5,        /* 1: stop the target's threads (ptrace) while sampling; 0: release them.
                                       Set, sample and release from one thread: ptrace belongs to it */
-    PYTOP_OPT_SELECT = 6           /* a pytop_select */
+    PYTOP_OPT_IDLE_CHECK = 6       /* at most this many samples between two reads of an idle
+                                      thread's kernel figures (default 1: every sample) */
 };
 
 /* Attach to `pid` whose _PyRuntime lives at `runtime_address`. Returns NULL and sets *status
@@ -151,20 +155,17 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value);
 /* Take one sample of every thread. On PYTOP_OK `out` describes it; on failure
  * pytop_last_error() says what went wrong. */
 int pytop_collect(pytop_unwinder *u, pytop_sample *out);
-/* The same, at a given time: sleep until `due` (seconds of CLOCK_MONOTONIC, as Python's
- * time.monotonic()), then sample; *started says when the sample began. A sampler that calls
- * this without its interpreter's GIL takes each sample on time however busy its other threads. */
-int pytop_collect_at(pytop_unwinder *u, double due, pytop_sample *out, double *started);
 /* `count` samples back to back, for benchmarks of the unwinder alone: adds the good samples,
  * the threads they held and the syscalls made to the counters. Stops early only when the target
  * is gone or unreadable, and returns that status. */
 int pytop_bench_collect(pytop_unwinder *u, uint32_t count, uint64_t *good, uint64_t *threads,
                         uint64_t *syscalls);
-/* Copy out the per-thread figures (at most `capacity`; *count says how many there are). */
-int pytop_thread_stats(pytop_unwinder *u, pytop_thread_stat *out, uint32_t capacity, uint32_t *count);
-/* Start the per-thread figures again (the threads keep their serials). */
-void pytop_reset_thread_stats(pytop_unwinder *u);
 int pytop_describe_code(pytop_unwinder *u, uint32_t code_id, pytop_code_info *out);
+/* The name `threading` gives the thread with this id (Thread.name), as NUL-terminated UTF-8 in
+ * `out`; PYTOP_ERR_ARGS when the target has no such thread in threading's registry. */
+int pytop_thread_name(pytop_unwinder *u, uint64_t thread_id, char *out, size_t capacity);
+/* The target's whole CPU time (every thread, ended ones included), in nanoseconds. */
+int pytop_process_cpu(pytop_unwinder *u, uint64_t *cpu_ns);
 const char *pytop_last_error(pytop_unwinder *u);
 void pytop_close(pytop_unwinder *u);
 
@@ -180,5 +181,146 @@ int32_t pytop_decode_line(int format, const uint8_t *table, size_t length, int32
  * of bytes written before the NUL, or -1 on invalid input. */
 int64_t pytop_decode_text(int kind, const uint8_t *data, size_t data_length, size_t count,
                           char *out, size_t capacity);
+
+/* ---- The engine --------------------------------------------------------------------------
+ *
+ * One native thread samples every process handed to it, `rate` times a second (intervals
+ * jittered), without Python's GIL. Per thread it attributes:
+ *   cpu:  the kernel's count of the thread's CPU time, split over the stacks it was seen running
+ *         with since the count last moved (or given to its latest stack when it was not seen);
+ *   wall: the time between samples, to the stack it had;
+ *   gil:  the same, while it held the GIL.
+ * Time is never more than the sample interval allows: a late sample does not stretch a stack's
+ * share. Python drains what is new a few times a second. Ownership: an unwinder handed to the
+ * engine is used and freed by the engine's thread only. */
+
+typedef struct pytop_engine pytop_engine;
+
+typedef struct pytop_engine_config {
+    double rate;              /* samples per second */
+    double jitter;            /* each interval is the nominal one times 1 +- jitter (0..0.9) */
+    double max_backlog;       /* seconds: further behind than this, missed samples are given up */
+    int32_t realtime;         /* 1: try the lowest real-time priority for the sampling thread */
+    double realtime_budget;   /* share of a core above which it gives that priority back */
+    int32_t blocking;         /* 1: stop the target's threads with ptrace while they are read */
+    uint32_t max_stack_frames;/* bound on the frames of all unique stacks kept (0: default) */
+    double period;            /* seconds between two full checks of every thread (0: default) */
+} pytop_engine_config;
+
+/* Kinds of stack with no frames of their own: shown as one pseudo-function each. */
+enum pytop_stack_kind {
+    PYTOP_STACK_FRAMES = 0,      /* Python frames */
+    PYTOP_STACK_EMPTY = 1,       /* a Python thread with no Python frame (C code, starting up) */
+    PYTOP_STACK_NATIVE = 2,      /* a thread of the process that is not a Python thread */
+    PYTOP_STACK_UNSEEN = 3,      /* CPU of threads that started and ended between samples */
+    PYTOP_STACK_OVERFLOW = 4,    /* stacks past the bound on unique stacks */
+    PYTOP_STACK_INCOMPLETE = 8   /* flag: outer frames are missing (cut or torn): no caller edges */
+};
+
+typedef struct pytop_drain_process {
+    uint32_t process;        /* the engine's index for it */
+    int32_t pid;
+    int32_t status;          /* PYTOP_OK while sampled; why it stopped otherwise */
+    uint32_t threads;        /* Python threads in its latest sample */
+    uint32_t samples;        /* since the previous drain: samples taken ... */
+    uint32_t failed;         /* ... samples that failed as a whole ... */
+    uint32_t gil_samples;    /* ... with some thread holding the GIL ... */
+    uint32_t gc_samples;     /* ... taken while the GC ran ... */
+    uint32_t gc_known;       /* ... in which the target said whether it did */
+    uint32_t torn;           /* thread stacks that could not be read in full */
+    uint64_t cpu_ns;         /* the kernel's CPU time of the whole process in the same time */
+    uint64_t unseen_cpu_ns;  /* ... of which by threads that ended between samples */
+    uint32_t error_at;       /* offset in `text` of its latest error, or UINT32_MAX */
+    uint32_t reserved;
+} pytop_drain_process;
+
+enum pytop_drain_thread_flags {
+    PYTOP_DRAIN_ALIVE = 1,   /* in the latest sample */
+    PYTOP_DRAIN_NAMED = 2,   /* name_at is set (sent when the name is first known) */
+    PYTOP_DRAIN_NATIVE = 4,  /* not a Python thread: a task of the process without a thread state */
+    PYTOP_DRAIN_GIL = 8      /* held the GIL in the latest sample */
+};
+
+typedef struct pytop_drain_thread {
+    uint64_t thread_id;
+    uint64_t cpu_ns;         /* since the previous drain: the kernel's CPU time (and its share
+                                of the time of threads that ended unseen) */
+    uint64_t wall_ns;        /* time it was sampled over */
+    uint64_t wait_ns;        /* time runnable but waiting for a CPU */
+    uint32_t thread;         /* the engine's key for it, never reused */
+    uint32_t process;
+    int32_t native_id;
+    uint32_t flags;          /* pytop_drain_thread_flags */
+    uint32_t samples;        /* since the previous drain */
+    uint32_t gil_samples;
+    uint32_t errors;         /* samples in which its stack could not be read */
+    int32_t last_error;      /* status of its latest error */
+    uint32_t stack;          /* its stack in the latest sample (0: none yet) */
+    uint32_t name_at;        /* offset in `text`, or UINT32_MAX */
+    char os_state;
+    char reserved[7];
+} pytop_drain_thread;
+
+typedef struct pytop_drain_code {
+    uint32_t process;
+    uint32_t code_id;
+    int32_t firstlineno;
+    uint32_t name_at, qualname_at, filename_at; /* offsets in `text` */
+} pytop_drain_code;
+
+typedef struct pytop_drain_stack {
+    uint32_t stack;          /* ids start at 1 */
+    uint32_t process;
+    uint32_t first_frame;    /* into `frames` */
+    uint32_t frame_count;
+    uint32_t kind;           /* pytop_stack_kind, with PYTOP_STACK_INCOMPLETE as a flag */
+    uint32_t reserved;
+} pytop_drain_stack;
+
+typedef struct pytop_drain_weight {
+    uint64_t cpu_ns, wall_ns, gil_ns;
+    uint32_t stack, thread;
+    uint32_t samples;        /* samples in which the thread had this stack */
+    uint32_t running;        /* ... and the kernel reported it running */
+} pytop_drain_weight;
+
+typedef struct pytop_drain {
+    const pytop_drain_process *processes;
+    const pytop_drain_thread *threads;     /* threads new, changed or ended since the last drain */
+    const pytop_drain_code *codes;         /* code objects first seen since the last drain */
+    const pytop_drain_stack *stacks;       /* stacks first seen since the last drain */
+    const pytop_frame *frames;
+    const pytop_drain_weight *weights;     /* time added since the last drain */
+    const char *text;
+    uint32_t process_count, thread_count, code_count, stack_count, frame_count, weight_count;
+    uint32_t text_size;
+    uint32_t ticks;          /* since the previous drain: sampling ticks ... */
+    uint32_t late;           /* ... that began more than one interval after they were due */
+    uint32_t given_up;       /* samples given up because sampling fell too far behind */
+    double first_at, last_at;/* CLOCK_MONOTONIC seconds of the first and last tick drained */
+    double lag;              /* seconds the latest tick began after it was due */
+    double cpu_seconds;      /* CPU time the sampling thread used */
+    int32_t running;         /* 1 while the sampling thread runs */
+    int32_t realtime;        /* 1 while it has a real-time priority */
+    uint32_t stacks_dropped; /* stacks folded into the overflow stack, since the start */
+    uint32_t end_at;         /* why sampling ended (offset in `text`), or UINT32_MAX */
+} pytop_drain;
+
+/* A stopped engine with nothing to sample yet. */
+pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status);
+/* Hand an unwinder to the engine (from any thread, before or while it runs): from the call on,
+ * only the engine's thread uses it, and frees it when its process ends or the engine stops.
+ * *process is the engine's index for it. */
+int pytop_engine_add(pytop_engine *e, pytop_unwinder *u, uint32_t *process);
+/* Start the sampling thread. */
+int pytop_engine_start(pytop_engine *e);
+/* Ask the sampling thread to end and wait for it at most `timeout` seconds. PYTOP_OK when it
+ * has ended (and freed its unwinders); PYTOP_ERR_LIMIT when it has not: the engine must then
+ * be left alone (never freed), since that thread may still use it. */
+int pytop_engine_stop(pytop_engine *e, double timeout);
+/* What is new since the previous drain, in arrays the engine owns until the next drain. */
+int pytop_engine_drain(pytop_engine *e, pytop_drain *out);
+/* Free an engine whose thread has ended (or never started). PYTOP_ERR_STATE otherwise. */
+int pytop_engine_free(pytop_engine *e);
 
 #endif

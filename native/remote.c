@@ -37,16 +37,6 @@
 static uint64_t page_floor(uint64_t a) { return a & ~(uint64_t)(PAGE_SIZE_BYTES - 1); }
 static uint64_t page_ceil(uint64_t a) { return page_floor(a + PAGE_SIZE_BYTES - 1); }
 
-int status_from_errno(int err) {
-    switch (err) {
-    case ESRCH: return PYTOP_ERR_GONE;
-    case EPERM:
-    case EACCES: return PYTOP_ERR_PERMISSION;
-    case ENOMEM: return PYTOP_ERR_NOMEM;
-    default: return PYTOP_ERR_READ;
-    }
-}
-
 fresh_mark remote_begin_fresh(remote *r) {
     fresh_mark before = {r->fresh, r->fresh_from};
     r->fresh = true;

@@ -1,11 +1,17 @@
 /*
- * Every interpreter (runtime->interpreters.head, then ->next) and every thread state of each
- * (threads.head, then ->next), with the GIL holder, the GC flag and each thread's OS state.
+ * One sample: every interpreter (runtime->interpreters.head, then ->next) and every thread state
+ * of each (threads.head, then ->next), with the GIL holder, the GC flag, each thread's kernel
+ * figures and its frames, resolved to code ids and lines.
  *
  * The GIL: up to 3.11 one lives in _PyRuntime (ceval.gil); from 3.12 each interpreter has its
  * own (_gil), unused by interpreters that share the main one. A thread holds the GIL when a
  * locked GIL names its thread state as last holder.
+ *
+ * A thread's stack is read again only if the kernel says it may have run since the previous
+ * sample (tasks.c); the GIL holder's figures are read every sample.
  */
+#include <string.h>
+
 #include "internal.h"
 
 #define STACK_RETRIES 2 /* a stack torn twice in a row is reported as such */
@@ -15,6 +21,12 @@ typedef struct gil_holders {
     uint64_t tstate[MAX_INTERPRETERS + 1];
     int count;
 } gil_holders;
+
+static bool holds_gil(const gil_holders *g, uint64_t tstate) {
+    for (int k = 0; k < g->count; k++)
+        if (g->tstate[k] == tstate) return true;
+    return false;
+}
 
 static int read_u64(pytop_unwinder *u, uint64_t addr, uint64_t *out) {
     int status;
@@ -83,7 +95,7 @@ static int native_id_of(pytop_unwinder *u, pytop_thread *t) {
     /* Before 3.11 only the pthread_t is known; the libc keeps the TID inside struct pthread,
      * on a page of its own. A thread keeps its TID: take last sample's while /proc still knew
      * it (a reused pthread_t then belongs to a thread whose old TID is gone). */
-    const pytop_thread *old = previous_thread(u, t);
+    const pytop_thread *old = samples_previous(&u->samples, t);
     if (old && old->thread_id == t->thread_id && old->native_id > 0 && old->os_state != '?') {
         t->native_id = old->native_id;
         return PYTOP_OK;
@@ -95,26 +107,70 @@ static int native_id_of(pytop_unwinder *u, pytop_thread *t) {
     return PYTOP_OK;
 }
 
-/* Returns whether the thread has not run since the last sample. */
-static bool set_os_state(pytop_unwinder *u, pytop_thread *t) {
-    bool idle_since = false;
-    t->os_state = '?';
-    if (u->os.mode == 0 || t->native_id <= 0) return false;
-    t->os_state = os_state_of(&u->os, t->native_id, &idle_since);
-    if (t->os_state == '?') return false;
-    t->flags |= PYTOP_THREAD_OS_KNOWN;
-    if (t->os_state == 'R') t->flags |= PYTOP_THREAD_ACTIVE;
-    return idle_since;
+/* The kernel's figures for `t`; returns whether its stack is known not to have changed since
+ * the previous sample (it has not been on a CPU since). */
+static bool check_task(pytop_unwinder *u, pytop_thread *t, bool gil) {
+    task_report r;
+    tasks_report(&u->os, t->native_id, gil ? TASK_NOW : TASK_WHEN_DUE, &r);
+    t->os_state = r.state;
+    t->cpu_ns = r.cpu_ns;
+    if (r.state != '?') t->flags |= PYTOP_THREAD_OS_KNOWN;
+    if (r.running) t->flags |= PYTOP_THREAD_ACTIVE;
+    if (r.ran) t->flags |= PYTOP_THREAD_RAN;
+    if (r.first) t->flags |= PYTOP_THREAD_NEW_TASK;
+    if (r.checked) {
+        t->flags |= PYTOP_THREAD_CHECKED;
+        t->cpu_delta_ns = r.cpu_delta_ns;
+        t->wait_delta_ns = r.wait_delta_ns;
+    }
+    return r.state != '?' && !r.ran && !r.first;
+}
+
+/* Map every raw frame of `t` to a code id. A code object that cannot be read means the frame
+ * was torn by the running target: the thread's stack is given up at once (its walk is retried
+ * from fresh memory), not the whole sample, and the address is remembered for the rest of the
+ * sample so that no other frame tries it again. */
+static int resolve_ids(pytop_unwinder *u, pytop_thread *t) {
+    sample_buf *b = u->samples.cur;
+    code_cache *c = &u->codes;
+    uint64_t last_code = 0;
+    uint32_t last_id = 0;
+    for (uint32_t i = t->first_frame; i < t->first_frame + t->frame_count; i++) {
+        const raw_frame *raw = &b->raw[i];
+        if (raw->code != last_code) { /* recursion repeats one code object */
+            int status = PYTOP_OK;
+            for (uint32_t k = 0; k < c->bad_count; k++)
+                if (c->bad[k] == raw->code) status = c->bad_status[k];
+            if (status == PYTOP_OK) status = codes_lookup(c, raw->code, &last_id);
+            if (fatal_status(status))
+                return fail(u->error, status, "reading a code object at 0x%llx", (unsigned long long)raw->code);
+            if (status != PYTOP_OK) {
+                if (c->bad_count < MAX_BAD_CODES) {
+                    c->bad[c->bad_count] = raw->code;
+                    c->bad_status[c->bad_count++] = status;
+                }
+                t->status = status;
+                for (; i < t->first_frame + t->frame_count; i++) b->frames[i].code_id = 0;
+                return PYTOP_OK;
+            }
+            last_code = raw->code;
+        }
+        const code_entry *e = codes_get(c, last_id);
+        if (e && raw->offset >= e->code_bytes) codes_force_check(c, last_id);
+        b->frames[i].code_id = last_id;
+    }
+    return PYTOP_OK;
 }
 
 /* Walk the frames of `t` and map them to code ids; on failure t->status says why. */
 static int read_stack(pytop_unwinder *u, pytop_thread *t) {
     thread_frames tf;
-    u->cur->frame_count = t->first_frame; /* drop what an earlier attempt left */
+    u->samples.cur->frame_count = t->first_frame; /* drop what an earlier attempt left */
     t->status = PYTOP_OK;
+    t->outer_frame = 0;
     int status = thread_frames_of(u, t->tstate, &tf);
-    if (status == PYTOP_OK) status = frames_walk(u, &tf, t);
-    t->frame_count = u->cur->frame_count - t->first_frame;
+    if (status == PYTOP_OK) status = frames_walk(&u->mem, &u->L, &u->samples, u->max_depth, &tf, t);
+    t->frame_count = u->samples.cur->frame_count - t->first_frame;
     if (status == PYTOP_OK) {
         status = resolve_ids(u, t);
         if (status == PYTOP_OK) status = t->status;
@@ -125,7 +181,8 @@ static int read_stack(pytop_unwinder *u, pytop_thread *t) {
 
 /* A thread state read while its thread ends may already be freed memory: it must point back
  * at its interpreter, and its link must look like a pointer. */
-static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t interp_id, uint64_t *next) {
+static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t interp_id,
+                       const gil_holders *g, uint64_t *next) {
     const pytop_layout *L = &u->L;
     uint64_t thread_id = 0, owner = 0;
     if (!plausible_pointer(ts)) return PYTOP_ERR_CORRUPT;
@@ -134,17 +191,19 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
     if (status == PYTOP_OK) status = read_u64(u, ts + (uint64_t)L->ts_interp, &owner);
     if (status == PYTOP_OK && (owner != interp || (*next && !plausible_pointer(*next)))) status = PYTOP_ERR_CORRUPT;
     if (status != PYTOP_OK) return status;
-    pytop_thread *t = push_thread(u);
-    if (!t) return fail(u, PYTOP_ERR_NOMEM, "out of memory for threads");
+    pytop_thread *t = samples_push_thread(&u->samples);
+    if (!t) return fail(u->error, PYTOP_ERR_NOMEM, "out of memory for threads");
     t->thread_id = thread_id;
     t->tstate = ts;
     t->interp_id = interp_id;
-    t->first_frame = u->cur->frame_count;
+    t->first_frame = u->samples.cur->frame_count;
     if ((status = native_id_of(u, t)) != PYTOP_OK) return status;
-    tracking_assign_serial(u, t);
+    tracking_assign(&u->track, &u->samples, t);
+    if (holds_gil(g, ts)) t->flags |= PYTOP_THREAD_GIL;
     /* Only the thread itself changes its frames: one that has not been on a CPU since the last
      * sample has the same stack, and reading it again would only cost time. */
-    if (!set_os_state(u, t) || !reuse_previous_stack(u, t)) {
+    bool unchanged = check_task(u, t, t->flags & PYTOP_THREAD_GIL);
+    if (!unchanged || !u->reuse_stacks || !samples_reuse_stack(&u->samples, t)) {
         remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_THREAD); /* retries included */
         status = read_stack(u, t);
         /* The thread changed its stack while we read it: again, from fresh memory. */
@@ -155,23 +214,22 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
         }
         remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE); /* back to the sample's bound */
     }
-    t->frame_count = u->cur->frame_count - t->first_frame;
-    /* Losing the process or the permission ends the sample; anything else is this thread's. */
-    if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION || status == PYTOP_ERR_NOMEM)
-        return fail(u, status, "reading the stack of thread %llu", (unsigned long long)thread_id);
+    t->frame_count = u->samples.cur->frame_count - t->first_frame;
+    if (fatal_status(status))
+        return fail(u->error, status, "reading the stack of thread %llu", (unsigned long long)thread_id);
     return PYTOP_OK;
 }
 
 /* The thread states of one interpreter, from `head`. */
-static int walk_thread_list(pytop_unwinder *u, uint64_t interp, int64_t id, uint64_t head) {
+static int walk_thread_list(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_holders *g, uint64_t head) {
     uint64_t ts = head;
     for (int n = 0; ts; n++) {
-        if (u->cur->thread_count >= MAX_THREADS || n >= MAX_THREADS)
-            return fail(u, PYTOP_ERR_LIMIT, "more than %d threads (or a cycle in the thread list)", MAX_THREADS);
+        if (u->samples.cur->thread_count >= MAX_THREADS || n >= MAX_THREADS)
+            return fail(u->error, PYTOP_ERR_LIMIT, "more than %d threads (or a cycle in the thread list)", MAX_THREADS);
         uint64_t next_ts = 0;
-        int status = walk_thread(u, ts, interp, id, &next_ts);
+        int status = walk_thread(u, ts, interp, id, g, &next_ts);
         if (status == PYTOP_ERR_READ || status == PYTOP_ERR_CORRUPT)
-            return fail(u, status, "cannot read thread state at 0x%llx", (unsigned long long)ts);
+            return fail(u->error, status, "cannot read thread state at 0x%llx", (unsigned long long)ts);
         if (status != PYTOP_OK) return status;
         ts = next_ts;
     }
@@ -180,16 +238,16 @@ static int walk_thread_list(pytop_unwinder *u, uint64_t interp, int64_t id, uint
 
 /* A thread that ends while the list is walked can leave it pointing at freed memory: the walk
  * starts again from the head, read anew, dropping what the broken walk collected. */
-static int walk_threads_of(pytop_unwinder *u, uint64_t interp, int64_t id, uint64_t head) {
-    uint32_t first_thread = u->cur->thread_count, first_frame = u->cur->frame_count;
-    int status = walk_thread_list(u, interp, id, head);
+static int walk_threads_of(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_holders *g, uint64_t head) {
+    uint32_t first_thread = u->samples.cur->thread_count, first_frame = u->samples.cur->frame_count;
+    int status = walk_thread_list(u, interp, id, g, head);
     for (int retry = 0; retry < LIST_RETRIES && (status == PYTOP_ERR_READ || status == PYTOP_ERR_CORRUPT); retry++) {
-        u->cur->thread_count = first_thread;
-        u->cur->frame_count = first_frame;
+        u->samples.cur->thread_count = first_thread;
+        u->samples.cur->frame_count = first_frame;
         u->error[0] = '\0';
         fresh_mark mark = remote_begin_fresh(&u->mem);
         status = read_u64(u, interp + (uint64_t)u->L.is_threads_head, &head);
-        if (status == PYTOP_OK) status = walk_thread_list(u, interp, id, head);
+        if (status == PYTOP_OK) status = walk_thread_list(u, interp, id, g, head);
         remote_end_fresh(&u->mem, mark);
     }
     return status;
@@ -211,14 +269,33 @@ static int walk_interpreter_state(pytop_unwinder *u, uint64_t interp, gil_holder
         *generation_sum += generation;
     }
     if (status != PYTOP_OK)
-        return fail(u, status, "cannot read interpreter state at 0x%llx", (unsigned long long)interp);
-    return walk_threads_of(u, interp, (int64_t)id, head);
+        return fail(u->error, status, "cannot read interpreter state at 0x%llx", (unsigned long long)interp);
+    return walk_threads_of(u, interp, (int64_t)id, g, head);
 }
 
-static void mark_gil_holders(pytop_unwinder *u, const gil_holders *g) {
-    for (uint32_t i = 0; i < u->cur->thread_count; i++)
-        for (int k = 0; k < g->count; k++)
-            if (u->cur->threads[i].tstate == g->tstate[k]) u->cur->threads[i].flags |= PYTOP_THREAD_GIL;
+/* Code ids were found thread by thread during the walk; confirm the cache entries that are due
+ * in one batch, and if some turned out replaced, look everything up again (their addresses now
+ * load the new objects). Then the lines. */
+static int resolve_all(pytop_unwinder *u) {
+    sample_buf *b = u->samples.cur;
+    if (codes_confirm_due(&u->codes) > 0) {
+        for (uint32_t k = 0; k < b->thread_count; k++) {
+            pytop_thread *t = &b->threads[k];
+            if ((t->flags & PYTOP_THREAD_UNCHANGED) || t->status != PYTOP_OK) continue; /* objects live; torn */
+            int status = resolve_ids(u, t);
+            if (status != PYTOP_OK) return status;
+        }
+        codes_confirm_due(&u->codes);
+    }
+    for (uint32_t k = 0; k < b->thread_count; k++) {
+        const pytop_thread *t = &b->threads[k];
+        if (t->flags & PYTOP_THREAD_UNCHANGED) continue;
+        for (uint32_t i = t->first_frame; i < t->first_frame + t->frame_count; i++) {
+            int32_t offset = b->raw[i].offset;
+            b->frames[i].line = offset == INT32_MAX ? -1 : codes_line(&u->codes, b->frames[i].code_id, offset);
+        }
+    }
+    return PYTOP_OK;
 }
 
 int threads_walk(pytop_unwinder *u) {
@@ -230,11 +307,13 @@ int threads_walk(pytop_unwinder *u) {
         status = read_gc_flag(u, u->runtime + (uint64_t)L->rt_gc_collecting);
     if (status == PYTOP_OK)
         status = read_u64(u, u->runtime + (uint64_t)L->rt_interpreters_head, &interp);
-    if (status != PYTOP_OK) return fail(u, status, "cannot read the Python runtime state");
-    if (!interp) return fail(u, PYTOP_ERR_CORRUPT, "the Python runtime has no interpreter (starting up or shutting down)");
+    if (status != PYTOP_OK) return fail(u->error, status, "cannot read the Python runtime state");
+    if (!interp) return fail(u->error, PYTOP_ERR_CORRUPT, "the Python runtime has no interpreter (starting up or shutting down)");
+    /* 3.12+: each interpreter's GIL is read before its threads, so the holder is known as they
+     * are walked; up to 3.11 the one GIL was read above. */
     for (int n = 0; interp; n++) {
         if (n >= MAX_INTERPRETERS)
-            return fail(u, PYTOP_ERR_LIMIT, "more than %d interpreters (or a cycle in their list)", MAX_INTERPRETERS);
+            return fail(u->error, PYTOP_ERR_LIMIT, "more than %d interpreters (or a cycle in their list)", MAX_INTERPRETERS);
         uint64_t next = 0;
         if ((status = walk_interpreter_state(u, interp, &g, &generation_sum, &next)) != PYTOP_OK)
             return status;
@@ -244,6 +323,8 @@ int threads_walk(pytop_unwinder *u) {
         u->codes.generation = generation_sum;
         u->codes.generation_known = true;
     }
-    mark_gil_holders(u, &g);
-    return PYTOP_OK;
+    /* TIDs are known from thread states (3.11+) or from struct pthread, which the kernel zeroes
+     * when the thread exits: either way, a state without one has no live thread. */
+    tracking_mark_unclaimed(u->samples.cur, u->L.ts_native_thread_id >= 0 || u->L.pthread_tid >= 0);
+    return resolve_all(u);
 }

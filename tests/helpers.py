@@ -50,6 +50,16 @@ def stage(interp: dict[str, Any], script: str) -> str:
     return f"{CHROOT_TARGET_DIR}/{script}"
 
 
+def stage_file(interp: dict[str, Any], source: Path) -> str:
+    """The path under which the interpreter sees the file `source` (copied into a chroot if needed)."""
+    if interp["launch"] != "chroot":
+        return str(source)
+    inside = Path(interp["root"]) / CHROOT_TARGET_DIR.lstrip("/")
+    inside.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, inside / source.name)
+    return f"{CHROOT_TARGET_DIR}/{source.name}"
+
+
 @dataclass
 class RunningTarget:
     pid: int

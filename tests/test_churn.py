@@ -26,7 +26,7 @@ def test_thread_per_request_server_costs_few_reads(interp: dict[str, Any]) -> No
         end = time.monotonic() + 1.5
         while time.monotonic() < end:
             try:
-                sample = target.unwinder.sample_raw()
+                sample = target.unwinder.sample()
             except SampleError:
                 failed += 1
                 continue

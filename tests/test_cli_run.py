@@ -62,7 +62,7 @@ def test_batch_text_by_line_with_idle_threads(some_interp: dict[str, Any]) -> No
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"pytop: pid {t.pid}, ")
-    assert lines[2].startswith("GIL: ")
+    assert lines[2].startswith("Mode: wall, GIL: ")
     main = t.info["threads"]["main"]["frames"][0]
     assert any("level_two (" in line and f"stacks.py:{main['line']})" in line for line in lines)
 

@@ -1,5 +1,5 @@
-"""Exports of a real run: collapsed stacks parse and add up to the samples counted; speedscope
-files load against the published schema (tests/data/)."""
+"""Exports of a real run: collapsed stacks parse and add up to the time the table counted;
+speedscope files load against the published schema (tests/data/)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 
 import helpers
+from pytop.core.aggregate import WALL
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.target.attach import attach
@@ -23,12 +25,11 @@ FRAME_LABEL = re.compile(r"^.+ \(.+:-?\d+\)$")
 def sampled(interp: dict[str, Any], tmp_path: Path) -> tuple[Sampler, dict[str, Any], tuple[str, ...]]:
     with helpers.running(interp, "stacks.py") as t:
         target = attach(t.pid)
-        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, idle=True), target.names)
+        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, mode="wall"))
         sampler.start(lambda snapshot: None)
         time.sleep(1.5)
         sampler.stop()
         paths = sampler.write_exports(str(tmp_path))
-        target.close()
     return sampler, t.info, paths
 
 
@@ -45,9 +46,11 @@ def parse_collapsed(text: str) -> dict[tuple[str, ...], int]:
 def test_collapsed_stacks_add_up(some_interp: dict[str, Any], tmp_path: Path) -> None:
     sampler, info, (collapsed_path, _) = sampled(some_interp, tmp_path)
     stacks = parse_collapsed(Path(collapsed_path).read_text())
-    counted = sum(count for count, _ in sampler.aggregator.total.counts.values())
-    assert sum(stacks.values()) == counted == sum(r.own_count for r in sampler.final_snapshot().rows)
-    assert counted >= 3 * 200  # three threads (idle ones included) at 200 Hz for 1.5 s
+    micros = sum(tally[WALL] // 1000 for tally in sampler.all_counts().stacks.values())
+    table = sum(r.own_time for r in sampler.final_snapshot().rows)
+    assert sum(stacks.values()) == micros
+    assert sum(stacks.values()) / 1e6 == pytest.approx(table, abs=0.01)
+    assert micros >= 3 * 1.3e6  # three threads (asleep ones too: wall mode) for 1.5 s
     main = tuple(f"{f['function']} ({f['filename']}:{f['line']})" for f in reversed(info["threads"]["main"]["frames"]))
     assert stacks[main] > 0  # the main thread's stack, outermost first, as the target reported it
 

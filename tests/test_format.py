@@ -45,10 +45,12 @@ def test_exited_banner() -> None:
 
 
 def test_header_lines() -> None:
-    s = snapshot(settings={"rate": 100.0})
-    assert fmt.threads_line(s) == "GIL: 50.0%, Active: 25.0%, Threads: 4"
+    s = snapshot(rate_asked=100.0)
+    assert fmt.threads_line(s) == "Mode: cpu, GIL: 50.0%, Active: 25.0%, Threads: 4"
     assert fmt.samples_line(s) == "Samples: 1,000 (100/s of 100/s), Errors: 0.0%, Elapsed: 00:00:10"
     assert fmt.usage_line(s) == "CPU: 80%, RSS: 50.0 MiB"
+    late = snapshot(rate_asked=100.0, late=30, given_up=20)
+    assert fmt.samples_line(late) == "Samples: 1,000 (100/s of 100/s, 4.9% late), Errors: 0.0%, Elapsed: 00:00:10"
 
 
 def test_numbers() -> None:

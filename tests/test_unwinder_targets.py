@@ -198,7 +198,8 @@ def test_thread_names(interp: dict[str, Any]) -> None:
     with helpers.running(interp, "thread_names.py") as t:
         target = attach(t.pid)
         try:
-            names = target.names.read()
+            sample = good_sample(target)
+            names = {thread.thread_id: target.unwinder.thread_name(thread.thread_id) for thread in sample.threads}
         finally:
             target.close()
     assert names == {info["thread_id"]: info["name"] for info in t.info["threads"].values()}

@@ -32,12 +32,14 @@ def rows(by_line: bool, scale: float = 1.0) -> tuple[FunctionRow, ...]:
 
 
 THREADS = (
-    ThreadRow((4242, 1), 4242, 1, 4242, "MainThread", 5012, 2.0, 1.5, "Event.wait", True),
-    ThreadRow((4242, 2), 4242, 2, 4250, "handler-0", 5012, 62.0, 40.1, "render_response", True),
-    ThreadRow((4242, 3), 4242, 3, 4251, "handler-1", 5012, 58.3, 37.9, "handle_request", True),
-    ThreadRow((4242, 4), 4242, 4, 4252, "reports", 5012, 35.0, 34.7, "is_prime", True),
-    ThreadRow((4242, 5), 4242, 5, 4253, "cache-janitor", 5012, 0.4, 0.2, "Event.wait", True),
-    ThreadRow((4242, 6), 4242, 6, 4260, None, 120, 80.0, 10.0, None, False),
+    ThreadRow(1, 4242, 0x7F01, 4242, "MainThread", 5012, 2.0, 1.5, "Event.wait", True, cpu_time=1.0),
+    ThreadRow(2, 4242, 0x7F02, 4250, "handler-0", 5012, 62.0, 40.1, "render_response", True, cpu_time=31.1),
+    ThreadRow(3, 4242, 0x7F03, 4251, "handler-1", 5012, 58.3, 37.9, "handle_request", True, cpu_time=29.2,
+              errors=3, last_error="inconsistent memory"),
+    ThreadRow(4, 4242, 0x7F04, 4252, "reports", 5012, 35.0, 34.7, "is_prime", True, cpu_time=17.5),
+    ThreadRow(5, 4242, 0x7F05, 4253, "cache-janitor", 5012, 0.4, 0.2, "Event.wait", True, cpu_time=0.2),
+    ThreadRow(6, 4242, 0x7F06, 4260, "Thread-7 (process_request_thread)", 120, 80.0, 10.0, None, False,
+              cpu_time=0.9),
 )
 KEY_RENDER = ("render_response", "/srv/shop/web.py", 0, 4242)
 GRAPHS = {
@@ -58,7 +60,7 @@ def snapshot(by_line: bool = False, scale: float = 1.0, **changes: object) -> Sn
     values: dict[str, object] = dict(
         target=TARGET, rows=rows(by_line, scale), by_line=by_line, samples=int(5012 * scale),
         elapsed=50.2 * scale, rate=99.8, errors=0, last_error=None, late=0, behind=0.0, gil_pct=61.5,
-        active_pct=43.3, threads=6, cpu_pct=88.0, rss=73 << 20, settings={"rate": 100.0},
+        active_pct=43.3, threads=6, cpu_pct=88.0, rss=73 << 20, rate_asked=100.0, mode="cpu",
         thread_rows=THREADS, gc_pct=1.2, processes=(4242,))
     values.update(changes)
     return Snapshot(**values)  # type: ignore[arg-type]
@@ -71,6 +73,7 @@ class FakeSource:
         self.first = first or snapshot()
         self.publish: Callable[[Snapshot], None] | None = None
         self.by_line = False
+        self.mode = "cpu"
         self.resets = 0
         self.stopped = False
         self.thread: object = None
@@ -89,8 +92,9 @@ class FakeSource:
         self.resets += 1
         self._send(snapshot(self.by_line, scale=0.01))
 
-    def refresh_now(self) -> None:
-        self._send(snapshot(self.by_line))
+    def set_mode(self, mode: str) -> None:
+        self.mode = mode
+        self._send(self.current())
 
     def set_by_line(self, by_line: bool) -> None:
         self.by_line = by_line
@@ -117,7 +121,7 @@ class FakeSource:
     def current(self, **changes: object) -> Snapshot:
         thread = next((t for t in THREADS if t.key == self.thread), None)
         graph = GRAPHS.get(self.focus) if self.focus else None  # type: ignore[call-overload]
-        return snapshot(self.by_line, thread_filter=thread, call_graph=graph, **changes)
+        return snapshot(self.by_line, thread_filter=thread, call_graph=graph, mode=self.mode, **changes)
 
     def _send(self, s: Snapshot) -> None:
         if self.publish is not None:

@@ -125,6 +125,47 @@ FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     ("str_ascii_size", "sizeof(PyASCIIObject)", ALL),
     ("str_compact_size", "sizeof(PyCompactUnicodeObject)", ALL),
     ("str_legacy_data", "offsetof(PyUnicodeObject, data)", ALL),
+    # What the thread-name reader walks: sys.modules -> the threading module's dict -> its
+    # _active and _limbo dicts -> a Thread instance's `_name` (and `_ident`) attribute.
+    ("md_dict", "offsetof(pytop_module_38, md_dict)", until((3, 9))),
+    ("md_dict", "offsetof(PyModuleObject, md_dict)", since((3, 10))),
+    ("dict_ma_keys", "offsetof(PyDictObject, ma_keys)", ALL),
+    ("dict_ma_values", "offsetof(PyDictObject, ma_values)", ALL),
+    ("dk_size", "offsetof(pytop_dictkeys_38, dk_size)", until((3, 10))),
+    ("dk_log2_size", "offsetof(PyDictKeysObject, dk_log2_size)", since((3, 11))),
+    ("dk_log2_index_bytes", "offsetof(PyDictKeysObject, dk_log2_index_bytes)", since((3, 11))),
+    ("dk_kind", "offsetof(PyDictKeysObject, dk_kind)", since((3, 11))),
+    ("dk_nentries", "offsetof(pytop_dictkeys_38, dk_nentries)", until((3, 10))),
+    ("dk_nentries", "offsetof(PyDictKeysObject, dk_nentries)", since((3, 11))),
+    ("dk_indices", "offsetof(pytop_dictkeys_38, dk_indices)", until((3, 10))),
+    ("dk_indices", "offsetof(PyDictKeysObject, dk_indices)", since((3, 11))),
+    ("dict_entry_size", "sizeof(pytop_dictkeyentry_38)", until((3, 10))),
+    ("dict_entry_size", "sizeof(PyDictKeyEntry)", since((3, 11))),
+    ("dict_entry_hash", "offsetof(pytop_dictkeyentry_38, me_hash)", until((3, 10))),
+    ("dict_entry_hash", "offsetof(PyDictKeyEntry, me_hash)", since((3, 11))),
+    ("dict_entry_key", "offsetof(pytop_dictkeyentry_38, me_key)", until((3, 10))),
+    ("dict_entry_key", "offsetof(PyDictKeyEntry, me_key)", since((3, 11))),
+    ("dict_entry_value", "offsetof(pytop_dictkeyentry_38, me_value)", until((3, 10))),
+    ("dict_entry_value", "offsetof(PyDictKeyEntry, me_value)", since((3, 11))),
+    ("dict_unicode_entry_size", "sizeof(PyDictUnicodeEntry)", since((3, 11))),
+    ("dict_unicode_entry_key", "offsetof(PyDictUnicodeEntry, me_key)", since((3, 11))),
+    ("dict_unicode_entry_value", "offsetof(PyDictUnicodeEntry, me_value)", since((3, 11))),
+    ("dict_values_values", "offsetof(PyDictValues, values)", since((3, 11))),
+    ("dict_values_capacity", "offsetof(PyDictValues, capacity)", since((3, 13))),
+    ("dict_values_valid", "offsetof(PyDictValues, valid)", since((3, 13))),
+    ("long_digits", "offsetof(PyLongObject, ob_digit)", until((3, 11))),
+    ("long_digits", "offsetof(PyLongObject, long_value.ob_digit)", since((3, 12))),
+    ("long_tag", "offsetof(PyLongObject, long_value.lv_tag)", since((3, 12))),
+    ("long_shift", "PyLong_SHIFT", ALL),
+    # Where a managed dict (and, in 3.11, a values array) sits before the object: 3.11's
+    # _PyObject_ManagedDictPointer / _PyObject_ValuesPointer, 3.12's _PyObject_DictOrValuesPointer
+    # (one tagged word), 3.13+'s MANAGED_DICT_OFFSET. The 3.12 header has no constant for it.
+    ("managed_dict", "MANAGED_DICT_OFFSET", ((3, 11), (3, 11))),
+    ("managed_dict", "-3 * (long)sizeof(PyObject *)", ((3, 12), (3, 12))),
+    ("managed_dict", "MANAGED_DICT_OFFSET", since((3, 13))),
+    ("managed_values", "-4 * (long)sizeof(PyObject *)", ((3, 11), (3, 11))),
+    ("tpflags_managed_dict", "Py_TPFLAGS_MANAGED_DICT", since((3, 11))),
+    ("tpflags_inline_values", "Py_TPFLAGS_INLINE_VALUES", since((3, 13))),
 ]
 
 # Bit fields of PyASCIIObject.state, found by setting each one and looking at the word.
@@ -171,10 +212,16 @@ DEBUG_FIELDS: dict[str, str] = {
     "str_ascii_size": "unicode_object.asciiobject_size",
     "str_compact_size": "unicode_object.compactunicodeobject_size",
     "gc_collecting": "gc.collecting",
+    "dict_ma_keys": "dict_object.ma_keys",
+    "dict_ma_values": "dict_object.ma_values",
+    "long_tag": "long_object.lv_tag",
+    "long_digits": "long_object.ob_digit",
 }
 
 # Members that later versions added to _Py_DebugOffsets.
-DEBUG_FIELDS_SINCE: dict[str, V] = {"is_code_generation": (3, 14), "str_compact_size": (3, 15)}
+DEBUG_FIELDS_SINCE: dict[str, V] = {"is_code_generation": (3, 14), "str_compact_size": (3, 15),
+                                    "dict_ma_keys": (3, 14), "dict_ma_values": (3, 14),
+                                    "long_tag": (3, 14), "long_digits": (3, 14)}
 
 PROLOGUE = r"""
 #define Py_BUILD_CORE 1
@@ -198,6 +245,24 @@ PROLOGUE = r"""
 #  include "internal/pycore_interpframe.h"
 #  include "internal/pycore_stackref.h"
 #  include "internal/pycore_debug_offsets.h"
+#endif
+#if PY_VERSION_HEX < 0x030B0000
+#  include "longintrepr.h"
+/* Not in the installed headers before 3.11: Objects/dict-common.h of 3.8-3.10, as it is there. */
+typedef struct { Py_hash_t me_hash; PyObject *me_key; PyObject *me_value; } pytop_dictkeyentry_38;
+typedef struct {
+    Py_ssize_t dk_refcnt; Py_ssize_t dk_size; void *dk_lookup; Py_ssize_t dk_usable; Py_ssize_t dk_nentries;
+    char dk_indices[];
+} pytop_dictkeys_38;
+#else
+#  include "internal/pycore_dict.h"
+#  include "internal/pycore_object.h"
+#endif
+#if PY_VERSION_HEX < 0x030A0000
+/* Not in the installed headers before 3.10: Objects/moduleobject.c of 3.8-3.9 (its first member). */
+typedef struct { PyObject_HEAD PyObject *md_dict; } pytop_module_38;
+#else
+#  include "internal/pycore_moduleobject.h"
 #endif
 
 static int bit_shift(unsigned int mask) { int s = 0; while (mask && !(mask & 1)) { mask >>= 1; s++; } return s; }

@@ -14,7 +14,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from pytop.run import info_of, notes_for
+from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.target.launch import Child, attach_when_ready, demo_command
 from pytop.ui.app import PytopApp
@@ -27,9 +27,8 @@ async def shoot() -> None:
     child = Child(demo_command(), quiet=True)
     try:
         target = attach_when_ready(child)
-        settings = Settings(rate=200, delay=1.0)
-        app = PytopApp(Sampler(target.unwinder, info_of(target), settings, target.names), sort="own_pct",
-                       notes=notes_for(settings, None))
+        settings = Settings(delay=1.0)
+        app = PytopApp(Sampler(target.unwinder, info_of(target), settings), sort="own_pct")
         async with app.run_test(size=SIZE) as pilot:
             await asyncio.sleep(5)
             app.save_screenshot("main.svg", str(OUT))

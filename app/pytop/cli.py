@@ -37,6 +37,26 @@ def positive(text: str) -> float:
     return value
 
 
+MAX_RATE = 20000.0
+
+
+def rate(text: str) -> float:
+    value = positive(text)
+    if value > MAX_RATE:
+        raise argparse.ArgumentTypeError(f"at most {MAX_RATE:,.0f} samples per second: {text!r}")
+    return value
+
+
+def mode_of(args: argparse.Namespace) -> str:
+    """--mode, or the py-spy-style flag that names one."""
+    named = [m for m, given in (("wall", args.idle), ("gil", args.gil)) if given]
+    if args.mode:
+        named.append(args.mode)
+    if len(set(named)) > 1:
+        raise errors.UsageError(f"--idle, --gil and --mode ask for different modes: {', '.join(sorted(set(named)))}")
+    return named[0] if named else "cpu"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pytop",
@@ -49,10 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="process id (same as the positional PID)")
     parser.add_argument("--demo", action="store_true", help="start and watch pytop's demo workload")
     sampling = parser.add_argument_group("sampling")
-    sampling.add_argument("-r", "--rate", type=positive, default=100.0, metavar="HZ",
-                          help="samples per second (default 100)")
-    sampling.add_argument("-i", "--idle", action="store_true", help="include idle threads")
-    sampling.add_argument("-g", "--gil", action="store_true", help="only the thread holding the GIL")
+    sampling.add_argument("-r", "--rate", type=rate, default=1000.0, metavar="HZ",
+                          help="samples per second (default 1000, up to 20000)")
+    sampling.add_argument("--mode", choices=("cpu", "wall", "gil"),
+                          help="what the times measure: cpu (default: time on a CPU, as the kernel counts "
+                               "it), wall (every thread's wall-clock time, sleeping or not) or gil (the "
+                               "GIL holder's wall-clock time); the m key switches it live")
+    sampling.add_argument("-i", "--idle", action="store_true", help="the same as --mode wall")
+    sampling.add_argument("-g", "--gil", action="store_true", help="the same as --mode gil")
     sampling.add_argument("-s", "--subprocesses", action="store_true",
                           help="also watch the target's Python child processes as they start and stop")
     sampling.add_argument("--no-priority", action="store_true",
@@ -120,6 +144,7 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         raise errors.UsageError("--json and --format disagree")
     if args.dump and args.batch:
         raise errors.UsageError("--dump and --batch do not go together")
+    args.mode = mode_of(args)
     if args.dump and pid is None:
         raise errors.UsageError("--dump needs the PID of a running process")
     if not (args.dump or args.batch) and not has_terminal():

@@ -1,6 +1,8 @@
 """pytop's demo workload (`pytop --demo` runs it): a small service with a few named threads.
 
-- request handlers parse and render JSON, and now and then wait on a "database";
+- request handlers parse and price orders of a few hundred lines and render JSON, and now and
+  then wait on a "database" (a sleep: in cpu mode it costs only its wake-ups, in wall mode it
+  is where the handlers spend most of their time);
 - a report thread crunches numbers in pure Python, mostly holding the GIL;
 - a cache janitor sleeps most of the time;
 - the main thread hands out work and checks on the others.
@@ -16,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-ORDERS = [{"id": i, "items": [{"sku": f"SKU-{j}", "qty": j % 5 + 1, "price": 9.99 + j} for j in range(20)]}
+ORDERS = [{"id": i, "items": [{"sku": f"SKU-{j}", "qty": j % 5 + 1, "price": 9.99 + j} for j in range(300)]}
           for i in range(50)]
 
 
@@ -39,16 +41,14 @@ def query_database(seconds: float) -> None:
 
 def handle_request(payload: str) -> str:
     order = parse_request(payload)
-    if random.random() < 0.3:
+    if random.random() < 0.1:
         query_database(0.005)
     return render_response(order, price_order(order))
 
 
 def request_handler(jobs: queue.Queue[str]) -> None:
     while True:
-        payload = jobs.get()
-        for _ in range(20):
-            handle_request(payload)
+        handle_request(jobs.get())
 
 
 def is_prime(n: int) -> bool:
@@ -86,7 +86,7 @@ def main() -> None:
     while True:
         for payload in payloads:
             jobs.put(payload)
-        time.sleep(0.02)
+        time.sleep(0.05)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from .sampling import priority
 from .sampling.sampler import Sampler, Settings
 from .target.attach import Target, attach
 from .target.launch import Child, attach_when_ready, demo_command
-from .target.threadnames import ThreadNames
 
 
 def info_of(target: Target) -> TargetInfo:
@@ -32,36 +31,24 @@ def info_of(target: Target) -> TargetInfo:
     return TargetInfo(target.pid, target.cmdline, str(target.version), cwd)
 
 
-def attach_child(pid: int) -> tuple[Unwinder, ThreadNames]:
+def attach_child(pid: int) -> Unwinder:
     """How --subprocesses starts watching a new descendant."""
-    target = attach(pid)
-    return target.unwinder, target.names
+    return attach(pid).unwinder
 
 
-def notes_for(settings: Settings, child_log: str | None) -> tuple[str, ...]:
-    notes = []
-    if settings.idle:
-        notes.append("[idle threads included]")
-    if settings.gil_only:
-        notes.append("[GIL holder only]")
-    if child_log:
-        notes.append(f"[its output: {child_log}]")
-    return tuple(notes)
+def notes_for(child_log: str | None) -> tuple[str, ...]:
+    return (f"[its output: {child_log}]",) if child_log else ()
 
 
 def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: bool,
              child_log: str | None = None, stats_file: str | None = None, follow_children: bool = False) -> int:
     from .ui.app import PytopApp
 
-    # The sampler thread shares this process's GIL with the UI: a short switch interval lets it
-    # take the GIL within half a millisecond of waking, however busy the UI is redrawing.
-    sys.setswitchinterval(0.0005)
     if settings.realtime:
         priority.raise_process()
-    sampler = Sampler(target.unwinder, info_of(target), settings, target.names,
-                      attach_child if follow_children else None)
-    app = PytopApp(sampler, sort=sort, by_line=settings.by_line, full_filenames=full_filenames,
-                   notes=notes_for(settings, child_log), handle_signals=True)
+    sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if follow_children else None)
+    app = PytopApp(sampler, sort=sort, by_line=settings.by_line, mode=settings.mode, full_filenames=full_filenames,
+                   notes=notes_for(child_log), handle_signals=True)
     try:
         app.run()
     finally:
@@ -73,14 +60,18 @@ def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: b
     return 0
 
 
-def stacks_of(target: Target, sample: Sample, names: dict[int, str]) -> ProcessStacks:
-    """A sample with every name resolved, for the dump report."""
+def stacks_of(target: Target, sample: Sample) -> ProcessStacks:
+    """A sample with every name resolved, for the dump report. A thread state its new thread
+    has not taken up yet is not a thread of its own: it is left out."""
+    unwinder = target.unwinder
+
     def frames(thread: ThreadSample) -> tuple[Frame, ...]:
-        codes = (target.unwinder.code(code_id) for code_id, _ in thread.frames())
+        codes = (unwinder.code(code_id) for code_id, _ in thread.frames())
         return tuple(Frame(code.qualname, code.filename, line) for code, (_, line) in zip(codes, thread.frames()))
 
-    threads = tuple(ThreadStack(t.thread_id, t.native_id, names.get(t.thread_id), t.gil, t.active, t.os_state,
-                                t.interp_id, t.error, t.truncated, frames(t)) for t in sample.threads)
+    threads = tuple(ThreadStack(t.thread_id, t.native_id, unwinder.thread_name(t.thread_id), t.gil, t.active,
+                                t.os_state, t.interp_id, t.error, t.truncated, frames(t))
+                    for t in sample.threads if not t.unclaimed)
     return ProcessStacks(target.pid, target.cmdline, str(target.version), sample.gc_collecting, threads)
 
 
@@ -116,7 +107,7 @@ def dump(pid: int, as_json: bool, blocking: bool = False) -> int:
                 last = exc
         else:
             raise errors.AttachFailed(f"cannot read the stacks of process {pid}: {last}")
-        stacks = stacks_of(target, sample, target.names.get())
+        stacks = stacks_of(target, sample)
         text = report_dump.as_json(stacks) if as_json else report_dump.as_text(stacks)
     finally:
         target.unwinder.set_blocking(False)
@@ -132,14 +123,15 @@ def watch(args: argparse.Namespace, command: list[str]) -> int:
     try:
         target = attach_when_ready(child) if child else attach(args.pid_option or args.pid)
         sort = table.SORT_CHOICES[args.sort]
-        settings = Settings(rate=args.rate, delay=args.delay, idle=args.idle, gil_only=args.gil,
-                            by_line=args.by_line, realtime=not args.no_priority, blocking=args.blocking)
+        settings = Settings(rate=args.rate, delay=args.delay, mode=args.mode, by_line=args.by_line,
+                            realtime=not args.no_priority, blocking=args.blocking)
         if args.batch:
             settings = replace(settings, delay=args.duration + 3600, quick_start=False)
-            sampler = Sampler(target.unwinder, info_of(target), settings, target.names,
-                              attach_child if args.subprocesses else None)
+            sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if args.subprocesses else None)
             snapshot = collect(sampler, args.duration)
-            report = table.render(snapshot, sampler.aggregator.total, sampler.aggregator.decoder.name,
+            if snapshot.failure:
+                raise errors.PytopError(f"sampling failed: {snapshot.failure}")
+            report = table.render(snapshot, sampler.all_counts(), sampler.figures.book, sampler.thread_labels(),
                                   args.format or ("json" if args.json else "text"), sort, args.full_filenames)
             if args.output:
                 try:

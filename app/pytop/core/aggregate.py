@@ -1,206 +1,211 @@
-"""Turning samples into per-function figures. Pure: no threads, no I/O, no target.
+"""Turning what the engine drains into per-function figures. Pure: no threads, no I/O, no target.
 
-A sample is a list of (thread key, stack) pairs (thread keys start with the pid, since code ids
-are per process) plus the real time it stands for (the elapsed
-interval since the previous sample, so figures stay right when sampling falls behind). Stacks
-are the unwinder's packed (code id, line) frames, innermost first, and double as keys: a window
-and the time since the last reset are kept as counts per unique stack, so memory grows with the
-number of distinct stacks, not with the number of samples.
+The engine hands over time per (thread, stack), in three kinds at once: `cpu` (the kernel's
+count of the thread's CPU time), `wall` (time between samples), `gil` (wall time while holding
+the GIL). Keeping all three lets the view switch mode without losing history. Stacks arrive once
+as packed (code id, line) frames, innermost first, and are decoded once.
 
 Own: the function is the innermost frame. Total: the function is anywhere in the stack; a
-recursive function is counted once per stack.
+recursive function is counted once per stack. A stack without Python frames (a thread in C, a
+thread without Python, threads that ended between samples) counts as one pseudo-function.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from .model import FunctionRow, RowKey
-from .records import FRAME
+from .model import RowKey
+from .records import FRAME, PSEUDO_FUNCTIONS, STACK_INCOMPLETE, Code, Drain, Stack, Weight
 
-Describe = Callable[[int, int], tuple[str, str]]  # (pid, code id) -> (function, filename)
-
-
-
-@dataclass
-class Figures:
-    own_count: int = 0
-    total_count: int = 0
-    own_time: float = 0.0
-    total_time: float = 0.0
+MODES = ("cpu", "wall", "gil")
+# A tally: [samples, running samples, cpu ns, wall ns, gil ns]
+SAMPLES, RUNNING, CPU, WALL, GIL = range(5)
+MODE_INDEX = {"cpu": CPU, "wall": WALL, "gil": GIL}
 
 
-@dataclass
-class StackCounts:
-    """Samples per (thread, stack), with the time they stand for."""
-
-    counts: dict[tuple[tuple[int, ...], bytes], list[Any]] = field(default_factory=dict)  # [count, seconds]
-    samples: int = 0  # sampling events
-    thread_samples: int = 0
-    duration: float = 0.0  # sum of the sampling events' intervals
-    gil_samples: int = 0  # events in which some thread held the GIL
-    active_thread_samples: int = 0
-    gc_samples: int = 0  # events taken while the garbage collector ran
-    gc_known: int = 0  # events in which the target said whether it did
-
-    def add(self, dt: float, stacks: Iterable[tuple[tuple[int, ...], bytes]]) -> None:
-        self.samples += 1
-        self.duration += dt
-        counts = self.counts
-        for key in stacks:
-            entry = counts.get(key)
-            if entry is None:
-                counts[key] = [1, dt]
-            else:
-                entry[0] += 1
-                entry[1] += dt
+def new_tally() -> list[int]:
+    return [0, 0, 0, 0, 0]
 
 
-class Decoded(NamedTuple):
+def add_into(into: list[int], more: Iterable[int]) -> None:
+    for i, value in enumerate(more):
+        into[i] += value
+
+
+class StackInfo(NamedTuple):
     """What one stack contributes: its innermost function/line and every distinct one in it."""
 
+    pid: int
     own_function: RowKey
     functions: tuple[RowKey, ...]
     own_line: RowKey
     lines: tuple[RowKey, ...]
+    frames: tuple[tuple[str, str, int], ...]  # (function, filename, line), innermost first
+    incomplete: bool  # outer frames missing: no caller/callee edges from it
 
 
-class StackDecoder:
-    """Stack bytes -> Decoded, remembered: the same stacks come back window after window, so
-    each is decoded (and its names looked up) once."""
+class StackBook:
+    """What the engine's code ids and stack ids stand for, learned once from the drains."""
 
-    MAX_REMEMBERED = 500_000
+    def __init__(self) -> None:
+        self.names: dict[tuple[int, int], tuple[str, str]] = {}  # (process, code id) -> (function, file)
+        self.stacks: dict[int, Stack] = {}
+        self.pids: dict[int, int] = {}  # engine process index -> pid
+        self._info: dict[int, StackInfo] = {}
 
-    def __init__(self, describe: Describe):
-        self.describe = describe
-        self.names: dict[tuple[int, int], tuple[str, str]] = {}
-        self._decoded: dict[tuple[int, bytes], Decoded | None] = {}
+    def learn(self, codes: Iterable[Code], stacks: Iterable[Stack]) -> None:
+        for code in codes:
+            self.names[(code.process, code.code_id)] = (code.qualname, code.filename)
+        for stack in stacks:
+            self.stacks[stack.stack] = stack
 
-    def name(self, pid: int, code_id: int) -> tuple[str, str]:
-        """(function, filename) of a code id of process `pid`, asked once."""
-        name = self.names.get((pid, code_id))
-        if name is None:
-            name = self.names[(pid, code_id)] = self.describe(pid, code_id)
-        return name
+    def has_frames(self, stack_id: int) -> bool:
+        stack = self.stacks.get(stack_id)
+        return stack is not None and bool(stack.frames)
 
-    def decode(self, pid: int, stack: bytes) -> Decoded | None:
-        decoded = self._decoded.get((pid, stack), False)
-        if decoded is not False:
-            return decoded  # type: ignore[return-value]
-        functions: list[RowKey] = []
-        lines: list[RowKey] = []
-        for code_id, line in FRAME.iter_unpack(stack):
-            function, filename = self.name(pid, code_id)
-            functions.append((function, filename, 0, pid))
-            lines.append((function, filename, line, pid))
-        result = None
-        if functions:
-            result = Decoded(functions[0], tuple(dict.fromkeys(functions)), lines[0], tuple(dict.fromkeys(lines)))
-        if len(self._decoded) >= self.MAX_REMEMBERED:
-            self._decoded.clear()
-        self._decoded[(pid, stack)] = result
-        return result
+    def name(self, process: int, code_id: int) -> tuple[str, str]:
+        return self.names.get((process, code_id), ("<unknown>", "<unknown>"))
+
+    def info(self, stack_id: int) -> StackInfo | None:
+        info = self._info.get(stack_id)
+        if info is None:
+            stack = self.stacks.get(stack_id)
+            if stack is None:
+                return None
+            info = self._info[stack_id] = self._decode(stack)
+        return info
+
+    def _decode(self, stack: Stack) -> StackInfo:
+        pid = self.pids.get(stack.process, stack.process)
+        frames = tuple((*self.name(stack.process, code_id), line) for code_id, line in FRAME.iter_unpack(stack.frames))
+        if not frames:
+            frames = ((PSEUDO_FUNCTIONS.get(stack.kind & ~STACK_INCOMPLETE, "(no Python frame)"), "", 0),)
+        functions = tuple(dict.fromkeys((function, filename, 0, pid) for function, filename, _ in frames))
+        lines = tuple(dict.fromkeys((function, filename, line, pid) for function, filename, line in frames))
+        own = frames[0]
+        return StackInfo(pid, (own[0], own[1], 0, pid), functions, (own[0], own[1], own[2], pid), lines, frames,
+                         bool(stack.kind & STACK_INCOMPLETE))
+
+
+ThreadStacks = dict[tuple[int, int], list[int]]  # (thread key, stack id) -> tally
+
+
+@dataclass
+class Counts:
+    """Time per (thread, stack) over a stretch of sampling, with the engine's figures for it."""
+
+    stacks: ThreadStacks = field(default_factory=dict)
+    ticks: int = 0
+    late: int = 0
+    given_up: int = 0
+    failed: int = 0  # samples that failed as a whole
+    torn: int = 0  # thread stacks that could not be read
+    gil_samples: int = 0  # samples (of all processes) in which some thread held the GIL
+    process_samples: int = 0
+    gc_samples: int = 0
+    gc_known: int = 0
+    cpu_ns: int = 0  # the kernel's CPU time of the watched processes
+    unseen_ns: int = 0  # ... of threads that ended between samples
+    first_at: float = 0.0  # CLOCK_MONOTONIC of the first and last tick
+    last_at: float = 0.0
+
+    def add_weights(self, weights: Iterable[Weight]) -> None:
+        stacks = self.stacks
+        for w in weights:
+            tally = stacks.get((w.thread, w.stack))
+            if tally is None:
+                stacks[(w.thread, w.stack)] = [w.samples, w.running, w.cpu_ns, w.wall_ns, w.gil_ns]
+            else:
+                tally[0] += w.samples
+                tally[1] += w.running
+                tally[2] += w.cpu_ns
+                tally[3] += w.wall_ns
+                tally[4] += w.gil_ns
+
+    def add_drain(self, drain: Drain) -> None:
+        self.add_weights(drain.weights)
+        self.ticks += drain.ticks
+        self.late += drain.late
+        self.given_up += drain.given_up
+        if drain.ticks:
+            self.first_at = self.first_at or drain.first_at
+            self.last_at = drain.last_at
+        for p in drain.processes:
+            self.failed += p.failed
+            self.torn += p.torn
+            self.gil_samples += p.gil_samples
+            self.process_samples += p.samples
+            self.gc_samples += p.gc_samples
+            self.gc_known += p.gc_known
+            self.cpu_ns += p.cpu_ns
+            self.unseen_ns += p.unseen_cpu_ns
+
+    def fold(self, threads: dict[int, int]) -> None:
+        """Merge the stacks of threads[key] into threads' fold keys (finished threads)."""
+        for (thread, stack) in [k for k in self.stacks if k[0] in threads]:
+            tally = self.stacks.pop((thread, stack))
+            into = self.stacks.setdefault((threads[thread], stack), new_tally())
+            add_into(into, tally)
+
+
+# A function's figures: [own samples, own cpu, own wall, own gil, total samples, total cpu,
+# total wall, total gil]
+OWN, TOTAL = 0, 4
 
 
 class FunctionTable:
-    """Per-function figures in both views (by function, by line), built from stack counts."""
+    """Per-function figures in both views (by function, by line), all three modes at once."""
 
-    def __init__(self, decoder: StackDecoder):
-        self.decoder = decoder
-        self.by_function: dict[RowKey, Figures] = {}
-        self.by_line: dict[RowKey, Figures] = {}
+    def __init__(self, book: StackBook):
+        self.book = book
+        self.by_function: dict[RowKey, list[int]] = {}
+        self.by_line: dict[RowKey, list[int]] = {}
 
-    def add_stack(self, pid: int, stack: bytes, count: int, seconds: float) -> None:
-        decoded = self.decoder.decode(pid, stack)
-        if decoded is None:
+    def add_stack(self, stack_id: int, tally: list[int]) -> None:
+        info = self.book.info(stack_id)
+        if info is None:
             return
-        self._add(self.by_function, decoded.own_function, decoded.functions, count, seconds)
-        self._add(self.by_line, decoded.own_line, decoded.lines, count, seconds)
+        figures = (tally[SAMPLES], tally[CPU], tally[WALL], tally[GIL])
+        self._add(self.by_function, info.own_function, info.functions, figures)
+        self._add(self.by_line, info.own_line, info.lines, figures)
 
     @staticmethod
-    def _add(table: dict[RowKey, Figures], own_key: RowKey, keys: tuple[RowKey, ...], count: int,
-             seconds: float) -> None:
+    def _add(table: dict[RowKey, list[int]], own_key: RowKey, keys: tuple[RowKey, ...],
+             figures: tuple[int, int, int, int]) -> None:
         own = table.get(own_key)
         if own is None:
-            own = table[own_key] = Figures()
-        own.own_count += count
-        own.own_time += seconds
+            own = table[own_key] = [0] * 8
+        for i in range(4):
+            own[OWN + i] += figures[i]
         for key in keys:  # distinct already: recursion counts once
-            figures = table.get(key)
-            if figures is None:
-                figures = table[key] = Figures()
-            figures.total_count += count
-            figures.total_time += seconds
+            row = table.get(key)
+            if row is None:
+                row = table[key] = [0] * 8
+            for i in range(4):
+                row[TOTAL + i] += figures[i]
 
-    def add_counts(self, counts: StackCounts, keep: Callable[[tuple[int, ...]], bool] | None = None) -> None:
-        """Every counted stack (thread keys start with the pid), or those whose thread `keep`s."""
-        for (thread_key, stack), (count, seconds) in counts.counts.items():
-            if keep is None or keep(thread_key):
-                self.add_stack(thread_key[0], stack, count, seconds)
+    def add_counts(self, counts: Counts, keep: Callable[[int], bool] | None = None) -> None:
+        """Every counted stack, or those of the threads `keep` says yes to."""
+        for (thread, stack), tally in counts.stacks.items():
+            if keep is None or keep(thread):
+                self.add_stack(stack, tally)
 
-    def rows(self, by_line: bool) -> dict[RowKey, Figures]:
+    def merge(self, other: FunctionTable) -> None:
+        for mine, theirs in ((self.by_function, other.by_function), (self.by_line, other.by_line)):
+            for key, row in theirs.items():
+                into = mine.get(key)
+                if into is None:
+                    mine[key] = list(row)
+                else:
+                    for i in range(8):
+                        into[i] += row[i]
+
+    def rows(self, by_line: bool) -> dict[RowKey, list[int]]:
         return self.by_line if by_line else self.by_function
 
 
-class Aggregator:
-    """The current refresh window and everything since the last reset."""
-
-    def __init__(self, describe: Describe):
-        self.decoder = StackDecoder(describe)
-        self.window = StackCounts()
-        self.total = StackCounts()
-        self.totals = FunctionTable(self.decoder)
-
-    def add_sample(self, dt: float, stacks: Sequence[tuple[tuple[int, ...], bytes]], gil: bool,
-                   active_threads: int, threads: int, gc: int = -1) -> None:
-        """gc: 1 if the garbage collector was running, 0 if not, -1 if unknown."""
-        for counts in (self.window, self.total):
-            counts.add(dt, stacks)
-            counts.thread_samples += threads
-            counts.gil_samples += gil
-            counts.active_thread_samples += active_threads
-            counts.gc_known += gc >= 0
-            counts.gc_samples += gc == 1
-
-    def close_window(self) -> tuple[StackCounts, FunctionTable]:
-        """End the current window: its figures join the totals; returns them for display."""
-        window, self.window = self.window, StackCounts()
-        figures = FunctionTable(self.decoder)
-        figures.add_counts(window)
-        for table_name in ("by_function", "by_line"):
-            total_table = getattr(self.totals, table_name)
-            for key, fig in getattr(figures, table_name).items():
-                into = total_table.get(key)
-                if into is None:
-                    into = total_table[key] = Figures()
-                into.own_count += fig.own_count
-                into.total_count += fig.total_count
-                into.own_time += fig.own_time
-                into.total_time += fig.total_time
-        return window, figures
-
-    def reset(self) -> None:
-        self.window = StackCounts()
-        self.total = StackCounts()
-        self.totals = FunctionTable(self.decoder)
-
-
-def rows_of(totals: FunctionTable, window: FunctionTable, window_seconds: float,
-            by_line: bool) -> tuple[FunctionRow, ...]:
-    """Every function seen since the last reset, with the current window's percentages."""
-    now = window.rows(by_line)
-    scale = 100.0 / window_seconds if window_seconds > 0 else 0.0
-    rows = []
-    for key, total in totals.rows(by_line).items():
-        recent = now.get(key)
-        function, filename, line, pid = key
-        rows.append(FunctionRow(
-            key=key, function=function, filename=filename, line=line if by_line else None, pid=pid,
-            own_pct=recent.own_time * scale if recent else 0.0,
-            total_pct=recent.total_time * scale if recent else 0.0,
-            own_time=total.own_time, total_time=total.total_time,
-            own_count=int(total.own_count), total_count=int(total.total_count),
-        ))
-    return tuple(rows)
+def mode_column(mode: str) -> int:
+    """Which of a function's time figures a mode shows (offset from OWN or TOTAL)."""
+    return {"cpu": 1, "wall": 2, "gil": 3}[mode]

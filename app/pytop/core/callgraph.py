@@ -3,37 +3,42 @@
 Each stack the function appears in counts once for it, once for each distinct caller (the frame
 just outside one of its occurrences) and once for each distinct callee (the frame just inside).
 Shares are of the function's total time, so callers add up to 100% unless recursion makes a
-stack count for two of them.
+stack count for two of them. A stack known to be incomplete (cut at the depth limit, or read
+while it changed) gives no edges: its outermost frame is not really called from nowhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from .aggregate import StackCounts, StackDecoder
+from .aggregate import MODE_INDEX, Counts, StackBook
 from .model import CallGraph, Neighbour, RowKey
-from .records import FRAME
 
 ROOT: RowKey = ("(thread start)", "", 0, 0)  # the caller of an outermost frame
 SELF: RowKey = ("(itself)", "", 0, 0)  # the "callee" of samples taken in the function itself
 
 
-def call_graph(counts: StackCounts, decoder: StackDecoder, focus: RowKey, by_line: bool,
-               keep: Callable[[tuple[int, ...]], bool] | None = None) -> CallGraph:
+def call_graph(counts: Counts, book: StackBook, focus: RowKey, by_line: bool, mode: str = "cpu",
+               keep: Callable[[int], bool] | None = None) -> CallGraph:
     """keep: which threads' stacks count (None: all)."""
+    index = MODE_INDEX[mode]
     total = 0.0
     callers: dict[RowKey, float] = {}
     callees: dict[RowKey, float] = {}
-    for (thread_key, stack), (_, seconds) in counts.counts.items():
-        if keep is not None and not keep(thread_key):
+    for (thread, stack), tally in counts.stacks.items():
+        seconds = tally[index] / 1e9
+        if not seconds or (keep is not None and not keep(thread)):
             continue
-        pid = thread_key[0]
-        keys = [(*decoder.name(pid, code_id), line if by_line else 0, pid)
-                for code_id, line in FRAME.iter_unpack(stack)]
+        info = book.info(stack)
+        if info is None:
+            continue
+        keys = [(function, filename, line if by_line else 0, info.pid) for function, filename, line in info.frames]
         at = [i for i, key in enumerate(keys) if key == focus]
         if not at:
             continue
         total += seconds
+        if info.incomplete:
+            continue
         for caller in {keys[i + 1] if i + 1 < len(keys) else ROOT for i in at}:
             callers[caller] = callers.get(caller, 0.0) + seconds
         for callee in {keys[i - 1] if i else SELF for i in at}:

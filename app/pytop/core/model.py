@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 RowKey = tuple[str, str, int, int]  # (function, filename, line or 0, pid): one row of the function table
+ThreadKey = int  # the engine's key for a thread: never reused, so a reused thread id is a new key
+
+MODE_HELP = {
+    "cpu": "time on a CPU, as the kernel counts it",
+    "wall": "wall-clock time of every thread, running or not",
+    "gil": "wall-clock time of the thread holding the GIL",
+}
 
 
 @dataclass(frozen=True)
@@ -17,7 +24,7 @@ class TargetInfo:
 
 @dataclass(frozen=True)
 class FunctionRow:
-    """One function (or one line of it) with its figures."""
+    """One function (or one line of it) with its figures in the snapshot's mode."""
 
     key: RowKey  # stable across snapshots
     function: str
@@ -30,9 +37,6 @@ class FunctionRow:
     total_time: float
     own_count: int  # samples since the last reset
     total_count: int
-
-
-ThreadKey = tuple[int, int]  # (pid, serial): the native side tells reused thread ids apart
 
 
 @dataclass(frozen=True)
@@ -54,21 +58,31 @@ class CallGraph:
 
 @dataclass(frozen=True)
 class ThreadRow:
-    """One thread since the last reset."""
+    """One thread since the last reset (or several finished ones, folded)."""
 
-    key: ThreadKey  # ids can be reused by a later thread: the serial tells them apart
+    key: ThreadKey
     pid: int
     thread_id: int
     native_id: int | None
     name: str | None
     samples: int
-    active_pct: float  # of its samples, how many found it running
-    gil_pct: float  # of its samples, how many found it holding the GIL
+    active_pct: float  # share of its sampled time on a CPU, from the kernel's count
+    gil_pct: float  # share of its samples in which it held the GIL
     top_frame: str | None  # the innermost function of its latest sample
     alive: bool  # present in the latest sample
+    cpu_time: float = 0.0  # seconds of CPU the kernel counted for it
+    own_time: float = 0.0  # seconds pytop attributed to its stacks in the snapshot's mode
+    wait_time: float = 0.0  # seconds it was runnable but waiting for a CPU
+    errors: int = 0  # samples in which its stack could not be read
+    last_error: str | None = None
+    native: bool = False  # a thread of the process that runs no Python
+    threads: int = 1  # more than 1: finished threads folded into this row
+    os_state: str = "?"
 
     @property
     def label(self) -> str:
+        if self.threads > 1:
+            return f"{self.threads} finished threads"
         tid = f"TID {self.native_id}" if self.native_id else f"thread {self.thread_id:#x}"
         return f"{self.name} ({tid})" if self.name else tid
 
@@ -80,22 +94,31 @@ class Snapshot:
     target: TargetInfo
     rows: tuple[FunctionRow, ...]
     by_line: bool
-    samples: int  # since the last reset
+    samples: int  # good samples since the last reset
     elapsed: float  # seconds since the last reset
     rate: float  # samples per second achieved in the last window
     errors: int  # failed samples since the last reset
     last_error: str | None
     late: int  # samples taken more than one interval after they were due
-    behind: float  # seconds the sampler is behind its schedule
+    behind: float  # seconds the sampler is behind its schedule (0: on time)
     gil_pct: float  # share of the window's samples in which some thread held the GIL
-    active_pct: float  # share of the window's thread samples that were running
-    threads: int  # threads in the last sample
-    cpu_pct: float | None  # the target's CPU use (psutil), None when unknown
+    active_pct: float  # share of the window's thread time spent on a CPU (the kernel's count)
+    threads: int  # Python threads in the last sample
+    cpu_pct: float | None  # the target's CPU use in the window (the kernel's count), 100 = one core
     rss: int | None  # the target's resident memory in bytes
     exited: bool = False
     exit_reason: str | None = None
-    paused: bool = False
-    settings: dict[str, object] = field(default_factory=dict)
+    mode: str = "cpu"  # what OwnTime and TotalTime measure (MODE_HELP)
+    rate_asked: float = 0.0
+    given_up: int = 0  # samples given up since the reset because sampling fell too far behind
+    torn: int = 0  # thread stacks that could not be read since the reset
+    cpu_time: float = 0.0  # seconds of CPU the kernel counted for the target since the reset
+    unseen_time: float = 0.0  # ... of which by threads that ended between samples
+    attributed: float = 0.0  # seconds the table adds up to in this mode
+    sampled_from: float = 0.0  # CLOCK_MONOTONIC of the first and last sample since the reset
+    sampled_until: float = 0.0
+    stacks_dropped: int = 0  # stacks folded away by the bound on memory
+    sampler_cpu: float = 0.0  # CPU seconds pytop's sampling thread used
     thread_rows: tuple[ThreadRow, ...] = ()
     thread_filter: ThreadRow | None = None  # rows cover only this thread
     gc_pct: float | None = None  # share of the window's samples taken while the GC ran
@@ -103,8 +126,14 @@ class Snapshot:
     exported: tuple[str, ...] = ()  # files written by the latest export
     processes: tuple[int, ...] = ()  # pids sampled (more than one with --subprocesses)
     process_filter: int | None = None  # rows cover only this process
+    failure: str | None = None  # pytop itself failed: why (the run has ended)
 
     @property
     def error_rate(self) -> float:
         attempts = self.samples + self.errors
         return self.errors / attempts if attempts else 0.0
+
+    @property
+    def late_pct(self) -> float:
+        asked = self.samples + self.given_up
+        return 100.0 * (self.late + self.given_up) / asked if asked else 0.0

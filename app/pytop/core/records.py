@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 FRAME = struct.Struct("<Ii")
 
@@ -43,3 +44,128 @@ class ProcessStacks:
     python_version: str
     gc_collecting: bool | None
     threads: tuple[ThreadStack, ...]
+
+
+# ---- What the native engine hands over at each drain (see native/pytop.h) ------------------
+
+# Kinds of stack without frames of their own, each shown as one pseudo-function; INCOMPLETE is
+# a flag: outer frames are missing (cut at the depth limit, or torn), so no caller edges.
+STACK_FRAMES, STACK_EMPTY, STACK_NATIVE, STACK_UNSEEN, STACK_OVERFLOW = 0, 1, 2, 3, 4
+STACK_INCOMPLETE = 8
+PSEUDO_FUNCTIONS = {
+    STACK_EMPTY: "(no Python frame)",
+    STACK_NATIVE: "(thread without Python)",
+    STACK_UNSEEN: "(threads that ended between samples)",
+    STACK_OVERFLOW: "(stacks past pytop's memory bound)",
+}
+
+# Status codes of the native core, and what they mean to a reader.
+STATUS_NAMES = {
+    0: "ok", 1: "process gone", 2: "permission denied", 3: "read failed", 4: "inconsistent memory",
+    5: "limit reached", 6: "out of memory", 7: "invalid argument", 8: "not now",
+}
+
+
+class Code(NamedTuple):
+    """A code object, first seen in this drain: what its (process, code id) stand for."""
+
+    process: int
+    code_id: int
+    name: str
+    qualname: str
+    filename: str
+    firstlineno: int
+
+
+class Stack(NamedTuple):
+    """A stack, first seen in this drain; ids are the engine's, for the whole run."""
+
+    stack: int
+    process: int
+    kind: int  # STACK_*, with STACK_INCOMPLETE as a flag
+    frames: bytes  # FRAME records, innermost first
+
+    @property
+    def incomplete(self) -> bool:
+        return bool(self.kind & STACK_INCOMPLETE)
+
+
+class Weight(NamedTuple):
+    """Time added to one (stack, thread) since the previous drain, in nanoseconds."""
+
+    stack: int
+    thread: int
+    samples: int
+    running: int  # samples in which the kernel said the thread was running
+    cpu_ns: int
+    wall_ns: int
+    gil_ns: int
+
+
+DRAIN_ALIVE, DRAIN_NAMED, DRAIN_NATIVE, DRAIN_GIL = 1, 2, 4, 8
+
+
+class ThreadUpdate(NamedTuple):
+    """A thread that was sampled (or ended) since the previous drain: figures are deltas."""
+
+    thread: int  # the engine's key, never reused
+    process: int
+    thread_id: int  # Python's id (0 for a thread without Python)
+    native_id: int  # kernel TID, 0 when unknown
+    flags: int  # DRAIN_*
+    name: str | None  # sent once, when first known
+    cpu_ns: int  # the kernel's count of its CPU time
+    wall_ns: int
+    wait_ns: int  # runnable, waiting for a CPU
+    samples: int
+    gil_samples: int
+    errors: int  # samples in which its stack could not be read
+    last_error: int  # status of the latest
+    stack: int  # its stack in its latest sample
+    os_state: str
+
+    @property
+    def alive(self) -> bool:
+        return bool(self.flags & DRAIN_ALIVE)
+
+    @property
+    def native(self) -> bool:
+        return bool(self.flags & DRAIN_NATIVE)
+
+
+class ProcessUpdate(NamedTuple):
+    process: int
+    pid: int
+    status: int  # 0 while sampled
+    threads: int
+    samples: int
+    failed: int
+    gil_samples: int
+    gc_samples: int
+    gc_known: int
+    torn: int
+    cpu_ns: int  # the kernel's CPU time of the whole process since the previous drain
+    unseen_cpu_ns: int  # ... of threads that ended between samples
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Drain:
+    """Everything new since the previous drain."""
+
+    processes: tuple[ProcessUpdate, ...]
+    threads: tuple[ThreadUpdate, ...]
+    codes: tuple[Code, ...]
+    stacks: tuple[Stack, ...]
+    weights: tuple[Weight, ...]
+    ticks: int  # sampling ticks
+    late: int  # ticks that began more than one interval late
+    given_up: int  # samples given up because sampling fell too far behind
+    first_at: float  # CLOCK_MONOTONIC seconds of the first and last tick in it
+    last_at: float
+    lag: float  # how late the latest tick began
+    cpu_seconds: float  # CPU time of the sampling thread
+    running: bool
+    realtime: bool
+    stacks_dropped: int  # since the start
+    end: str | None  # why sampling ended

@@ -1,8 +1,9 @@
 """Writing what was sampled since the last reset: collapsed stacks and speedscope JSON. Pure.
 
 Collapsed stacks (flamegraph.pl, speedscope, inferno): one line per distinct stack, frames from
-the outermost to the innermost separated by ';', then the number of samples. Frames read
-"function (file:line)". The counts add up to the thread samples the table counted.
+the outermost to the innermost separated by ';', then the stack's time in the chosen mode, in
+microseconds, so a flame graph's widths are the table's times. Frames read
+"function (file:line)".
 
 Speedscope: a "sampled" profile per thread, stacks as indices into shared frames, each weighted
 by the seconds it stood for (https://www.speedscope.app/file-format-schema.json).
@@ -15,53 +16,59 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import __version__
-from ..core.aggregate import StackCounts
-from ..core.records import FRAME
+from ..core.aggregate import MODE_INDEX, Counts, StackBook
 
 Frame = tuple[str, str, int]  # function, filename, line
-NameOf = Callable[[int, int], tuple[str, str]]  # (pid, code id) -> (function, filename)
 
 
-def frames_of(pid: int, stack: bytes, name_of: NameOf) -> list[Frame]:
+def frames_of(book: StackBook, stack: int) -> list[Frame]:
     """Outermost first."""
-    return [(*name_of(pid, code_id), line) for code_id, line in reversed(list(FRAME.iter_unpack(stack)))]
+    info = book.info(stack)
+    return list(reversed(info.frames)) if info else []
 
 
 def frame_label(frame: Frame) -> str:
     function, filename, line = frame
     # ';' separates frames and the last ' ' the count: keep them out of names.
-    return f"{function} ({filename}:{line})".replace(";", ":")
+    label = f"{function} ({filename}:{line})" if filename else function
+    return label.replace(";", ":")
 
 
-def collapsed(counts: StackCounts, name_of: NameOf) -> Iterator[str]:
+def collapsed(counts: Counts, book: StackBook, mode: str) -> Iterator[str]:
     """With several processes, each stack starts with a "process PID" frame."""
+    index = MODE_INDEX[mode]
     merged: dict[str, int] = {}
-    several = len({thread[0] for thread, _ in counts.counts}) > 1
-    for (thread, stack), (count, _) in counts.counts.items():
-        if stack:
-            line = ";".join(frame_label(f) for f in frames_of(thread[0], stack, name_of))
-            if several:
-                line = f"process {thread[0]};{line}"
-            merged[line] = merged.get(line, 0) + count
+    pids = {info.pid for (_, stack) in counts.stacks if (info := book.info(stack))}
+    for (_, stack), tally in counts.stacks.items():
+        micros = tally[index] // 1000
+        info = book.info(stack)
+        if not micros or info is None:
+            continue
+        line = ";".join(frame_label(f) for f in frames_of(book, stack))
+        if len(pids) > 1:
+            line = f"process {info.pid};{line}"
+        merged[line] = merged.get(line, 0) + micros
     for line in sorted(merged):
         yield f"{line} {merged[line]}"
 
 
-def speedscope(counts: StackCounts, name_of: NameOf, thread_label: Callable[[tuple[int, ...]], str],
+def speedscope(counts: Counts, book: StackBook, mode: str, thread_label: Callable[[int], str],
                title: str) -> dict[str, Any]:
+    index = MODE_INDEX[mode]
     frame_index: dict[Frame, int] = {}
     frames: list[dict[str, Any]] = []
-    per_thread: dict[tuple[int, ...], tuple[list[list[int]], list[float]]] = {}
-    for (thread, stack), (_, seconds) in counts.counts.items():
-        if not stack:
+    per_thread: dict[int, tuple[list[list[int]], list[float]]] = {}
+    for (thread, stack), tally in counts.stacks.items():
+        seconds = tally[index] / 1e9
+        if not seconds:
             continue
         indices = []
-        for frame in frames_of(thread[0], stack, name_of):
-            index = frame_index.get(frame)
-            if index is None:
-                index = frame_index[frame] = len(frames)
+        for frame in frames_of(book, stack):
+            at = frame_index.get(frame)
+            if at is None:
+                at = frame_index[frame] = len(frames)
                 frames.append({"name": frame[0], "file": frame[1], "line": frame[2]})
-            indices.append(index)
+            indices.append(at)
         samples, weights = per_thread.setdefault(thread, ([], []))
         samples.append(indices)
         weights.append(seconds)
@@ -74,19 +81,19 @@ def speedscope(counts: StackCounts, name_of: NameOf, thread_label: Callable[[tup
         "$schema": "https://www.speedscope.app/file-format-schema.json",
         "shared": {"frames": frames},
         "profiles": profiles,
-        "name": title,
+        "name": f"{title} ({mode} time)",
         "activeProfileIndex": 0,
         "exporter": f"pytop {__version__}",
     }
 
 
-def write_files(stem: str, counts: StackCounts, name_of: NameOf, labels: dict[tuple[int, ...], str],
+def write_files(stem: str, counts: Counts, book: StackBook, mode: str, labels: dict[int, str],
                 title: str) -> tuple[str, str]:
     """`stem`.collapsed.txt and `stem`.speedscope.json; raises OSError."""
     collapsed_path, speedscope_path = f"{stem}.collapsed.txt", f"{stem}.speedscope.json"
     with open(collapsed_path, "w") as f:
-        f.writelines(line + "\n" for line in collapsed(counts, name_of))
-    document = speedscope(counts, name_of, lambda thread: labels.get(thread, str(thread)), title)
+        f.writelines(line + "\n" for line in collapsed(counts, book, mode))
+    document = speedscope(counts, book, mode, lambda thread: labels.get(thread, f"thread {thread}"), title)
     with open(speedscope_path, "w") as f:
         json.dump(document, f)
     return collapsed_path, speedscope_path

@@ -58,14 +58,14 @@ def clock(value: float) -> str:
 
 
 def threads_line(s: Snapshot) -> str:
-    line = f"GIL: {s.gil_pct:.1f}%, Active: {s.active_pct:.1f}%, Threads: {s.threads}"
+    line = f"Mode: {s.mode}, GIL: {s.gil_pct:.1f}%, Active: {s.active_pct:.1f}%, Threads: {s.threads}"
     return line + (f", GC: {s.gc_pct:.1f}%" if s.gc_pct is not None else "")
 
 
 def samples_line(s: Snapshot) -> str:
-    nominal = s.settings.get("rate")
-    rate = f"{s.rate:,.0f}/s" + (f" of {float(nominal):,.0f}/s" if nominal else "")  # type: ignore[arg-type]
-    return f"Samples: {s.samples:,} ({rate}), Errors: {100 * s.error_rate:.1f}%, Elapsed: {clock(s.elapsed)}"
+    rate = f"{s.rate:,.0f}/s" + (f" of {s.rate_asked:,.0f}/s" if s.rate_asked else "")
+    late = f", {s.late_pct:.1f}% late" if s.late_pct >= 0.05 else ""
+    return f"Samples: {s.samples:,} ({rate}{late}), Errors: {100 * s.error_rate:.1f}%, Elapsed: {clock(s.elapsed)}"
 
 
 def usage_line(s: Snapshot) -> str:
@@ -81,13 +81,15 @@ def error_banner(s: Snapshot) -> str | None:
 
 
 def behind_banner(s: Snapshot) -> str | None:
-    if s.behind <= 0:
+    if s.behind < 0.05:
         return None
     return (f"{s.behind:.1f} s behind in sampling: more than 10% of samples are late. Times stay "
-            "right (they use the real intervals) but fewer samples are taken; try a lower --rate.")
+            "right (they are the kernel's) but fewer samples are taken; try a lower --rate.")
 
 
 def exited_banner(s: Snapshot) -> str | None:
+    if s.failure:
+        return f"pytop failed: {s.failure}. The results below are the last it had; press q to quit."
     if not s.exited:
         return None
     if s.exit_reason and "exited" not in s.exit_reason:

@@ -4,14 +4,12 @@ sampled as collapsed stacks or speedscope JSON."""
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable
 from typing import Any
 
-from ..core.aggregate import StackCounts
-from ..core.model import FunctionRow, Snapshot
+from ..core.aggregate import Counts, StackBook
+from ..core.model import MODE_HELP, FunctionRow, Snapshot, ThreadRow
 from . import export
 from . import format as fmt
-from .export import NameOf
 
 SORT_FIELDS = ("own_pct", "total_pct", "own_time", "total_time")
 # --sort values (py-spy's key numbers too) -> the field they sort by
@@ -29,8 +27,10 @@ def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = No
     t = s.target
     lines = [
         f"pytop: pid {t.pid}, {t.command}, Python {t.python_version}",
-        f"Samples: {s.samples:,}, Errors: {s.errors:,} ({100 * s.error_rate:.1f}%), Duration: {s.elapsed:.1f} s",
-        fmt.threads_line(s),
+        f"{fmt.samples_line(s)}, Duration: {s.elapsed:.1f} s",
+        f"{fmt.threads_line(s)} ({MODE_HELP[s.mode]})",
+        f"The kernel counted {s.cpu_time:.2f} s of CPU for the process; the table adds up to {s.attributed:.2f} s "
+        f"of {s.mode} time",
     ]
     if s.exited:
         lines.append(f"The process exited during the run ({s.exit_reason}).")
@@ -43,18 +43,26 @@ def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = No
     return "\n".join(lines) + "\n"
 
 
-def render(s: Snapshot, stacks: StackCounts, name_of: NameOf, form: str, sort: str, full_filenames: bool) -> str:
-    """The report in one of the --format choices; `stacks` holds every stack counted."""
+def render(s: Snapshot, counts: Counts, book: StackBook, labels: dict[int, str], form: str, sort: str,
+           full_filenames: bool) -> str:
+    """The report in one of the --format choices; `counts` holds every stack counted."""
     if form == "text":
         return as_text(s, sort, full_filenames)
     if form == "json":
         return as_json(s, sort)
     if form == "collapsed":
-        return "".join(line + "\n" for line in export.collapsed(stacks, name_of))
-    labels: dict[Hashable, str] = {row.key: row.label for row in s.thread_rows}
-    document = export.speedscope(stacks, name_of, lambda t: labels.get(t, str(t)),
+        return "".join(line + "\n" for line in export.collapsed(counts, book, s.mode))
+    document = export.speedscope(counts, book, s.mode, lambda t: labels.get(t, f"thread {t}"),
                                  f"pytop: pid {s.target.pid}, {s.target.command}")
     return json.dumps(document) + "\n"
+
+
+def thread_record(t: ThreadRow) -> dict[str, Any]:
+    return {"thread_id": t.thread_id or None, "native_id": t.native_id, "name": t.name, "alive": t.alive,
+            "native": t.native, "threads": t.threads, "samples": t.samples,
+            "cpu_time": round(t.cpu_time, 6), "own_time": round(t.own_time, 6), "wait_time": round(t.wait_time, 6),
+            "active_pct": round(t.active_pct, 3), "gil_pct": round(t.gil_pct, 3), "errors": t.errors,
+            "last_error": t.last_error}
 
 
 def as_json(s: Snapshot, sort: str) -> str:
@@ -71,20 +79,28 @@ def as_json(s: Snapshot, sort: str) -> str:
         "pid": s.target.pid,
         "command": s.target.command,
         "python_version": s.target.python_version,
+        "mode": s.mode,
         "samples": s.samples,
         "errors": s.errors,
+        "torn_stacks": s.torn,
         "duration": round(s.elapsed, 6),
+        "rate_asked": s.rate_asked,
+        "rate_achieved": round(s.samples / s.elapsed, 3) if s.elapsed else 0.0,
+        "late_pct": round(s.late_pct, 3),
+        "given_up": s.given_up,
+        "sampled_from": s.sampled_from,
+        "sampled_until": s.sampled_until,
+        "cpu_time": round(s.cpu_time, 6),
+        "unseen_cpu_time": round(s.unseen_time, 6),
+        "attributed_time": round(s.attributed, 6),
+        "sampler_cpu_time": round(s.sampler_cpu, 6),
         "gil_pct": round(s.gil_pct, 3),
         "active_pct": round(s.active_pct, 3),
         "threads": s.threads,
         "exited": s.exited,
         "by_line": s.by_line,
         "stack_samples": sum(row.own_count for row in s.rows if row.line is None or s.by_line),
-        "per_thread": [
-            {"thread_id": t.thread_id, "native_id": t.native_id, "name": t.name, "samples": t.samples,
-             "active_pct": round(t.active_pct, 3), "gil_pct": round(t.gil_pct, 3)}
-            for t in s.thread_rows
-        ],
+        "per_thread": [thread_record(t) for t in s.thread_rows],
         "gc_pct": None if s.gc_pct is None else round(s.gc_pct, 3),
         "functions": functions,
     }

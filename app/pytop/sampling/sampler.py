@@ -1,14 +1,14 @@
-"""The sampler: takes samples in one thread (sampling.py), aggregates them and publishes
-snapshots from another.
+"""The sampler: the native engine samples on its own thread; this one drains it a few times a
+second, keeps the figures and publishes snapshots.
 
-The aggregating thread owns every figure. Its inbox brings samples, commands from the UI (reset,
-view changes, refresh now) and the end of sampling; at the refresh pace (sooner while the first
-samples arrive, and at once after a command) it builds an immutable Snapshot and hands it to
-`publish` (the app's post_message). The UI never waits on these threads, they never touch the UI.
+Data flows one way: engine (native thread) -> drain -> figures (core/) -> Snapshot -> `publish`
+(the app's post_message). The inbox brings commands from the UI (reset, view changes, export);
+after one, a snapshot follows at once. The UI never waits on this thread and this thread never
+touches the UI. Sampling never waits on this thread either: the engine does not need the GIL.
 
-Errors are sorted by kind: a process is gone (drop it; publish a final snapshot when none is
-left), one sample failed (count it, keep its text), a thread's stack changed while read (count
-it, leave that stack out).
+Errors are sorted by kind: a process is gone (the engine drops it; a final snapshot follows when
+none is left), one sample failed or one thread's stack tore (counted, shown), anything else is a
+bug in pytop: the run ends with the error on screen and a non-zero exit, never a frozen view.
 """
 
 from __future__ import annotations
@@ -20,96 +20,82 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..core.aggregate import Aggregator, FunctionTable, StackCounts, rows_of
-from ..core.callgraph import call_graph
-from ..core.model import RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow
-from ..native import SELECT_ALL, SELECT_BUSY, SELECT_GIL, RawSample, Unwinder
+from ..core.aggregate import MODES, Counts, FunctionTable
+from ..core.model import RowKey, Snapshot, TargetInfo, ThreadKey
+from ..core.records import Drain
+from ..core.snapshot import Circumstances, Figures, View, build
+from ..native import Engine, EngineConfig, Unwinder
 from ..report import export
-from ..target.threadnames import ThreadNames
 from .processes import Attach, ProcessSet
-from .taker import SampleTaker, Taken
 
 FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickly
+DRAIN_SECONDS = 0.2  # how often the engine is drained between refreshes
 DISCOVERY_SECONDS = 1.0  # how often to look for new subprocesses
+STOP_SECONDS = 5.0  # how long stop() waits for the engine's thread
 
 
 @dataclass(frozen=True)
 class Settings:
-    rate: float = 100.0
+    rate: float = 1000.0
     delay: float = 1.0
-    idle: bool = False  # include threads the OS reports idle
-    gil_only: bool = False  # only the thread holding the GIL
+    mode: str = "cpu"  # cpu, wall or gil (see core.model.MODE_HELP)
     by_line: bool = False
     quick_start: bool = True  # refresh early while the first samples arrive
-    realtime: bool = True  # take a real-time priority when allowed (see priority.py)
+    realtime: bool = True  # take a real-time priority when allowed
     blocking: bool = False  # stop the target's threads while each sample is read
 
 
-@dataclass
-class Selection:
-    """What the UI asked to look at."""
-
-    thread: ThreadKey | None = None  # narrow to one thread
-    process: int | None = None  # narrow to one process
-    focus: RowKey | None = None  # callers and callees of this row
-
-    def keeps(self, thread_key: tuple[int, ...]) -> bool:
-        if self.thread is not None:
-            return thread_key == self.thread
-        return self.process is None or thread_key[0] == self.process
-
-    @property
-    def narrowed(self) -> bool:
-        return self.thread is not None or self.process is not None
-
-
 class Sampler:
-    def __init__(self, unwinder: Unwinder, target: TargetInfo, settings: Settings,
-                 names: ThreadNames | None = None, attach: Attach | None = None):
+    def __init__(self, unwinder: Unwinder, target: TargetInfo, settings: Settings, attach: Attach | None = None):
         """attach: with --subprocesses, how to start watching a new descendant."""
+        if settings.mode not in MODES:
+            raise ValueError(f"unknown mode {settings.mode!r}")
         self.target = target
         self.settings = settings
         self.publish: Callable[[Snapshot], None] = lambda snapshot: None
-        self.select = SELECT_ALL if settings.idle else SELECT_GIL if settings.gil_only else SELECT_BUSY
-        unwinder.set_select(self.select)
-        self.processes = ProcessSet(target.pid, unwinder, names, self._attach_with(attach) if attach else None)
-        self.aggregator = Aggregator(lambda pid, code_id: self._describe(pid, code_id))
-        self.selection = Selection()
+        self.engine = Engine(EngineConfig(rate=settings.rate, realtime=settings.realtime, blocking=settings.blocking))
+        self.figures = Figures()
+        self.figures.book.pids[self.engine.add(unwinder)] = target.pid
+        self.processes = ProcessSet(target.pid, attach)
+        self.view = View(mode=settings.mode, by_line=settings.by_line)
         self.exported: tuple[str, ...] = ()
-        self._thread_names: dict[ThreadKey, str] = {}  # a finished thread keeps the name it had
+        self.failure: str | None = None
+        self.end: str | None = None
+        self.last_error: str | None = None
         self._inbox: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
         self._stop = threading.Event()
-        self._taker = SampleTaker({target.pid: unwinder}, settings.rate, settings.realtime,
-                                  deliver=lambda taken: self._inbox.put(("sample", taken)),
-                                  finished=lambda reason: self._inbox.put(("finished", reason)),
-                                  blocking=settings.blocking)
-        self._thread = threading.Thread(target=self._run, name="pytop-aggregator", daemon=True)
-        self._reset_stats()
+        self._thread = threading.Thread(target=self._run, name="pytop-sampler", daemon=True)
+        self._lag = 0.0
+        self._realtime = False
+        self._sampler_cpu = 0.0
+        self._dropped = 0
+        self._reset_figures()
 
     # ---- called from other threads -------------------------------------------------------
 
     def start(self, publish: Callable[[Snapshot], None]) -> None:
-        """Start sampling; `publish` gets every snapshot, on the aggregating thread."""
+        """Start sampling; `publish` gets every snapshot, on the sampler's thread."""
         self.publish = publish
+        self.engine.start()
         self._thread.start()
-        self._taker.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        self._taker.stop(timeout)
+    def stop(self, timeout: float = STOP_SECONDS) -> None:
         self._stop.set()
         self._inbox.put(("wake", None))
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
-        self.processes.close()
+        if not self._thread.is_alive():
+            self._shut_engine()
 
     def reset(self) -> None:
         self._inbox.put(("reset", None))
 
-    def refresh_now(self) -> None:
-        self._inbox.put(("refresh", None))
-
     def set_by_line(self, by_line: bool) -> None:
         self._inbox.put(("by_line", by_line))
+
+    def set_mode(self, mode: str) -> None:
+        """What the times measure: cpu, wall or gil."""
+        self._inbox.put(("mode", mode))
 
     def set_thread(self, key: ThreadKey | None) -> None:
         """Narrow the figures to one thread (a ThreadRow.key), or None for all."""
@@ -134,65 +120,68 @@ class Sampler:
 
     @property
     def realtime(self) -> bool:
-        return self._taker.realtime
+        return self._realtime
 
     def statistics(self) -> dict[str, float]:
         """How sampling went since the last reset (read once the threads have stopped)."""
+        total = self.figures.total
         elapsed = max(time.monotonic() - self.started, 1e-9)
-        return {"samples": self.samples, "late": self.late, "errors": self.errors,
-                "elapsed": elapsed, "rate": self.samples / elapsed, "target_rate": self.settings.rate}
+        return {"samples": total.ticks, "late": total.late, "given_up": total.given_up, "errors": total.failed,
+                "elapsed": elapsed, "rate": total.ticks / elapsed, "target_rate": self.settings.rate,
+                "sampler_cpu": self._sampler_cpu}
 
     def final_snapshot(self) -> Snapshot:
         """Once stopped: the figures of the last window and since the reset."""
         if self.running:
             raise RuntimeError("final_snapshot() needs the sampler stopped")
-        self._drain()
-        return self._close_window()
+        return self._close_window(exited=self.end is not None, reason=self.end)
 
-    # ---- the aggregating thread ----------------------------------------------------------
+    # ---- the sampler's thread ------------------------------------------------------------
 
-    def _reset_stats(self) -> None:
-        self.started = time.monotonic()
-        self.samples = self.errors = self.late = 0
-        self.window_samples = self.window_late = 0
-        self.last_error: str | None = None
-        self.behind = 0.0  # seconds behind the schedule, given-up time included
-        self.threads_seen = 0
-        self._last_taken = 0.0
-        self.aggregator.reset()
-        for watched in self.processes.watched.values():
-            watched.unwinder.reset_thread_stats()
-
-    def _attach_with(self, attach: Attach) -> Attach:
-        def attach_selecting(pid: int) -> tuple[Unwinder, ThreadNames | None]:
-            unwinder, names = attach(pid)
-            unwinder.set_select(self.select)
-            return unwinder, names
-
-        return attach_selecting
-
-    def _describe(self, pid: int, code_id: int) -> tuple[str, str]:
-        code = self.processes.unwinder(pid).code(code_id)
-        return code.qualname, code.filename
+    def _reset_figures(self) -> None:
+        self.started = self._window_started = time.monotonic()
+        book = self.figures.book
+        self.figures = Figures(book=book, threads=self.figures.threads)
+        self.figures.threads.reset()
+        self.last_error = None
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception as exc:  # a bug in pytop: end the run with it on screen, never freeze
+            self.failure = f"{type(exc).__name__}: {exc}"
+            self.publish(self._failed_snapshot())
+        finally:
+            self._shut_engine()
+
+    def _shut_engine(self) -> None:
+        """Stop the engine, take in what it still holds, free it (unless its thread is stuck)."""
+        if self.engine.is_open and self.engine.stop(STOP_SECONDS):
+            self._drain()
+            self.engine.close()
+
+    def _loop(self) -> None:
         early = FIRST_REFRESHES if self.settings.quick_start else ()
         refreshes = [self.started + s for s in early if s < self.settings.delay]
         next_refresh = refreshes.pop(0) if refreshes else self.started + self.settings.delay
-        next_discovery = time.monotonic() + 0.2
+        next_drain = time.monotonic() + DRAIN_SECONDS
+        next_discovery = time.monotonic() + DISCOVERY_SECONDS
         while not self._stop.is_set():
+            wait = min(next_refresh, next_drain, next_discovery) - time.monotonic()
             try:
-                kind, value = self._inbox.get(timeout=max(0.0, min(next_refresh, next_discovery) - time.monotonic()))
+                kind, value = self._inbox.get(timeout=max(0.0, wait))
             except queue.Empty:
                 kind, value = "tick", None
-            if kind == "finished":
+            now = time.monotonic()
+            if now >= next_drain:
                 self._drain()
-                self._publish(exited=True, reason=str(value))
+                next_drain = now + DRAIN_SECONDS
+            if now >= next_discovery:
+                self._discover()
+                next_discovery = now + DISCOVERY_SECONDS
+            if self.end is not None:  # every process has gone
+                self._publish(exited=True, reason=self.end)
                 return
-            if time.monotonic() >= next_discovery:
-                for pid, unwinder in self.processes.discover():
-                    self._taker.add(pid, unwinder)
-                next_discovery = time.monotonic() + DISCOVERY_SECONDS
             if self._handle(kind, value):
                 self._publish()
                 next_refresh = time.monotonic() + self.settings.delay
@@ -202,160 +191,110 @@ class Sampler:
 
     def _handle(self, kind: str, value: object) -> bool:
         """Apply one inbox item; True if a refresh should follow at once."""
-        if kind == "sample":
-            self._count(value)  # type: ignore[arg-type]
-            return False
         if kind == "reset":
-            self._reset_stats()
+            self._drain()  # what came before the reset is not counted
+            self._reset_figures()
         elif kind == "by_line":
-            self.settings = replace(self.settings, by_line=bool(value))
-            self.selection.focus = None  # a function key does not name a line, nor the other way round
+            self.view = replace(self.view, by_line=bool(value), focus=None)  # a function key is not a line's
+        elif kind == "mode" and value in MODES:
+            self.view = replace(self.view, mode=str(value))
         elif kind == "thread":
-            self.selection.thread = value  # type: ignore[assignment]
+            self.view = replace(self.view, thread=value)  # type: ignore[arg-type]
         elif kind == "process":
-            self.selection.process = value  # type: ignore[assignment]
-            self.selection.thread = None
+            self.view = replace(self.view, process=value, thread=None)  # type: ignore[arg-type]
         elif kind == "focus":
-            self.selection.focus = value  # type: ignore[assignment]
+            self.view = replace(self.view, focus=value)  # type: ignore[arg-type]
         elif kind == "export":
+            self._drain()
             self.exported = self.write_exports(str(value))
-        elif kind != "refresh":
+        else:
             return False
         return True
 
-    def _drain(self) -> None:
-        """Count the samples still waiting in the inbox."""
-        while True:
+    def _drain(self) -> Drain:
+        d = self.engine.drain()
+        f = self.figures
+        f.book.learn(d.codes, d.stacks)
+        f.window.add_drain(d)
+        f.total.add_drain(d)
+        f.threads.update(d.threads, lambda process: f.book.pids.get(process, 0), f.book.has_frames)
+        for p in d.processes:
+            if p.error:
+                self.last_error = p.error
+            if p.status:
+                self.processes.gone(p.pid)
+                f.threads.ended_process(p.process)
+        self._lag = d.lag
+        self._realtime = d.realtime
+        self._sampler_cpu = d.cpu_seconds
+        self._dropped = d.stacks_dropped
+        if not d.running and d.end is not None and not self._stop.is_set():
+            self.end = d.end  # every process has gone (not: pytop was asked to stop)
+        return d
+
+    def _discover(self) -> None:
+        for pid, unwinder in self.processes.discover():
             try:
-                kind, value = self._inbox.get_nowait()
-            except queue.Empty:
-                return
-            if kind == "sample":
-                self._count(value)  # type: ignore[arg-type]
-
-    def _count(self, taken: Taken) -> None:
-        for pid, _ in taken.gone:
-            self.processes.gone(pid)
-        if taken.taken_at < self.started:
-            return  # taken before a reset
-        interval = 1.0 / self.settings.rate
-        late = taken.lag > interval
-        self.samples += 1
-        self.window_samples += 1
-        self.late += late
-        self.window_late += late
-        self.behind = taken.given_up + max(taken.lag, 0.0)
-        dt = taken.taken_at - self._last_taken if self._last_taken else interval
-        self._last_taken = taken.taken_at
-        failed = [error for _, sample, error in taken.samples if sample is None]
-        if failed:
-            self.errors += 1
-            self.last_error = failed[-1]
-        if len(failed) < len(taken.samples):
-            self._aggregate([(pid, s) for pid, s, _ in taken.samples if s is not None], dt)
-
-    def _aggregate(self, samples: list[tuple[int, RawSample]], dt: float) -> None:
-        """Only the selected threads' stacks are looked at here, per sample: the native side
-        has already counted every thread (see tracking.c)."""
-        stacks: list[tuple[tuple[int, ...], bytes]] = []
-        gil = False
-        active = torn = threads = 0
-        gc = -1
-        for pid, sample in samples:
-            gc = max(gc, sample.gc_collecting)
-            gil |= sample.gil_held
-            active += sample.active_count
-            torn += sample.torn_count
-            threads += sample.thread_count
-            stacks.extend(((pid, serial), stack) for serial, stack in sample.selected_stacks())
-        if torn:
-            self.errors += 1
-            self.last_error = f"{torn} thread stack{'s' if torn > 1 else ''} changed while read"
-        self.threads_seen = threads
-        self.aggregator.add_sample(dt, stacks, gil, active, threads, gc)
+                self.figures.book.pids[self.engine.add(unwinder)] = pid
+            except RuntimeError:
+                unwinder.close()  # the engine has ended: nothing more to sample
 
     def _publish(self, exited: bool = False, reason: str | None = None) -> None:
         self.publish(self._close_window(exited, reason))
 
+    def _behind(self, window: Counts, seconds: float) -> float:
+        """Seconds behind schedule, when more than 10% of the window's samples came late."""
+        asked = window.ticks + window.given_up
+        if not asked or (window.late + window.given_up) / asked <= 0.1:
+            return 0.0
+        return self._lag + window.given_up / self.settings.rate
+
     def _close_window(self, exited: bool = False, reason: str | None = None) -> Snapshot:
-        window, figures = self.aggregator.close_window()
-        snapshot = self._snapshot(window, figures, exited, reason)
-        self.window_samples = self.window_late = 0
+        if self.engine.is_open:
+            self._drain()
+        f = self.figures
+        assert f.totals is not None
+        window_table = FunctionTable(f.book)
+        window_table.add_counts(f.window)
+        f.totals.merge(window_table)
+        moved = f.threads.fold_finished()
+        if moved:
+            f.total.fold(moved)
+        now = time.monotonic()
+        seconds = max(now - self._window_started, 1e-9)
+        snapshot = build(self.target, f, window_table, self.view, Circumstances(
+            window_seconds=seconds, elapsed=max(now - self.started, 1e-9), rate_asked=self.settings.rate,
+            behind=self._behind(f.window, seconds), rss=self.processes.rss(), exited=exited, exit_reason=reason,
+            exported=self.exported, processes=self.processes.alive, sampler_cpu=self._sampler_cpu,
+            stacks_dropped=self._dropped, last_error=self.last_error, failure=self.failure))
+        f.window = Counts()
+        self._window_started = now
         return snapshot
+
+    def _failed_snapshot(self) -> Snapshot:
+        try:
+            return self._close_window(exited=True, reason=self.failure)
+        except Exception:  # the figures themselves are broken: say so with what is certain
+            return build(self.target, Figures(), FunctionTable(self.figures.book), self.view, Circumstances(
+                window_seconds=1.0, elapsed=max(time.monotonic() - self.started, 1e-9),
+                rate_asked=self.settings.rate, exited=True, exit_reason=self.failure, failure=self.failure))
+
+    def thread_labels(self) -> dict[int, str]:
+        labels = {}
+        for t in self.figures.threads.threads.values():
+            tid = f"TID {t.native_id}" if t.native_id else f"thread {t.key}"
+            labels[t.key] = f"{t.name} ({tid})" if t.name else tid
+        return labels
 
     def write_exports(self, directory: str) -> tuple[str, ...]:
         """Collapsed stacks and speedscope JSON of everything since the last reset."""
         stem = os.path.join(directory, f"pytop-{self.target.pid}-{time.strftime('%Y%m%d-%H%M%S')}")
-        labels: dict[tuple[int, ...], str] = {row.key: row.label for row in self._thread_rows()}
         try:
-            return export.write_files(stem, self.aggregator.total, self.aggregator.decoder.name, labels,
+            return export.write_files(stem, self.all_counts(), self.figures.book, self.view.mode, self.thread_labels(),
                                       f"pytop: pid {self.target.pid}, {self.target.command}")
         except OSError as exc:
             return (f"export failed: {exc}",)
 
-    def _thread_rows(self) -> tuple[ThreadRow, ...]:
-        stats = {pid: w.unwinder.thread_stats() for pid, w in self.processes.watched.items()}
-        known, self._thread_names = self._thread_names, {}
-        names = self.processes.names({pid: {s.thread_id for s in ss if s.alive and (pid, s.serial) not in known}
-                                      for pid, ss in stats.items()})
-        rows = []
-        for pid, thread_stats in stats.items():
-            for s in thread_stats:
-                key = (pid, s.serial)
-                name = names.get((pid, s.thread_id)) if s.alive else None
-                name = name or known.get(key)
-                if name:
-                    self._thread_names[key] = name
-                rows.append(ThreadRow(
-                    key=key, pid=pid, thread_id=s.thread_id, native_id=s.native_id or None,
-                    name=name, samples=s.samples,
-                    active_pct=100.0 * s.active / s.samples if s.samples else 0.0,
-                    gil_pct=100.0 * s.gil / s.samples if s.samples else 0.0,
-                    top_frame=self.aggregator.decoder.name(pid, s.top_code)[0] if s.top_code else None,
-                    alive=s.alive))
-        return tuple(rows)
-
-    def _snapshot(self, window: StackCounts, figures: FunctionTable, exited: bool,
-                  reason: str | None) -> Snapshot:
-        by_line, selection = self.settings.by_line, self.selection
-        totals = self.aggregator.totals
-        thread_rows = self._thread_rows()
-        if selection.narrowed:  # only the selected thread's or process's stacks, in both tables
-            figures = FunctionTable(self.aggregator.decoder)
-            figures.add_counts(window, keep=selection.keeps)
-            totals = FunctionTable(self.aggregator.decoder)
-            totals.add_counts(self.aggregator.total, keep=selection.keeps)
-        cpu, rss = self.processes.usage()
-        late_share = self.window_late / self.window_samples if self.window_samples else 0.0
-        graph = None
-        if selection.focus is not None:
-            graph = call_graph(self.aggregator.total, self.aggregator.decoder, selection.focus, by_line,
-                               selection.keeps if selection.narrowed else None)
-        return Snapshot(
-            target=self.target,
-            rows=rows_of(totals, figures, window.duration, by_line),
-            by_line=by_line,
-            samples=self.samples,
-            elapsed=max(time.monotonic() - self.started, 1e-9),
-            rate=window.samples / window.duration if window.duration else 0.0,
-            errors=self.errors,
-            last_error=self.last_error,
-            late=self.late,
-            behind=self.behind if late_share > 0.1 else 0.0,
-            gil_pct=100.0 * window.gil_samples / window.samples if window.samples else 0.0,
-            active_pct=(100.0 * window.active_thread_samples / window.thread_samples
-                        if window.thread_samples else 0.0),
-            threads=self.threads_seen,
-            cpu_pct=cpu,
-            rss=rss,
-            exited=exited,
-            exit_reason=reason,
-            settings={"rate": self.settings.rate, "late_share": late_share},
-            thread_rows=thread_rows,
-            thread_filter=next((row for row in thread_rows if row.key == selection.thread), None),
-            gc_pct=100.0 * window.gc_samples / window.gc_known if window.gc_known else None,
-            call_graph=graph,
-            exported=self.exported,
-            processes=self.processes.alive,
-            process_filter=selection.process,
-        )
+    def all_counts(self) -> Counts:
+        """Everything since the reset (the open window is in it already), for reports."""
+        return self.figures.total

@@ -16,7 +16,6 @@ from .. import errors
 from ..native import Unwinder, read_memory
 from . import layouts
 from .locate import PythonVersion, Runtime, locate_runtime
-from .threadnames import ThreadNames
 
 # How far into glibc's (or musl's) struct pthread to look for the thread's kernel TID.
 PTHREAD_SCAN_BYTES = 2048
@@ -30,7 +29,6 @@ class Target:
     runtime: Runtime
     layout: dict[str, int]
     unwinder: Unwinder
-    names: ThreadNames
 
     def close(self) -> None:
         self.unwinder.close()
@@ -68,26 +66,40 @@ def _read_prefix(pid: int, address: int) -> bytes:
     return b""
 
 
+def _task_ids(pid: int) -> set[int]:
+    return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
+
+
 def calibrate_pthread_tid(pid: int, runtime: int, layout: dict[str, int]) -> int:
     """Before 3.11 a thread state knows its pthread_t but not its TID. The libc keeps the TID
-    inside struct pthread at an offset of its own: find the offset where every Python thread's
-    struct holds one of the process's TIDs (the main thread's must be the pid itself)."""
+    inside struct pthread at an offset of its own: find the offset where the main thread's
+    struct holds the pid and the other Python threads' structs hold TIDs of the process.
+
+    Threads come and go while this looks (a thread per request): a thread that ended between
+    the listing of TIDs and the reading of its struct does not count against an offset; the
+    offset most threads agree on wins, if most of them do."""
     try:
-        tids = {int(t) for t in os.listdir(f"/proc/{pid}/task")}
+        before = _task_ids(pid)
         main = _u64(pid, runtime + layout["rt_main_thread"])
         others = [t for t in _thread_ids(pid, runtime, layout) if t and t != main]
+        block = _read_prefix(pid, main) if main else b""
+        candidates = [off for off in range(0, len(block) - 3, 4) if struct.unpack_from("<i", block, off)[0] == pid]
+        values: dict[int, list[int]] = {off: [] for off in candidates}
+        for thread in others:
+            for off in candidates:
+                try:
+                    values[off].append(struct.unpack("<i", read_memory(pid, thread + off, 4))[0])
+                except OSError:
+                    continue  # that thread's struct is gone: it ended
+        tids = before | _task_ids(pid)
     except OSError:
         return -1
-    block = _read_prefix(pid, main) if main else b""
-    candidates = [off for off in range(0, len(block) - 3, 4)
-                  if struct.unpack_from("<i", block, off)[0] == pid]
-    for off in candidates:
-        try:
-            if all(struct.unpack("<i", read_memory(pid, t + off, 4))[0] in tids for t in others):
-                return off
-        except OSError:
-            continue
-    return -1
+    if not candidates:
+        return -1
+    score = {off: sum(v in tids for v in found) for off, found in values.items()}
+    best = max(candidates, key=lambda off: (score[off], -off))
+    read = len(values[best])
+    return best if read == 0 or score[best] * 4 >= read * 3 else -1
 
 
 def attach(pid: int) -> Target:
@@ -109,5 +121,4 @@ def attach(pid: int) -> Target:
     except OSError as exc:
         raise errors.AttachFailed(f"cannot read the Python runtime of process {pid}: {exc}") from None
     unwinder = Unwinder(pid, layout, runtime.runtime_address)
-    names = ThreadNames(pid, runtime.runtime_address, layout, version.minor)
-    return Target(pid, command_line(pid), version, runtime, layout, unwinder, names)
+    return Target(pid, command_line(pid), version, runtime, layout, unwinder)

@@ -19,6 +19,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer
 
+from ..core.aggregate import MODES
 from ..core.model import RowKey, Snapshot, ThreadKey
 from ..report import format as fmt
 from .callers import CallersPanel
@@ -35,8 +36,8 @@ class SnapshotSource(Protocol):
     def start(self, publish: Callable[[Snapshot], None]) -> None: ...
     def stop(self) -> None: ...
     def reset(self) -> None: ...
-    def refresh_now(self) -> None: ...
     def set_by_line(self, by_line: bool) -> None: ...
+    def set_mode(self, mode: str) -> None: ...
     def set_thread(self, key: ThreadKey | None) -> None: ...
     def set_focus(self, key: RowKey | None) -> None: ...
     def set_process(self, pid: int | None) -> None: ...
@@ -53,6 +54,7 @@ class PytopApp(App[None]):
         Binding("3", "sort('own_time')", "OwnTime"),
         Binding("4", "sort('total_time')", "TotalTime"),
         Binding("l,L", "toggle_lines", "Lines", key_display="L"),
+        Binding("m", "next_mode", "Mode"),
         Binding("r,R", "reset", "Reset", key_display="R"),
         Binding("t", "toggle_threads", "Threads"),
         Binding("a", "all_threads", "All threads", show=False),
@@ -69,6 +71,7 @@ class PytopApp(App[None]):
     KEY_HELP = [
         ("1 2 3 4", "sort by %Own, %Total, OwnTime, TotalTime (or click a column header)"),
         ("L", "show lines instead of functions, and back"),
+        ("m", "what times measure: cpu (the kernel's count), wall (every thread), gil (the GIL holder)"),
         ("R", "reset all statistics"),
         ("t", "show or hide the threads; Enter on one shows only its functions"),
         ("a", "all threads again"),
@@ -83,13 +86,14 @@ class PytopApp(App[None]):
         ("q, Ctrl-C", "quit"),
     ]
 
-    def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False,
+    def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: str = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), handle_signals: bool = False):
         super().__init__()
         self.handle_signals = handle_signals
         self.source = source
         self.initial_sort = sort
         self.by_line = by_line
+        self.mode = mode
         self.full_filenames = full_filenames
         self.notes = list(notes)
         self.snapshot: Snapshot | None = None  # on screen
@@ -183,6 +187,11 @@ class PytopApp(App[None]):
 
     def action_reset(self) -> None:
         self.source.reset()
+
+    def action_next_mode(self) -> None:
+        """cpu -> wall -> gil -> cpu: the table keeps its history in every mode."""
+        self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
+        self.source.set_mode(self.mode)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.KEY_HELP))

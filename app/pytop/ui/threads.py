@@ -1,5 +1,6 @@
-"""The thread panel: every thread with its name, TID, how often it ran and held the GIL, and
-where it is now. Enter on a thread narrows the function table to it."""
+"""The thread panel: every thread with its name, TID, the CPU time the kernel counted for it,
+how much of its time it ran and held the GIL, its unreadable stacks, and where it is now.
+Enter on a thread narrows the function table to it."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from textual.widgets import DataTable
 from ..core.model import ThreadKey, ThreadRow
 from ..report import format as fmt
 
-COLUMNS = [("name", "Thread"), ("tid", "TID"), ("active", "Active"), ("gil", "GIL"), ("top", "Now in")]
+COLUMNS = [("name", "Thread"), ("tid", "TID"), ("cpu", "CPU"), ("active", "Active"), ("gil", "GIL"),
+           ("errors", "Torn"), ("top", "Now in")]
 
 
 def row_key(key: ThreadKey) -> str:
-    return ":".join(map(str, key))
+    return str(key)
 
 
 class ThreadTable(DataTable[object]):
@@ -29,7 +31,7 @@ class ThreadTable(DataTable[object]):
             self.add_column(label, key=key)
 
     def show(self, rows: tuple[ThreadRow, ...], selected: ThreadKey | None, show_pids: bool = False) -> None:
-        ordered = sorted(rows, key=lambda r: (not r.alive, -r.active_pct, -r.gil_pct, r.key))
+        ordered = sorted(rows, key=lambda r: (not r.alive, r.threads > 1, -r.cpu_time, -r.gil_pct, r.key))
         cells = [self.cells(r, r.key == selected, show_pids) for r in ordered]
         if cells == self._shown:
             return  # nothing changed: keep the cursor and scroll as they are
@@ -47,12 +49,18 @@ class ThreadTable(DataTable[object]):
     @staticmethod
     def cells(row: ThreadRow, selected: bool, show_pids: bool) -> tuple[object, ...]:
         style = "bold reverse" if selected else ("" if row.alive else "dim")
-        name = row.name or ("(finished)" if not row.alive else "")
+        if row.threads > 1:
+            name = f"({row.threads} finished threads)"
+        else:
+            name = (row.name or "") + (" (no Python)" if row.native else "") + ("" if row.alive else " (finished)")
+        errors = f"{row.errors}" if row.errors else ""
         return (
-            Text(("▶ " if selected else "") + (f"[{row.pid}] " if show_pids else "") + name, style=style),
-            Text(str(row.native_id or "?"), style=style, justify="right"),
+            Text(("▶ " if selected else "") + (f"[{row.pid}] " if show_pids else "") + name.strip(), style=style),
+            Text(str(row.native_id or "?") if row.threads == 1 else "", style=style, justify="right"),
+            Text(fmt.seconds(row.cpu_time), style=style, justify="right"),
             Text(fmt.percent(row.active_pct), style=style, justify="right"),
             Text(fmt.percent(row.gil_pct), style=style, justify="right"),
+            Text(errors, style=style + (" red" if errors else ""), justify="right"),
             Text(row.top_frame or "", style=style),
         )
 

@@ -1,0 +1,181 @@
+"""Building a Snapshot from the figures: a pure function, tested without processes or threads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .aggregate import CPU, MODE_INDEX, OWN, TOTAL, WALL, Counts, FunctionTable, StackBook, mode_column
+from .callgraph import call_graph
+from .model import FunctionRow, RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow
+from .threads import ThreadBook, ThreadState
+
+
+@dataclass(frozen=True)
+class View:
+    """What the UI asked to look at."""
+
+    mode: str = "cpu"
+    by_line: bool = False
+    thread: ThreadKey | None = None  # narrow to one thread
+    process: int | None = None  # narrow to one process (pid)
+    focus: RowKey | None = None  # callers and callees of this row
+
+    @property
+    def narrowed(self) -> bool:
+        return self.thread is not None or self.process is not None
+
+
+@dataclass
+class Figures:
+    """Everything counted: the current window and everything since the last reset."""
+
+    book: StackBook = field(default_factory=StackBook)
+    window: Counts = field(default_factory=Counts)
+    total: Counts = field(default_factory=Counts)
+    totals: FunctionTable | None = None  # of `total`, kept up to date window by window
+    threads: ThreadBook = field(default_factory=ThreadBook)
+
+    def __post_init__(self) -> None:
+        if self.totals is None:
+            self.totals = FunctionTable(self.book)
+
+
+@dataclass(frozen=True)
+class Circumstances:
+    """What the figures do not say: time, the sampler's state, the process's memory."""
+
+    window_seconds: float
+    elapsed: float
+    rate_asked: float
+    behind: float = 0.0
+    rss: int | None = None
+    exited: bool = False
+    exit_reason: str | None = None
+    exported: tuple[str, ...] = ()
+    processes: tuple[int, ...] = ()
+    sampler_cpu: float = 0.0
+    stacks_dropped: int = 0
+    last_error: str | None = None
+    failure: str | None = None
+
+
+def rows_of(totals: FunctionTable, window: FunctionTable, window_seconds: float, mode: str,
+            by_line: bool) -> tuple[FunctionRow, ...]:
+    """Every function with time in this mode since the last reset, with the window's shares."""
+    col = mode_column(mode)
+    now = window.rows(by_line)
+    scale = 100.0 / (window_seconds * 1e9) if window_seconds > 0 else 0.0
+    rows = []
+    for key, row in totals.rows(by_line).items():
+        if not row[TOTAL + col]:
+            continue  # nothing in this mode (a sleeping thread's functions in cpu mode)
+        recent = now.get(key)
+        function, filename, line, pid = key
+        rows.append(FunctionRow(
+            key=key, function=function, filename=filename, line=line if by_line else None, pid=pid,
+            own_pct=recent[OWN + col] * scale if recent else 0.0,
+            total_pct=recent[TOTAL + col] * scale if recent else 0.0,
+            own_time=row[OWN + col] / 1e9, total_time=row[TOTAL + col] / 1e9,
+            own_count=row[OWN], total_count=row[TOTAL],
+        ))
+    return tuple(rows)
+
+
+def _keeper(view: View, threads: ThreadBook) -> Callable[[int], bool] | None:
+    if view.thread is not None:
+        return lambda key: key == view.thread
+    if view.process is not None:
+        pids = {k: t.pid for k, t in threads.threads.items()}
+        return lambda key: pids.get(key) == view.process
+    return None
+
+
+def _per_thread(counts: Counts, index: int) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for (thread, _), tally in counts.stacks.items():
+        out[thread] = out.get(thread, 0) + tally[index]
+    return out
+
+
+def thread_rows(figures: Figures, mode: str, elapsed: float) -> tuple[ThreadRow, ...]:
+    own = _per_thread(figures.total, MODE_INDEX[mode])
+
+    def row(t: ThreadState) -> ThreadRow:
+        info = figures.book.info(t.stack) if t.stack else None
+        span = t.wall_ns if t.wall_ns else elapsed * 1e9  # threads without Python are not sampled
+        return ThreadRow(
+            key=t.key, pid=t.pid, thread_id=t.thread_id, native_id=t.native_id or None, name=t.name,
+            samples=t.samples, active_pct=100.0 * t.cpu_ns / span if span else 0.0,
+            gil_pct=100.0 * t.gil_samples / t.samples if t.samples else 0.0,
+            top_frame=info.own_function[0] if info else None, alive=t.alive, cpu_time=t.cpu_ns / 1e9,
+            own_time=own.get(t.key, 0) / 1e9, wait_time=t.wait_ns / 1e9, errors=t.errors,
+            last_error=t.last_error_text, native=t.native, threads=t.threads, os_state=t.os_state)
+
+    return tuple(row(t) for t in figures.threads.threads.values())
+
+
+def _share(part: int, whole: int) -> float:
+    return 100.0 * part / whole if whole else 0.0
+
+
+def build(target: TargetInfo, figures: Figures, window_table: FunctionTable, view: View,
+          c: Circumstances) -> Snapshot:
+    """The snapshot of the figures as `view` shows them."""
+    assert figures.totals is not None
+    window, total = figures.window, figures.total
+    totals, recent = figures.totals, window_table
+    keep = _keeper(view, figures.threads)
+    if keep is not None:  # only the chosen thread's or process's stacks, in both tables
+        totals = FunctionTable(figures.book)
+        totals.add_counts(total, keep)
+        recent = FunctionTable(figures.book)
+        recent.add_counts(window, keep)
+    rows = thread_rows(figures, view.mode, c.elapsed)
+    window_cpu = sum(tally[CPU] for tally in window.stacks.values())
+    window_wall = sum(tally[WALL] for tally in window.stacks.values())
+    graph = None
+    if view.focus is not None:
+        graph = call_graph(total, figures.book, view.focus, view.by_line, view.mode, keep)
+    col = mode_column(view.mode)
+    return Snapshot(
+        target=target,
+        rows=rows_of(totals, recent, c.window_seconds, view.mode, view.by_line),
+        by_line=view.by_line,
+        samples=total.ticks,
+        elapsed=c.elapsed,
+        rate=window.ticks / c.window_seconds if c.window_seconds > 0 else 0.0,
+        errors=total.failed,
+        last_error=c.last_error,
+        late=total.late,
+        behind=c.behind,
+        gil_pct=_share(window.gil_samples, window.process_samples),
+        active_pct=_share(window_cpu, window_wall),
+        threads=sum(1 for t in figures.threads.threads.values() if t.alive and not t.native),
+        cpu_pct=100.0 * window.cpu_ns / (c.window_seconds * 1e9) if c.window_seconds > 0 else None,
+        rss=c.rss,
+        exited=c.exited,
+        exit_reason=c.exit_reason,
+        mode=view.mode,
+        rate_asked=c.rate_asked,
+        given_up=total.given_up,
+        torn=total.torn,
+        cpu_time=total.cpu_ns / 1e9,
+        unseen_time=total.unseen_ns / 1e9,
+        attributed=sum(r[OWN + col] for r in totals.by_function.values()) / 1e9,
+        sampled_from=total.first_at,
+        sampled_until=total.last_at,
+        stacks_dropped=c.stacks_dropped,
+        sampler_cpu=c.sampler_cpu,
+        thread_rows=rows,
+        thread_filter=next((r for r in rows if r.key == view.thread), None),
+        gc_pct=_share(window.gc_samples, window.gc_known) if window.gc_known else None,
+        call_graph=graph,
+        exported=c.exported,
+        processes=c.processes,
+        process_filter=view.process,
+        failure=c.failure,
+    )
+
+
+

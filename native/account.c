@@ -1,0 +1,472 @@
+/*
+ * What each sample's time goes to. Runs on the sampling thread, under the engine's lock.
+ *
+ * Per thread and sample:
+ *   wall  the time since the process's previous sample (never more than `cap`), to the stack
+ *         the thread has now;
+ *   gil   the same, when it holds the GIL;
+ *   cpu   the kernel's count of the thread's CPU time, each time it moves: split over the stacks
+ *         the thread was seen running with since it last moved (`pending`), or, if it was never
+ *         seen running (it ran and slept between samples), given to its latest stack. The count
+ *         moves only at the scheduler's ticks and at switches, so samples in between wait for it.
+ *
+ * Per period (every `period` seconds, on a sample that read every thread's figures): the
+ * process's own CPU clock counts ended threads too. Its growth, less what was attributed and
+ * what non-Python threads used, is the CPU of threads that ended between samples: it goes to
+ * the stacks the threads that ended in the period were last seen running with (their tails),
+ * else to a row of its own. Small remainders (tick noise) are carried to the next period.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine.h"
+
+#define REMAINDER_MIN_NS 5000000ll   /* smaller remainders are carried: ticks make a few ms of noise */
+#define CARRY_MAX_NS 1000000000ll
+/* A thread is often first seen before it has registered itself with threading (it sets
+ * Thread._ident a few microseconds after it starts): it is asked again at each of the next
+ * samples, then less and less often. Request threads may live only a few milliseconds. */
+#define NAME_EAGER_TRIES 16
+#define NAME_RETRY_NS 2000000ull
+#define NAME_RETRY_MAX_NS 200000000ull
+#define NAME_TRIES 48
+#define UNSEEN_NAME "threads that ended between samples"
+
+uint32_t text_add(growing_text *t, const char *s, size_t max) {
+    size_t n = strnlen(s, max);
+    char *bytes = grow_array(t->bytes, &t->cap, (uint64_t)t->size + n + 1, 1, 4096);
+    if (!bytes) return UINT32_MAX;
+    t->bytes = bytes;
+    memcpy(t->bytes + t->size, s, n);
+    t->bytes[t->size + n] = '\0';
+    uint32_t at = t->size;
+    t->size += (uint32_t)n + 1;
+    return at;
+}
+
+/* ---- the thread table: (process, native, ident) -> thread ------------------------------ */
+
+static uint64_t ident_key(uint32_t p, bool native, uint32_t ident) {
+    return (uint64_t)p << 33 | (uint64_t)native << 32 | ident;
+}
+
+static uint32_t slot_of(uint64_t key, uint32_t mask) { return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & mask; }
+
+static int rebuild_slots(pytop_engine *e, uint32_t mask) {
+    uint32_t *slots = calloc((size_t)mask + 1, sizeof *slots);
+    if (!slots) return PYTOP_ERR_NOMEM;
+    for (uint32_t i = 0; i < e->thread_count; i++) {
+        const engine_thread *t = &e->threads[i];
+        uint32_t s = slot_of(ident_key(t->process, t->native, t->ident), mask);
+        while (slots[s]) s = (s + 1) & mask;
+        slots[s] = i + 1;
+    }
+    free(e->thread_slots);
+    e->thread_slots = slots;
+    e->thread_slot_mask = mask;
+    return PYTOP_OK;
+}
+
+/* Pointers into the table are good until the next call that may add a thread. */
+engine_thread *account_thread(pytop_engine *e, uint32_t p, bool native, uint32_t ident, bool *created) {
+    uint64_t key = ident_key(p, native, ident);
+    *created = false;
+    if (e->thread_slots) {
+        for (uint32_t s = slot_of(key, e->thread_slot_mask); e->thread_slots[s]; s = (s + 1) & e->thread_slot_mask) {
+            engine_thread *t = &e->threads[e->thread_slots[s] - 1];
+            if (ident_key(t->process, t->native, t->ident) == key) return t;
+        }
+    }
+    uint32_t mask = e->thread_slots ? e->thread_slot_mask : 255;
+    while ((e->thread_count + 1) * 2 > mask) mask = mask * 2 + 1;
+    engine_thread *threads = grow_array(e->threads, &e->thread_cap, e->thread_count + 1ull, sizeof *threads, 64);
+    if (!threads) return NULL;
+    e->threads = threads;
+    engine_thread *t = &e->threads[e->thread_count++];
+    memset(t, 0, sizeof *t);
+    t->key = ++e->next_key;
+    t->process = p;
+    t->native = native;
+    t->ident = ident;
+    t->alive = true;
+    t->dirty = true;
+    t->os_state = '?';
+    if (rebuild_slots(e, mask) != PYTOP_OK) {
+        e->thread_count--;
+        return NULL;
+    }
+    *created = true;
+    return t;
+}
+
+void account_forget_ended(pytop_engine *e) {
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < e->thread_count; i++) {
+        engine_thread *t = &e->threads[i];
+        if (t->ended && !t->dirty) {
+            free(t->name);
+            continue;
+        }
+        e->threads[kept++] = *t;
+    }
+    if (kept != e->thread_count) {
+        e->thread_count = kept;
+        rebuild_slots(e, e->thread_slot_mask);
+    }
+}
+
+/* ---- time --------------------------------------------------------------------------------- */
+
+void account_flush(pytop_engine *e, engine_thread *t) {
+    if (!t->acc_samples || !t->stack) return;
+    weight *w = weights_at(&e->weights, t->stack, t->key);
+    if (w) {
+        w->samples += t->acc_samples;
+        w->running += t->acc_running;
+        w->wall_ns += t->acc_wall;
+        w->gil_ns += t->acc_gil;
+    }
+    t->acc_samples = t->acc_running = 0;
+    t->acc_wall = t->acc_gil = 0;
+}
+
+static void add_cpu(pytop_engine *e, uint32_t key, uint32_t stack, uint64_t ns) {
+    weight *w = weights_at(&e->weights, stack, key);
+    if (w) w->cpu_ns += ns;
+}
+
+static void pending_add(engine_thread *t, uint32_t stack) {
+    t->pending_total++;
+    for (uint32_t i = t->pending_count; i > 0; i--)
+        if (t->pending[i - 1].stack == stack) {
+            t->pending[i - 1].count++;
+            return;
+        }
+    if (t->pending_count < PENDING_RUNS) t->pending[t->pending_count++] = (pending_run){stack, 1};
+    else t->pending[PENDING_RUNS - 1].count++; /* full: the last one stands for the rest */
+}
+
+/* Split `ns` over runs by their sample counts (the last gets what rounding leaves). */
+static void split(pytop_engine *e, uint32_t key, const pending_run *runs, uint32_t count, uint64_t total,
+                  uint64_t ns) {
+    uint64_t left = ns;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t share = i + 1 == count ? left : (uint64_t)((double)ns * runs[i].count / (double)total);
+        if (share > left) share = left;
+        add_cpu(e, key, runs[i].stack, share);
+        left -= share;
+    }
+}
+
+static void give_cpu(pytop_engine *e, engine_thread *t, uint64_t ns) {
+    if (t->pending_total) split(e, t->key, t->pending, t->pending_count, t->pending_total, ns);
+    else add_cpu(e, t->key, t->stack, ns);
+    t->pending_count = t->pending_total = 0;
+}
+
+/* The CPU a thread born since the previous sample used before it was first read: its whole
+ * life, less what it was counted for as a non-Python task before it became a Python thread. */
+static uint64_t born_cpu(engine_process *P, const pytop_thread *pt) {
+    uint64_t before = 0;
+    for (uint32_t i = 0; i < P->others.count; i++)
+        if (P->others.items[i].tid == pt->native_id) {
+            before = P->others.items[i].cpu_ns;
+            P->others.items[i].tid = -pt->native_id; /* counted: not again */
+        }
+    return pt->cpu_ns > before ? pt->cpu_ns - before : 0;
+}
+
+static uint32_t stack_of(pytop_engine *e, uint32_t p, const engine_thread *t, const pytop_thread *pt,
+                         const pytop_frame *frames) {
+    engine_process *P = &e->processes[p];
+    if (pt->status != PYTOP_OK) { /* torn: the time goes to the latest stack it had */
+        P->d_torn++;
+        return t->stack ? t->stack : stacks_intern(&e->stacks, p, PYTOP_STACK_EMPTY | PYTOP_STACK_INCOMPLETE, frames, 0);
+    }
+    if ((pt->flags & PYTOP_THREAD_UNCHANGED) && t->stack) return t->stack;
+    uint32_t kind = pt->frame_count ? PYTOP_STACK_FRAMES : PYTOP_STACK_EMPTY;
+    if (pt->flags & PYTOP_THREAD_TRUNCATED) kind |= PYTOP_STACK_INCOMPLETE;
+    return stacks_intern(&e->stacks, p, kind, frames + pt->first_frame, pt->frame_count);
+}
+
+void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t now, uint64_t cap_ns) {
+    engine_process *P = &e->processes[p];
+    uint64_t dt = P->last_ns && now > P->last_ns ? now - P->last_ns : cap_ns / 2;
+    if (dt > cap_ns) dt = cap_ns; /* a late sample does not stretch what it saw */
+    bool first_sample = P->sample_no == 0;
+    P->sample_no++;
+    P->last_ns = now;
+    P->d_samples++;
+    P->threads_now = 0;
+    P->d_gil += s->gil_held != 0;
+    P->d_gc_known += s->gc_collecting >= 0;
+    P->d_gc += s->gc_collecting == 1;
+    if (first_sample) P->cpu_known = tasks_process_cpu(&P->u->os, &P->cpu_clock) == PYTOP_OK;
+    for (uint32_t i = 0; i < s->thread_count; i++) {
+        const pytop_thread *pt = &s->threads[i];
+        if (pt->flags & PYTOP_THREAD_UNCLAIMED) continue;
+        P->threads_now++;
+        bool created;
+        engine_thread *t = account_thread(e, p, false, pt->serial, &created);
+        if (!t) continue;
+        t->thread_id = pt->thread_id;
+        t->native_id = pt->native_id;
+        t->alive = true;
+        t->ended = false;
+        t->seen = P->sample_no;
+        t->os_state = pt->os_state;
+        t->gil = pt->flags & PYTOP_THREAD_GIL;
+        t->dirty = true;
+        if (pt->status != PYTOP_OK) {
+            t->d_errors++;
+            t->last_error = pt->status;
+        }
+        uint32_t stack = stack_of(e, p, t, pt, s->frames);
+        if (stack != t->stack) {
+            account_flush(e, t);
+            t->stack = stack;
+        }
+        t->acc_wall += dt;
+        t->acc_samples++;
+        t->d_wall += dt;
+        t->d_samples++;
+        if (pt->flags & PYTOP_THREAD_GIL) {
+            t->acc_gil += dt;
+            t->d_gil++;
+        }
+        if (pt->flags & PYTOP_THREAD_ACTIVE) {
+            t->acc_running++;
+            pending_add(t, t->stack);
+        }
+        if (!(pt->flags & PYTOP_THREAD_CHECKED)) continue;
+        uint64_t cpu = pt->cpu_delta_ns;
+        /* Read for the first time: a thread born since the previous sample brings its whole
+         * life; one known before (its files were reopened) brings nothing new. */
+        if (pt->flags & PYTOP_THREAD_NEW_TASK) cpu = created && !first_sample ? born_cpu(P, pt) : 0;
+        t->d_wait += pt->wait_delta_ns;
+        if (cpu) {
+            give_cpu(e, t, cpu);
+            t->d_cpu += cpu;
+            t->period_cpu += cpu;
+            P->period_attributed += cpu;
+        }
+    }
+}
+
+static void remember_ended(engine_process *P, const engine_thread *t) {
+    if (P->ended_count >= MAX_ENDED) return;
+    ended_thread *ended = grow_array(P->ended, &P->ended_cap, P->ended_count + 1ull, sizeof *ended, 16);
+    if (!ended) return;
+    P->ended = ended;
+    ended_thread *x = &P->ended[P->ended_count++];
+    x->key = t->key;
+    x->stack = t->stack;
+    x->cpu = t->period_cpu;
+    x->pending_count = t->pending_count;
+    memcpy(x->pending, t->pending, t->pending_count * sizeof *t->pending);
+}
+
+/* A thread missing from this many samples in a row has ended (one sample may miss a live one). */
+#define ENDED_AFTER_SAMPLES 3
+
+void account_ends(pytop_engine *e, uint32_t p) {
+    engine_process *P = &e->processes[p];
+    for (uint32_t i = 0; i < e->thread_count; i++) {
+        engine_thread *t = &e->threads[i];
+        if (t->process != p || t->native || !t->alive || (P->active && P->sample_no - t->seen < ENDED_AFTER_SAMPLES))
+            continue;
+        t->alive = false;
+        t->ended = true;
+        t->dirty = true;
+        account_flush(e, t);
+        remember_ended(P, t);
+        t->pending_count = t->pending_total = 0;
+    }
+}
+
+/* The thread's outermost frame, when it is threading's Thread._bootstrap(self). */
+static uint64_t bootstrap_frame(const pytop_unwinder *u, const pytop_sample *s, uint32_t serial) {
+    for (uint32_t i = 0; i < s->thread_count; i++) {
+        const pytop_thread *pt = &s->threads[i];
+        if (pt->serial != serial || pt->status != PYTOP_OK || !pt->frame_count || !pt->outer_frame) continue;
+        const code_entry *code = codes_get(&u->codes, s->frames[pt->first_frame + pt->frame_count - 1].code_id);
+        size_t n = code ? strlen(code->filename) : 0;
+        if (code && strcmp(code->name, "_bootstrap") == 0 && n >= 12 && strcmp(code->filename + n - 12, "threading.py") == 0)
+            return pt->outer_frame;
+    }
+    return 0;
+}
+
+void account_names(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t now) {
+    engine_process *P = &e->processes[p];
+    for (uint32_t i = 0; i < e->thread_count; i++) {
+        engine_thread *t = &e->threads[i];
+        if (t->process != p || t->native || t->name || !t->alive || t->name_tries >= NAME_TRIES ||
+            now < t->name_retry_at || !t->thread_id)
+            continue;
+        int status;
+        uint64_t frame = bootstrap_frame(P->u, s, t->ident);
+        t->name = frame ? names_from_bootstrap(&P->u->thread_names, frame, &status) : NULL;
+        if (!t->name) t->name = names_lookup(&P->u->thread_names, t->thread_id, &status);
+        if (t->name) {
+            t->dirty = true;
+            continue;
+        }
+        if (fatal_status(status)) return;
+        if (++t->name_tries < NAME_EAGER_TRIES) continue;
+        uint32_t doubling = t->name_tries - NAME_EAGER_TRIES;
+        uint64_t wait = NAME_RETRY_NS << (doubling < 7 ? doubling : 7);
+        t->name_retry_at = now + (wait < NAME_RETRY_MAX_NS ? wait : NAME_RETRY_MAX_NS);
+    }
+}
+
+void account_codes(pytop_engine *e, uint32_t p) {
+    engine_process *P = &e->processes[p];
+    const code_cache *c = &P->u->codes;
+    while (P->codes_sent < c->count) {
+        pytop_drain_code *codes = grow_array(e->codes, &e->code_cap, e->code_count + 1ull, sizeof *codes, 256);
+        if (!codes) return;
+        e->codes = codes;
+        const code_entry *entry = &c->entries[P->codes_sent++];
+        e->codes[e->code_count++] = (pytop_drain_code){
+            .process = p, .code_id = P->codes_sent, .firstlineno = entry->firstlineno,
+            .name_at = text_add(&e->text, entry->name, MAX_NAME_CHARS * 4),
+            .qualname_at = text_add(&e->text, entry->qualname, MAX_NAME_CHARS * 4),
+            .filename_at = text_add(&e->text, entry->filename, MAX_FILENAME_CHARS * 4)};
+    }
+}
+
+/* ---- periods ------------------------------------------------------------------------------ */
+
+typedef struct scan_ctx {
+    pytop_engine *e;
+    uint32_t p;
+    uint32_t scan;
+} scan_ctx;
+
+/* A task that is not a Python thread: listed from its second scan on (in its first it may be a
+ * Python thread that has not taken up its thread state yet; it has no time to show then). */
+static void visit_other(void *ctx, const other_task *o, uint64_t delta, bool first) {
+    scan_ctx *c = ctx;
+    pytop_engine *e = c->e;
+    if (o->tid <= 0 || first) return;
+    bool created;
+    engine_thread *t = account_thread(e, c->p, true, (uint32_t)o->tid, &created);
+    if (!t) return;
+    if (created) {
+        t->native_id = o->tid;
+        t->name = strdup(o->comm);
+        t->stack = stacks_intern(&e->stacks, c->p, PYTOP_STACK_NATIVE, NULL, 0);
+    }
+    t->alive = true;
+    t->seen = c->scan;
+    if (!delta) return;
+    add_cpu(e, t->key, t->stack, delta);
+    t->d_cpu += delta;
+    t->dirty = true;
+    e->processes[c->p].period_attributed += delta;
+}
+
+static int by_value(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void scan_native_threads(pytop_engine *e, uint32_t p) {
+    engine_process *P = &e->processes[p];
+    int *tids = malloc((e->thread_count + 1) * sizeof *tids);
+    if (!tids) return;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < e->thread_count; i++) {
+        const engine_thread *t = &e->threads[i];
+        if (t->process == p && !t->native && t->alive && t->native_id > 0) tids[n++] = t->native_id;
+    }
+    qsort(tids, n, sizeof *tids, by_value);
+    scan_ctx ctx = {e, p, P->others.scan + 1};
+    tasks_scan_others(&P->u->os, &P->others, tids, n, visit_other, &ctx);
+    free(tids);
+    for (uint32_t i = 0; i < e->thread_count; i++) {
+        engine_thread *t = &e->threads[i];
+        if (t->process == p && t->native && t->ident && t->alive && t->seen != ctx.scan) {
+            t->alive = false;
+            t->ended = true;
+            t->dirty = true;
+        }
+    }
+}
+
+static engine_thread *unseen_thread(pytop_engine *e, uint32_t p) {
+    bool created;
+    engine_thread *t = account_thread(e, p, true, 0, &created);
+    if (t && created) {
+        t->name = strdup(UNSEEN_NAME);
+        t->stack = stacks_intern(&e->stacks, p, PYTOP_STACK_UNSEEN, NULL, 0);
+    }
+    return t;
+}
+
+/* Where the CPU of threads that ended between samples goes (see the top of the file). */
+static void place_rest(pytop_engine *e, uint32_t p, uint64_t rest) {
+    engine_process *P = &e->processes[p];
+    uint64_t runs = 0, cpu = 0;
+    for (uint32_t i = 0; i < P->ended_count; i++) {
+        for (uint32_t k = 0; k < P->ended[i].pending_count; k++) runs += P->ended[i].pending[k].count;
+        cpu += P->ended[i].cpu;
+    }
+    if (runs) { /* the tails: where they were last seen running */
+        uint64_t left = rest;
+        for (uint32_t i = 0; i < P->ended_count; i++) {
+            uint64_t mine = 0;
+            for (uint32_t k = 0; k < P->ended[i].pending_count; k++) mine += P->ended[i].pending[k].count;
+            if (!mine) continue;
+            uint64_t share = (uint64_t)((double)rest * (double)mine / (double)runs);
+            if (share > left) share = left;
+            split(e, P->ended[i].key, P->ended[i].pending, P->ended[i].pending_count, mine, share);
+            left -= share;
+        }
+        rest = left;
+    } else if (P->ended_count) { /* like what the ended threads did in the period */
+        uint64_t left = rest;
+        for (uint32_t i = 0; i < P->ended_count; i++) {
+            double part = cpu ? (double)P->ended[i].cpu / (double)cpu : 1.0 / P->ended_count;
+            uint64_t share = i + 1 == P->ended_count ? left : (uint64_t)((double)rest * part);
+            if (share > left) share = left;
+            if (P->ended[i].stack) add_cpu(e, P->ended[i].key, P->ended[i].stack, share);
+            left -= share;
+        }
+        rest = left;
+    }
+    if (rest) {
+        engine_thread *t = unseen_thread(e, p);
+        if (!t) return;
+        add_cpu(e, t->key, t->stack, rest);
+        t->d_cpu += rest;
+        t->dirty = true;
+    }
+}
+
+void account_period(pytop_engine *e, uint32_t p) {
+    engine_process *P = &e->processes[p];
+    scan_native_threads(e, p);
+    uint64_t clock;
+    if (tasks_process_cpu(&P->u->os, &clock) == PYTOP_OK) {
+        if (P->cpu_known) {
+            uint64_t used = clock > P->cpu_clock ? clock - P->cpu_clock : 0;
+            P->d_cpu += used;
+            int64_t rest = (int64_t)used - (int64_t)P->period_attributed + P->carry_ns;
+            if (rest >= REMAINDER_MIN_NS) {
+                place_rest(e, p, (uint64_t)rest);
+                P->d_unseen += (uint64_t)rest;
+                P->carry_ns = 0;
+            } else {
+                P->carry_ns = rest < -CARRY_MAX_NS ? -CARRY_MAX_NS : rest;
+            }
+        }
+        P->cpu_clock = clock;
+        P->cpu_known = true;
+    }
+    P->period_attributed = 0;
+    P->ended_count = 0;
+    for (uint32_t i = 0; i < e->thread_count; i++)
+        if (e->threads[i].process == p) e->threads[i].period_cpu = 0;
+}

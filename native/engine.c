@@ -1,0 +1,344 @@
+/*
+ * The engine: one native thread that samples every process handed to it on a steady,
+ * jittered schedule, and the API that starts, feeds, drains and stops it (pytop.h).
+ *
+ * Why a native thread: a sampler that needs Python's GIL is delayed by whatever holds it (the
+ * screen, a garbage collection), and its samples come late in bursts. This thread never
+ * touches Python. It waits with clock_nanosleep's precision (timer slack 1 ns, so its wake-ups
+ * are not moved onto the target's own timer expiries), takes the lowest real-time priority when
+ * allowed and gives it back if it ever uses more than its budget of a core.
+ *
+ * Lifecycle: an unwinder handed over is the sampling thread's alone: it samples it, and frees it
+ * when its process ends or when the thread ends. pytop_engine_stop() asks the thread to end and
+ * waits with a deadline; pytop_engine_free() refuses while the thread may still run.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+#define DEFAULT_PERIOD_S 0.2
+#define IDLE_CHECK_S 0.01          /* an idle thread's CPU count is read at least this often */
+#define BUDGET_WINDOW_NS 1000000000ull
+
+pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status) {
+    if (!config || !(config->rate > 0 && config->rate <= 100000) || !(config->jitter >= 0 && config->jitter <= 0.9) ||
+        !(config->max_backlog > 0) || config->period < 0) {
+        *status = PYTOP_ERR_ARGS;
+        return NULL;
+    }
+    pytop_engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        *status = PYTOP_ERR_NOMEM;
+        return NULL;
+    }
+    e->cfg = *config;
+    if (e->cfg.period == 0) e->cfg.period = DEFAULT_PERIOD_S;
+    if (e->cfg.realtime_budget <= 0) e->cfg.realtime_budget = 0.5;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (stacks_init(&e->stacks, config->max_stack_frames) != PYTOP_OK || weights_init(&e->weights) != PYTOP_OK) {
+        pytop_engine_free(e);
+        *status = PYTOP_ERR_NOMEM;
+        return NULL;
+    }
+    *status = PYTOP_OK;
+    return e;
+}
+
+int pytop_engine_add(pytop_engine *e, pytop_unwinder *u, uint32_t *process) {
+    if (!e || !u || !process) return PYTOP_ERR_ARGS;
+    pthread_mutex_lock(&e->lock);
+    int status = PYTOP_OK;
+    pytop_unwinder **adding = NULL;
+    if (e->finished || e->stop) status = PYTOP_ERR_STATE;
+    else if (!(adding = grow_array(e->adding, &e->adding_cap, e->adding_count + 1ull, sizeof *adding, 4))) status = PYTOP_ERR_NOMEM;
+    if (status == PYTOP_OK) {
+        e->adding = adding;
+        e->adding[e->adding_count++] = u;
+        *process = e->next_process++;
+        pthread_cond_broadcast(&e->wake);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return status;
+}
+
+/* ---- on the sampling thread --------------------------------------------------------------- */
+
+/* Unwinders handed over since the last tick join the process list (under the lock). */
+static void take_up(pytop_engine *e) {
+    uint32_t taken = 0;
+    for (; taken < e->adding_count; taken++) {
+        engine_process *processes = grow_array(e->processes, &e->process_cap, e->process_count + 1ull,
+                                               sizeof *processes, 4);
+        if (!processes) break; /* the rest next tick */
+        e->processes = processes;
+        pytop_unwinder *u = e->adding[taken];
+        engine_process *P = &e->processes[e->process_count++];
+        memset(P, 0, sizeof *P);
+        P->u = u;
+        P->pid = u->pid;
+        P->active = true;
+        uint64_t idle = (uint64_t)(e->cfg.rate * IDLE_CHECK_S);
+        pytop_set_option(u, PYTOP_OPT_IDLE_CHECK, idle > 1 ? (int64_t)idle : 1);
+        if (e->cfg.blocking) pytop_set_option(u, PYTOP_OPT_BLOCKING, 1); /* ptrace belongs to this thread */
+    }
+    if (taken < e->adding_count) memmove(e->adding, e->adding + taken, (e->adding_count - taken) * sizeof *e->adding);
+    e->adding_count -= taken;
+}
+
+static bool any_active(const pytop_engine *e) {
+    for (uint32_t i = 0; i < e->process_count; i++)
+        if (e->processes[i].active) return true;
+    return false;
+}
+
+/* Wait until `due` (monotonic ns) or until asked to stop; false when asked to stop. */
+static bool wait_until(pytop_engine *e, uint64_t due) {
+    struct timespec when = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)};
+    pthread_mutex_lock(&e->lock);
+    while (!e->stop && monotonic_ns() < due)
+        if (pthread_cond_timedwait(&e->wake, &e->lock, &when) == ETIMEDOUT) break;
+    bool go_on = !e->stop;
+    pthread_mutex_unlock(&e->lock);
+    return go_on;
+}
+
+static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t cap_ns) {
+    engine_process *P = &e->processes[i];
+    pytop_unwinder *u = P->u;
+    pytop_sample sample;
+    u->os.check_all = full;
+    int status = pytop_collect(u, &sample);
+    u->os.check_all = false;
+    uint64_t began = (uint64_t)(sample.taken_at * 1e9);
+    pthread_mutex_lock(&e->lock);
+    if (status == PYTOP_OK) {
+        account_sample(e, i, &sample, began, cap_ns);
+        account_ends(e, i);
+        account_codes(e, i);
+        account_names(e, i, &sample, began);
+        if (full) account_period(e, i);
+    } else {
+        snprintf(P->error, sizeof P->error, "%s", pytop_last_error(u));
+        P->error_new = true;
+        P->status = status;
+        if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION) {
+            P->active = false;
+            account_ends(e, i);
+            P->u = NULL;
+        } else {
+            P->d_failed++;
+            P->status = PYTOP_OK;
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (!P->active && u) {
+        tasks_free_others(&P->others);
+        pytop_close(u);
+    }
+}
+
+static uint64_t next_random(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
+
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void take_priority(pytop_engine *e) {
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    if (!e->cfg.realtime) return;
+    struct sched_param param = {.sched_priority = 1};
+    e->realtime = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0;
+}
+
+/* Give the real-time priority back if sampling costs more than its budget: it must never
+ * starve the target. */
+static void check_budget(pytop_engine *e, uint64_t *cpu_mark, uint64_t *wall_mark) {
+    uint64_t wall = monotonic_ns();
+    if (wall - *wall_mark < BUDGET_WINDOW_NS) return;
+    uint64_t cpu = thread_cpu_ns(); /* a syscall: the vDSO does not serve thread CPU clocks */
+    double share = (double)(cpu - *cpu_mark) / (double)(wall - *wall_mark);
+    pthread_mutex_lock(&e->lock);
+    e->cpu_seconds += (double)(cpu - *cpu_mark) / 1e9;
+    if (e->realtime && share > e->cfg.realtime_budget) {
+        struct sched_param param = {.sched_priority = 0};
+        pthread_setschedparam(pthread_self(), SCHED_OTHER, &param);
+        e->realtime = false;
+    }
+    pthread_mutex_unlock(&e->lock);
+    *cpu_mark = cpu;
+    *wall_mark = wall;
+}
+
+static void count_tick(pytop_engine *e, uint64_t due, uint64_t began, uint64_t interval) {
+    pthread_mutex_lock(&e->lock);
+    e->ticks++;
+    if (e->first_at == 0) e->first_at = (double)began / 1e9;
+    e->last_at = (double)began / 1e9;
+    e->lag = began > due ? (double)(began - due) / 1e9 : 0.0;
+    e->late += began > due + interval;
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* Whether there is something to sample; waits for a first process. Sets the end reason when
+ * every process has gone. */
+static bool have_work(pytop_engine *e) {
+    pthread_mutex_lock(&e->lock);
+    while (!e->stop && e->process_count == 0 && e->adding_count == 0) pthread_cond_wait(&e->wake, &e->lock);
+    take_up(e);
+    bool work = !e->stop && any_active(e);
+    if (!e->stop && !work) {
+        const engine_process *last = &e->processes[e->process_count - 1];
+        snprintf(e->end, sizeof e->end, "%s", last->error[0] ? last->error : "the process has exited");
+    }
+    pthread_mutex_unlock(&e->lock);
+    return work;
+}
+
+static void run(pytop_engine *e) {
+    uint64_t interval = (uint64_t)(1e9 / e->cfg.rate);
+    uint64_t cap = 2 * interval, period = (uint64_t)(e->cfg.period * 1e9);
+    uint64_t backlog = (uint64_t)(e->cfg.max_backlog * 1e9);
+    uint64_t due = monotonic_ns(), next_period = due, rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull | 1;
+    uint64_t cpu_mark = thread_cpu_ns(), wall_mark = monotonic_ns();
+    while (have_work(e) && wait_until(e, due)) {
+        uint64_t began = monotonic_ns();
+        bool full = began >= next_period;
+        for (uint32_t i = 0; i < e->process_count; i++)
+            if (e->processes[i].active) sample_process(e, i, full, cap);
+        if (full) next_period = began + period;
+        count_tick(e, due, began, interval);
+        double factor = 1.0 + e->cfg.jitter * ((double)(next_random(&rng) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+        due += (uint64_t)((double)interval * factor);
+        uint64_t now = monotonic_ns();
+        if (now > due + backlog) { /* catching up would only mean sampling back to back */
+            pthread_mutex_lock(&e->lock);
+            e->given_up += (uint32_t)((now - due) / interval);
+            pthread_mutex_unlock(&e->lock);
+            due = now;
+        }
+        check_budget(e, &cpu_mark, &wall_mark);
+    }
+}
+
+/* When asked to stop: one last sample that reads every thread's figures and closes the period,
+ * so the process's CPU time and what was attributed cover the same time. */
+static void last_sample(pytop_engine *e) {
+    uint64_t cap = 2 * (uint64_t)(1e9 / e->cfg.rate);
+    for (uint32_t i = 0; i < e->process_count; i++)
+        if (e->processes[i].active && e->processes[i].sample_no) sample_process(e, i, true, cap);
+}
+
+static void *thread_main(void *arg) {
+    pytop_engine *e = arg;
+    take_priority(e);
+    run(e);
+    last_sample(e);
+    /* Everything this thread owned goes with it. */
+    pthread_mutex_lock(&e->lock);
+    for (uint32_t i = 0; i < e->process_count; i++) {
+        engine_process *P = &e->processes[i];
+        if (P->u) {
+            tasks_free_others(&P->others);
+            pytop_close(P->u);
+            P->u = NULL;
+            P->active = false;
+        }
+    }
+    if (!e->end[0]) snprintf(e->end, sizeof e->end, "sampling stopped");
+    e->finished = true;
+    pthread_cond_broadcast(&e->wake);
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+/* ---- from any thread ---------------------------------------------------------------------- */
+
+int pytop_engine_start(pytop_engine *e) {
+    if (!e) return PYTOP_ERR_ARGS;
+    pthread_mutex_lock(&e->lock);
+    int status = e->started ? PYTOP_ERR_STATE : PYTOP_OK;
+    if (status == PYTOP_OK) {
+        e->started = true;
+        if (pthread_create(&e->thread, NULL, thread_main, e) != 0) {
+            e->started = false;
+            status = PYTOP_ERR_NOMEM;
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+    return status;
+}
+
+int pytop_engine_stop(pytop_engine *e, double timeout) {
+    if (!e) return PYTOP_ERR_ARGS;
+    pthread_mutex_lock(&e->lock);
+    e->stop = true;
+    pthread_cond_broadcast(&e->wake);
+    bool started = e->started;
+    pthread_mutex_unlock(&e->lock);
+    if (!started) return PYTOP_OK;
+    if (e->thread == 0) return PYTOP_OK; /* joined already */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    double whole = timeout > 0 ? timeout : 0;
+    deadline.tv_sec += (time_t)whole;
+    deadline.tv_nsec += (long)((whole - (double)(time_t)whole) * 1e9);
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    if (pthread_timedjoin_np(e->thread, NULL, &deadline) != 0) return PYTOP_ERR_LIMIT;
+    e->thread = 0;
+    return PYTOP_OK;
+}
+
+int pytop_engine_free(pytop_engine *e) {
+    if (!e) return PYTOP_OK;
+    if (e->started && e->thread != 0) return PYTOP_ERR_STATE; /* its thread may still use it */
+    for (uint32_t i = 0; i < e->adding_count; i++) pytop_close(e->adding[i]);
+    for (uint32_t i = 0; i < e->process_count; i++) {
+        engine_process *P = &e->processes[i];
+        if (P->u) pytop_close(P->u);
+        tasks_free_others(&P->others);
+        free(P->ended);
+    }
+    for (uint32_t i = 0; i < e->thread_count; i++) free(e->threads[i].name);
+    free(e->adding);
+    free(e->processes);
+    free(e->threads);
+    free(e->thread_slots);
+    stacks_free(&e->stacks);
+    weights_free(&e->weights);
+    free(e->codes);
+    free(e->text.bytes);
+    free(e->out_processes);
+    free(e->out_threads);
+    free(e->out_codes);
+    free(e->out_stacks);
+    free(e->out_frames);
+    free(e->out_weights);
+    free(e->out_text.bytes);
+    pthread_mutex_destroy(&e->lock);
+    pthread_cond_destroy(&e->wake);
+    free(e);
+    return PYTOP_OK;
+}

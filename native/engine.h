@@ -1,0 +1,150 @@
+/*
+ * The engine's insides, shared by engine.c (thread, schedule, lifecycle), account.c (what each
+ * sample's time goes to) and drain.c (handing out what is new). See pytop.h for what it does.
+ *
+ * Locking: one mutex guards everything a drain reads (processes' figures, threads, stacks,
+ * weights, new codes, text). The sampling thread takes it after each process's sample, to
+ * account for it, and never while it reads the target; it alone changes the process list and
+ * uses the unwinders. Other threads only add unwinders (to `adding`) and drain.
+ */
+#ifndef PYTOP_ENGINE_H
+#define PYTOP_ENGINE_H
+
+#include "internal.h"
+
+#define PENDING_RUNS 32        /* stacks a thread was seen running with, awaiting its CPU count */
+#define MAX_ENDED 4096         /* threads that ended in one period, kept for the remainder */
+
+/* A run of samples in which a thread had one stack while the kernel said it was running. */
+typedef struct pending_run {
+    uint32_t stack, count;
+} pending_run;
+
+typedef struct engine_thread {
+    uint32_t key;              /* the engine's key for it, never reused */
+    uint32_t process;
+    uint32_t ident;            /* the unwinder's serial, or the TID of a native task */
+    bool native;               /* a task of the process that is not a Python thread */
+    bool alive, ended, gil;
+    bool name_sent;
+    uint64_t thread_id;
+    int32_t native_id;
+    char *name;
+    uint32_t name_tries;
+    uint64_t name_retry_at;    /* monotonic ns */
+    uint32_t stack;            /* its stack in its latest sample */
+    uint32_t seen;             /* its process's sample number when last seen */
+    /* Time for `stack` not yet added to the weight map. */
+    uint64_t acc_wall, acc_gil;
+    uint32_t acc_samples, acc_running;
+    /* Samples since the kernel's count last moved in which it was running, by stack. */
+    pending_run pending[PENDING_RUNS];
+    uint32_t pending_count, pending_total;
+    uint64_t period_cpu;       /* CPU attributed to it in the current period */
+    /* Since the previous drain. */
+    uint64_t d_cpu, d_wall, d_wait;
+    uint32_t d_samples, d_gil, d_errors;
+    int32_t last_error;
+    bool dirty;
+    char os_state;
+} engine_thread;
+
+/* A thread that ended in the current period: where CPU of threads that ended unseen may go. */
+typedef struct ended_thread {
+    uint32_t key, stack;
+    uint64_t cpu;              /* attributed in the period */
+    pending_run pending[PENDING_RUNS];
+    uint32_t pending_count;
+} ended_thread;
+
+typedef struct engine_process {
+    pytop_unwinder *u;         /* NULL once its process ended: freed by the sampling thread */
+    int pid;
+    bool active;
+    int32_t status;
+    char error[ERROR_TEXT_BYTES];
+    bool error_new;
+    uint32_t sample_no;        /* good samples so far */
+    uint64_t last_ns;          /* when its previous good sample began */
+    uint64_t cpu_clock;        /* the process CPU clock at the latest period close */
+    bool cpu_known;
+    int64_t carry_ns;          /* remainder too small to place, carried to the next period */
+    uint64_t period_attributed;
+    uint32_t codes_sent;       /* its code ids 1..codes_sent were handed out */
+    other_tasks others;
+    ended_thread *ended;
+    uint32_t ended_count, ended_cap;
+    uint32_t unseen_thread;    /* key of its "threads that ended unseen" pseudo-thread, 0 if none */
+    /* Since the previous drain. */
+    uint32_t d_samples, d_failed, d_gil, d_gc, d_gc_known, d_torn, threads_now;
+    uint64_t d_cpu, d_unseen;
+} engine_process;
+
+typedef struct growing_text {
+    char *bytes;
+    uint32_t size, cap;
+} growing_text;
+
+/* Add NUL-terminated `s` (cut at `max` bytes); returns its offset, or UINT32_MAX. */
+uint32_t text_add(growing_text *t, const char *s, size_t max);
+
+struct pytop_engine {
+    pytop_engine_config cfg;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_t thread;
+    bool started, finished, stop;
+    /* Unwinders handed over and not yet taken up by the sampling thread. */
+    pytop_unwinder **adding;
+    uint32_t adding_count, adding_cap;
+    uint32_t next_process;
+    engine_process *processes;
+    uint32_t process_count, process_cap;
+    engine_thread *threads;
+    uint32_t thread_count, thread_cap;
+    uint32_t *thread_slots;    /* (process, native, ident) -> index + 1 */
+    uint32_t thread_slot_mask;
+    uint32_t next_key;
+    stack_table stacks;
+    weight_map weights;
+    pytop_drain_code *codes;   /* new since the last drain */
+    uint32_t code_count, code_cap;
+    growing_text text;         /* what the next drain's records point into */
+    /* Schedule, since the previous drain. */
+    uint32_t ticks, late, given_up;
+    double first_at, last_at, lag;
+    bool realtime;
+    double cpu_seconds;
+    char end[ERROR_TEXT_BYTES];
+    /* The latest drain's output, owned until the next one. */
+    pytop_drain_process *out_processes;
+    pytop_drain_thread *out_threads;
+    pytop_drain_code *out_codes;
+    pytop_drain_stack *out_stacks;
+    pytop_frame *out_frames;
+    pytop_drain_weight *out_weights;
+    growing_text out_text;
+    uint32_t out_process_cap, out_thread_cap, out_code_cap, out_stack_cap, out_frame_cap, out_weight_cap;
+};
+
+/* ---- account.c: under the lock, on the sampling thread ---------------------------------- */
+
+/* Account for one good sample of process `p`, begun at `now` (ns); `cap_ns` bounds the time one
+ * sample may stand for. */
+void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t now, uint64_t cap_ns);
+/* Threads of `p` not in its latest sample have ended. */
+void account_ends(pytop_engine *e, uint32_t p);
+/* Names for threads that have none yet (a few reads each, retried while they are new), from
+ * sample `s` of process `p`. */
+void account_names(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t now);
+/* Close a period after a sample that read every thread's figures: the process's CPU time
+ * against what was attributed, non-Python threads, and where the rest goes. */
+void account_period(pytop_engine *e, uint32_t p);
+/* Code objects the unwinder of `p` read since the last call, for the next drain. */
+void account_codes(pytop_engine *e, uint32_t p);
+/* Add a thread's not-yet-added time to the weight map. */
+void account_flush(pytop_engine *e, engine_thread *t);
+engine_thread *account_thread(pytop_engine *e, uint32_t p, bool native, uint32_t ident, bool *created);
+void account_forget_ended(pytop_engine *e);
+
+#endif

@@ -1,0 +1,127 @@
+/*
+ * Thread names as `threading.enumerate()` shows them, read from the target when a thread is
+ * first seen.
+ *
+ * The path: an interpreter's sys.modules -> the `threading` module's dict -> `_active` (thread
+ * ident -> Thread) and `_limbo` (threads between start() and registration, Thread -> Thread) ->
+ * the Thread's `_name`. The two registries are found once and kept while they stay dicts; the
+ * lookup in `_active` goes by the stored hash (an int's hash is itself), so a name costs a
+ * handful of reads: the registry's entries, the Thread's attribute storage, the str.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+#define MAX_NAME_INTERPRETERS 64
+#define MAX_LIMBO_ENTRIES 4096
+
+void names_init(names *n, remote *mem, const pytop_layout *L, uint64_t runtime) {
+    memset(n, 0, sizeof *n);
+    n->obj.mem = mem;
+    n->obj.L = L;
+    n->runtime = runtime;
+}
+
+static int read_u64(names *n, uint64_t addr, uint64_t *out) {
+    int status;
+    const uint8_t *p = remote_view(n->obj.mem, addr, 8, 0, &status);
+    if (p) *out = load_u64(p, 0);
+    return status;
+}
+
+/* The threading module's registries in the first interpreter that imported it. */
+static int find_registries(names *n) {
+    const pytop_layout *L = n->obj.L;
+    uint64_t interp = 0;
+    int status = read_u64(n, n->runtime + (uint64_t)L->rt_interpreters_head, &interp);
+    for (int i = 0; status == PYTOP_OK && interp && i < MAX_NAME_INTERPRETERS; i++) {
+        uint64_t modules = 0, module = 0, dict = 0, active = 0, limbo = 0;
+        int kind = OBJECT_OTHER;
+        if (L->is_modules >= 0) status = read_u64(n, interp + (uint64_t)L->is_modules, &modules);
+        if (status == PYTOP_OK && modules) status = object_dict_get_str(&n->obj, modules, "threading", &module);
+        if (status == PYTOP_OK && module) status = object_kind_of(&n->obj, module, &kind);
+        if (status == PYTOP_OK && kind == OBJECT_MODULE) {
+            status = read_u64(n, module + (uint64_t)L->md_dict, &dict);
+            if (status == PYTOP_OK && dict) status = object_dict_get_str(&n->obj, dict, "_active", &active);
+            if (status == PYTOP_OK && dict) status = object_dict_get_str(&n->obj, dict, "_limbo", &limbo);
+            if (status == PYTOP_OK && active) {
+                n->registry[0] = active;
+                n->registry[1] = limbo;
+                n->module_dict = dict;
+                return PYTOP_OK;
+            }
+        }
+        if (status == PYTOP_OK) status = read_u64(n, interp + (uint64_t)L->is_next, &interp);
+    }
+    return status == PYTOP_OK ? PYTOP_ERR_ARGS : status; /* threading not imported (yet) */
+}
+
+static char *name_of_thread(names *n, uint64_t thread, int *status) {
+    uint64_t name = 0;
+    int kind = OBJECT_OTHER;
+    *status = object_attribute(&n->obj, thread, "_name", &name);
+    if (*status == PYTOP_OK && name) *status = object_kind_of(&n->obj, name, &kind);
+    if (*status != PYTOP_OK) return NULL;
+    if (!name || kind != OBJECT_STR) {
+        *status = PYTOP_ERR_ARGS;
+        return NULL;
+    }
+    return text_read(n->obj.mem, n->obj.L, name, MAX_THREAD_NAME_CHARS, status);
+}
+
+/* A thread in _limbo has no entry in _active yet: find it by its `_ident` (set as soon as it
+ * runs). */
+typedef struct limbo_search {
+    names *n;
+    uint64_t thread_id;
+    uint64_t found;
+} limbo_search;
+
+static bool match_ident(void *ctx, uint64_t key, uint64_t value) {
+    limbo_search *s = ctx;
+    uint64_t ident_obj = 0, ident = 0;
+    (void)key;
+    if (object_attribute(&s->n->obj, value, "_ident", &ident_obj) == PYTOP_OK && ident_obj &&
+        object_int(&s->n->obj, ident_obj, &ident) == PYTOP_OK && ident == s->thread_id) {
+        s->found = value;
+        return false;
+    }
+    return true;
+}
+
+static uint64_t find_thread(names *n, uint64_t thread_id, int *status) {
+    uint64_t thread = 0;
+    *status = object_dict_get_int(&n->obj, n->registry[0], thread_id, &thread);
+    if (*status != PYTOP_OK || thread || !n->registry[1]) return thread;
+    limbo_search s = {n, thread_id, 0};
+    *status = object_dict_items(&n->obj, n->registry[1], MAX_LIMBO_ENTRIES, match_ident, &s);
+    return s.found;
+}
+
+char *names_from_bootstrap(names *n, uint64_t frame, int *status) {
+    const pytop_layout *L = n->obj.L;
+    uint64_t self = 0;
+    remote_allow_failures(n->obj.mem, MAX_FAILED_READS_PER_THREAD);
+    *status = read_u64(n, frame + (uint64_t)L->fr_header_size, &self); /* localsplus[0] */
+    if (*status != PYTOP_OK) return NULL;
+    if (L->fr_executable_tag_bits > 0) self &= ~(uint64_t)L->fr_executable_tag_bits; /* 3.14+ stack refs */
+    return name_of_thread(n, self, status);
+}
+
+char *names_lookup(names *n, uint64_t thread_id, int *status) {
+    remote_allow_failures(n->obj.mem, MAX_FAILED_READS_PER_THREAD);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!n->registry[0] && (*status = find_registries(n)) != PYTOP_OK) return NULL;
+        uint64_t thread = find_thread(n, thread_id, status);
+        if (*status == PYTOP_OK) {
+            if (!thread) {
+                *status = PYTOP_ERR_ARGS;
+                return NULL;
+            }
+            return name_of_thread(n, thread, status);
+        }
+        if (fatal_status(*status)) return NULL;
+        n->registry[0] = n->registry[1] = 0; /* the module was reloaded or torn down: find it again */
+    }
+    return NULL;
+}

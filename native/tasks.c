@@ -1,0 +1,342 @@
+/*
+ * Each of the target's threads as the kernel reports it: CPU time, run-queue wait, how often it
+ * was put on a CPU (/proc/PID/task/TID/schedstat), and its state letter (.../stat: R running or
+ * runnable, S sleeping, D uninterruptible, ...). The kernel's counts are the ground truth for
+ * time: pytop attributes them to stacks rather than counting samples.
+ *
+ * Costs and shortcuts (measured here: schedstat ~1 us a read, stat ~4.5 us, process CPU clock
+ * ~0.5 us). Files stay open and are re-read with pread. schedstat's times move only at the
+ * scheduler's ticks and at switches, so:
+ *   - a thread whose figures did not move since its last check, and whose last state was not
+ *     R, has not run: its stack is unchanged;
+ *   - its state letter is only read while it may be running (its figures moved within RECENT_NS,
+ *     or it was R), so sleeping threads cost one schedstat read;
+ *   - a thread found idle check after check is read less and less often, down to once every
+ *     `idle_check` samples (the engine sets that to about 10 ms): its CPU time is a counter,
+ *     so nothing is lost, it is only attributed a little later.
+ * When the kernel keeps no schedstat, the times come from stat (utime + stime, in ticks).
+ *
+ * Running, or waiting for a CPU? Both read "R". A thread woken from a sleep waits in the run
+ * queue with its stack still at the call that slept, and on a busy machine it waits there
+ * often: counting those samples as running would give the sleep call the CPU the thread uses
+ * right after. The counts tell them apart: a thread found R whose counts have not moved since
+ * a check that found it asleep (or waiting) has not been on a CPU yet; one whose counts moved
+ * has run since, and one found running before and still R with no tick since runs on.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define RECENT_NS (20u * 1000000u)         /* figures this fresh: the thread may still be running */
+#define STATE_REFRESH_NS (250u * 1000000u) /* an idle thread's letter is read again this often */
+#define MAX_QUIET_SHIFT 6
+#define TASK_GRACE_SAMPLES 16  /* files of a task missing from samples stay open this long */
+
+void tasks_init(tasks *o, int pid) {
+    memset(o, 0, sizeof *o);
+    o->pid = pid;
+    o->mode = 1;
+    o->idle_check = 1;
+}
+
+static void close_task(task *t) {
+    if (t->stat_fd >= 0) close(t->stat_fd);
+    if (t->schedstat_fd >= 0) close(t->schedstat_fd);
+}
+
+void tasks_free(tasks *o) {
+    for (uint32_t i = 0; i < o->count; i++) close_task(&o->items[i]);
+    free(o->items);
+    memset(o, 0, sizeof *o);
+}
+
+void tasks_begin_sample(tasks *o, uint64_t now) {
+    o->now = now;
+    o->syscalls = 0;
+}
+
+static int open_task_file(int pid, int tid, const char *name) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/%s", pid, tid, name);
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* Tasks are kept sorted by tid: a sample looks each one up once. */
+static task *find_task(tasks *o, int tid) {
+    uint32_t lo = 0, hi = o->count;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (o->items[mid].tid < tid) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < o->count && o->items[lo].tid == tid) return &o->items[lo];
+    task *items = grow_array(o->items, &o->cap, o->count + 1ull, sizeof *items, 16);
+    if (!items) return NULL;
+    o->items = items;
+    int stat_fd = open_task_file(o->pid, tid, "stat");
+    if (stat_fd < 0) return NULL;
+    memmove(&o->items[lo + 1], &o->items[lo], (o->count - lo) * sizeof *o->items);
+    o->count++;
+    task *t = &o->items[lo];
+    *t = (task){.tid = tid, .stat_fd = stat_fd, .schedstat_fd = -1, .state = '?'};
+    t->schedstat_fd = open_task_file(o->pid, tid, "schedstat");
+    return t;
+}
+
+/* The next decimal number at *p (skipping spaces); false if there is none. */
+static bool next_number(const char **p, uint64_t *value) {
+    const char *s = *p;
+    while (*s == ' ') s++;
+    if (*s < '0' || *s > '9') return false;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) v = v * 10 + (uint64_t)(*s - '0');
+    *p = s;
+    *value = v;
+    return true;
+}
+
+/* Skip `count` space-separated fields. */
+static const char *skip_fields(const char *s, int count) {
+    for (int i = 0; i < count && *s; i++) {
+        while (*s == ' ') s++;
+        while (*s && *s != ' ') s++;
+    }
+    return s;
+}
+
+/* stat: the state letter, and utime + stime in nanoseconds (for kernels without schedstat). */
+static bool read_stat(tasks *o, int fd, char *state, uint64_t *cpu_ns) {
+    char buf[1024];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    o->syscalls++;
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    char *close_paren = strrchr(buf, ')'); /* the command name may itself hold ')' */
+    if (!close_paren || close_paren[1] != ' ' || close_paren[2] == '\0') return false;
+    *state = close_paren[2];
+    /* Fields after the state: ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt,
+     * then utime and stime (fields 14 and 15 of the line). */
+    const char *at = skip_fields(close_paren + 3, 10);
+    uint64_t utime = 0, stime = 0;
+    if (next_number(&at, &utime) && next_number(&at, &stime)) {
+        long hz = sysconf(_SC_CLK_TCK);
+        *cpu_ns = (utime + stime) * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
+    }
+    return true;
+}
+
+/* schedstat: CPU time, run-queue wait (ns) and times run; false when missing or disabled. */
+static bool read_schedstat(tasks *o, int fd, uint64_t *cpu, uint64_t *wait, uint64_t *switches) {
+    if (fd < 0) return false;
+    char buf[96];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    o->syscalls++;
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    const char *at = buf;
+    uint64_t c, w, s;
+    if (!next_number(&at, &c) || !next_number(&at, &w) || !next_number(&at, &s) || (c == 0 && s == 0)) return false;
+    *cpu = c;
+    *wait = w;
+    *switches = s;
+    return true;
+}
+
+/* Read `t`'s figures (and its letter when `with_state`); report what moved since last time. */
+static bool read_figures(tasks *o, task *t, bool with_state, task_report *out) {
+    uint64_t cpu = 0, wait = 0, switches = 0;
+    char state = t->state;
+    bool have = !o->no_schedstat && read_schedstat(o, t->schedstat_fd, &cpu, &wait, &switches);
+    bool state_read = false;
+    if (!have) { /* no schedstat: times from stat, in ticks, with the letter */
+        uint64_t ticks_ns = 0;
+        if (!read_stat(o, t->stat_fd, &state, &ticks_ns)) return false;
+        if (t->schedstat_fd >= 0 && !t->known) o->no_schedstat = true;
+        cpu = ticks_ns;
+        wait = t->wait_ns;
+        switches = t->switches;
+        t->state = state;
+        t->state_at = o->now;
+        state_read = true;
+    }
+    bool moved = !t->known || cpu != t->cpu_ns || switches != t->switches;
+    out->first = !t->known;
+    out->cpu_delta_ns = t->known && cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
+    out->wait_delta_ns = t->known && wait > t->wait_ns ? wait - t->wait_ns : 0;
+    t->cpu_ns = cpu;
+    t->wait_ns = wait;
+    t->switches = switches;
+    t->known = true;
+    if (moved) {
+        t->changed_at = o->now;
+        t->quiet = 0;
+    } else if (t->quiet < MAX_QUIET_SHIFT) {
+        t->quiet++;
+    }
+    uint32_t skip = 1u << t->quiet;
+    t->next_check = o->sample_no + (skip < o->idle_check ? skip : o->idle_check);
+    bool may_run = moved || o->now - t->changed_at < RECENT_NS || t->state == 'R';
+    if (!state_read && (with_state || may_run || o->now - t->state_at > STATE_REFRESH_NS)) {
+        uint64_t ignored;
+        if (read_stat(o, t->stat_fd, &state, &ignored)) {
+            t->state = state;
+            t->state_at = o->now;
+        }
+    }
+    t->on_cpu = t->state == 'R' && (moved || t->on_cpu);
+    out->running = t->on_cpu;
+    out->ran = moved || out->running;
+    return true;
+}
+
+static void fill_known(const task *t, task_report *out) {
+    out->state = t->state;
+    out->cpu_ns = t->cpu_ns;
+}
+
+/* A TID asked twice in one sample gets the same answer: a thread state not yet taken up by its
+ * new thread carries its creator's ids before 3.11 (so its TID), and must not consume the
+ * creator's CPU time. */
+void tasks_report(tasks *o, int tid, int how, task_report *out) {
+    memset(out, 0, sizeof *out);
+    out->state = '?';
+    if (o->mode == 0 || tid <= 0) return;
+    task *t = find_task(o, tid);
+    if (!t) return;
+    if (t->seen_in_sample == o->sample_no && t->reported_in == o->sample_no + 1) {
+        *out = t->last;
+        return;
+    }
+    t->seen_in_sample = o->sample_no;
+    t->reported_in = o->sample_no + 1; /* + 1: a new task's zeroed field means "not yet" */
+    if (t->fresh) { /* read ahead, before the thread was stopped */
+        *out = t->last = t->ahead;
+        t->fresh = false;
+        return;
+    }
+    if (o->mode == 2) how = TASK_ALL;
+    if (o->check_all && how == TASK_WHEN_DUE) how = TASK_NOW;
+    bool due = how != TASK_WHEN_DUE || !t->known || (int32_t)(o->sample_no - t->next_check) >= 0 ||
+               o->now - t->changed_at < RECENT_NS || t->state == 'R';
+    if (due && read_figures(o, t, how == TASK_ALL, out)) out->checked = true;
+    fill_known(t, out);
+    out->running = out->checked ? out->running : false;
+    t->last = *out;
+}
+
+void tasks_read_ahead(tasks *o, int tid) {
+    task *t = find_task(o, tid);
+    if (!t) return;
+    memset(&t->ahead, 0, sizeof t->ahead);
+    if (!read_figures(o, t, true, &t->ahead)) return;
+    t->ahead.checked = true;
+    fill_known(t, &t->ahead);
+    t->fresh = true;
+}
+
+void tasks_end_sample(tasks *o, bool complete) {
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < o->count; i++) {
+        /* A sample may miss a thread that is still there (see tracking.c): its counts go on. */
+        if (!complete || o->sample_no - o->items[i].seen_in_sample < TASK_GRACE_SAMPLES) o->items[kept++] = o->items[i];
+        else close_task(&o->items[i]);
+    }
+    o->count = kept;
+    o->sample_no++;
+}
+
+int tasks_process_cpu(tasks *o, uint64_t *cpu_ns) {
+    /* The process CPU clock of another process: ((~pid) << 3) | CPUCLOCK_SCHED. It covers every
+     * thread, ended ones included, and moves like schedstat's per-thread times. */
+    clockid_t clock = (clockid_t)((~(unsigned)o->pid << 3) | 2);
+    struct timespec ts;
+    o->syscalls++;
+    if (clock_gettime(clock, &ts) == 0) {
+        *cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        return PYTOP_OK;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", o->pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return PYTOP_ERR_GONE;
+    char state;
+    bool ok = read_stat(o, fd, &state, cpu_ns);
+    close(fd);
+    return ok ? PYTOP_OK : PYTOP_ERR_GONE;
+}
+
+static bool among(const int *sorted, uint32_t count, int tid) {
+    uint32_t lo = 0, hi = count;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (sorted[mid] < tid) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < count && sorted[lo] == tid;
+}
+
+static other_task *find_other(other_tasks *others, int pid, int tid) {
+    for (uint32_t i = 0; i < others->count; i++)
+        if (others->items[i].tid == tid) return &others->items[i];
+    other_task *items = grow_array(others->items, &others->cap, others->count + 1ull, sizeof *items, 8);
+    if (!items) return NULL;
+    others->items = items;
+    other_task *t = &others->items[others->count];
+    memset(t, 0, sizeof *t);
+    t->tid = tid;
+    t->fd = open_task_file(pid, tid, "schedstat");
+    int comm = open_task_file(pid, tid, "comm");
+    if (comm >= 0) {
+        ssize_t n = read(comm, t->comm, sizeof t->comm - 1);
+        close(comm);
+        if (n > 0 && t->comm[n - 1] == '\n') n--;
+        t->comm[n > 0 ? n : 0] = '\0';
+    }
+    if (t->fd < 0) return NULL;
+    others->count++;
+    return t;
+}
+
+int tasks_scan_others(tasks *o, other_tasks *others, const int *python_tids, uint32_t count,
+                      void (*visit)(void *ctx, const other_task *t, uint64_t delta_ns, bool first),
+                      void *ctx) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", o->pid);
+    DIR *dir = opendir(path);
+    if (!dir) return PYTOP_ERR_GONE;
+    others->scan++;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        int tid = atoi(entry->d_name);
+        if (tid <= 0 || among(python_tids, count, tid)) continue;
+        other_task *t = find_other(others, o->pid, tid);
+        uint64_t cpu = 0, wait = 0, switches = 0;
+        if (!t || !read_schedstat(o, t->fd, &cpu, &wait, &switches)) continue;
+        bool first = t->seen == 0;
+        uint64_t delta = !first && cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
+        t->cpu_ns = cpu;
+        t->seen = others->scan;
+        visit(ctx, t, delta, first);
+    }
+    closedir(dir);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < others->count; i++) {
+        if (others->items[i].seen == others->scan) others->items[kept++] = others->items[i];
+        else close(others->items[i].fd);
+    }
+    others->count = kept;
+    return PYTOP_OK;
+}
+
+void tasks_free_others(other_tasks *others) {
+    for (uint32_t i = 0; i < others->count; i++) close(others->items[i].fd);
+    free(others->items);
+    memset(others, 0, sizeof *others);
+}

@@ -1,0 +1,111 @@
+"""Times that agree with the kernel, on real shapes of programs, on every interpreter.
+
+The kernel counts each thread's CPU time exactly; pytop's cpu-mode figures must add up to it.
+Each target runs frozen (SIGSTOP) while pytop starts, then runs for WINDOW seconds, then is
+frozen again while pytop finishes: the test reads the kernel's counts itself, before and after,
+so both sides cover the very same work. Shapes: a napper (a thread waking every 4 ms) beside a
+bursty computing thread, a thread-per-request HTTP server with its client, and the demo; each
+on an idle machine and on one whose cores another process keeps busy.
+
+Tolerances are the issue's: the table's total within 10% of the process's CPU time; each
+thread's within max(10%, 0.5% of the window) of the kernel's count for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import helpers
+import kernel
+import pytop.demo
+from pytop.core.model import Snapshot
+from pytop.run import info_of
+from pytop.sampling.sampler import Sampler, Settings
+from pytop.target.attach import attach
+
+WINDOW = 2.0
+RATE = 1000.0
+COMPUTING = {"is_prime", "monthly_report", "<genexpr>", "monthly_report.<locals>.<genexpr>", "price_order",
+             "price_order.<locals>.<genexpr>", "parse_request", "render_response", "handle_request",
+             "JSONEncoder.encode", "JSONEncoder.iterencode", "encode", "iterencode", "JSONDecoder.decode",
+             "JSONDecoder.raw_decode", "decode", "raw_decode", "dumps", "loads", "cache_janitor", "request_handler"}
+
+
+@pytest.fixture(params=[False, True], ids=["idle-machine", "saturated"])
+def saturated(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
+def measure(interp: dict[str, Any], script: str, *args: str, load: bool) -> tuple[Snapshot, kernel.Usage, Any]:
+    """pytop's final figures and the kernel's, over the same WINDOW of the target's life."""
+    with helpers.running(interp, script, *args) as t:
+        target = attach(t.pid)
+        with kernel.frozen(t.pid):
+            sampler = Sampler(target.unwinder, info_of(target),
+                              Settings(rate=RATE, delay=3600, quick_start=False))
+            sampler.start(lambda snapshot: None)
+            time.sleep(0.3)  # pytop's first samples, of the frozen target
+            with kernel.saturated() if load else contextlib.nullcontext():
+                usage = kernel.run_for(t.pid, WINDOW)
+            time.sleep(0.3)  # the kernel's counts are final (frozen): pytop's catch up
+            sampler.stop()
+        final = sampler.final_snapshot()
+    return final, usage, t.info
+
+
+def thread_tolerance(seconds: float) -> float:
+    return max(0.10 * seconds, 0.005 * WINDOW)
+
+
+def check_threads_and_total(final: Snapshot, usage: kernel.Usage) -> None:
+    """Every live thread's time, and the whole table's, against the kernel's counts."""
+    assert final.mode == "cpu"
+    assert final.attributed == pytest.approx(usage.process, rel=0.10), (final.attributed, usage.process)
+    checked = 0
+    for row in final.thread_rows:
+        if row.alive and not row.native and row.native_id in usage.threads:
+            used = usage.threads[row.native_id]
+            assert row.own_time == pytest.approx(used, abs=thread_tolerance(used)), (row, used)
+            checked += 1
+    assert checked >= 2, (final.thread_rows[:6], usage.threads)
+
+
+def test_napper_beside_a_bursty_thread(interp: dict[str, Any], saturated: bool) -> None:
+    final, usage, info = measure(interp, "napper.py", load=saturated)
+    check_threads_and_total(final, usage)
+    rows = {row.native_id: row for row in final.thread_rows}
+    napper, bursty = (rows[info["threads"][name]["native_id"]] for name in ("napper", "bursty"))
+    assert napper.name == "napper" and bursty.name == "bursty"
+    # The napper wakes 500 times in the window and uses little CPU: sampling instants that fall on
+    # its wake-ups made it look busy (5-10x the kernel's count). Its own figure, explicitly:
+    used = usage.threads[napper.native_id]
+    assert napper.own_time == pytest.approx(used, abs=thread_tolerance(used))
+    assert usage.threads[bursty.native_id] > 0.05  # the bursty thread did run
+
+
+def test_thread_per_request_server(interp: dict[str, Any], saturated: bool) -> None:
+    final, usage, _ = measure(interp, "server.py", load=saturated)
+    check_threads_and_total(final, usage)
+    span = final.sampled_until - final.sampled_from
+    assert (final.samples - 1) / span >= 0.99 * RATE, (final.samples, span)
+    threads = [row for row in final.thread_rows if not row.native and row.threads == 1]
+    assert len(threads) > 20, len(threads)  # request threads came and went
+    assert sum(1 for row in threads if row.name) >= 0.95 * len(threads), [row.name for row in threads]
+    assert all(row.thread_id and row.native_id for row in threads)
+    assert [row.name for row in threads].count("MainThread") == 1
+    # Request threads: "Thread-N", with " (process_request_thread)" from 3.10 on.
+    handlers = [row for row in threads if row.name and row.name.startswith("Thread-")]
+    assert len(handlers) > 20, [row.name for row in threads]
+
+
+def test_the_demo_shows_work_first(interp: dict[str, Any], saturated: bool) -> None:
+    demo = helpers.stage_file(interp, Path(pytop.demo.__file__))
+    final, usage, _ = measure(interp, "demo_target.py", demo, load=saturated)
+    check_threads_and_total(final, usage)
+    top = sorted(final.rows, key=lambda row: -row.own_time)[:3]
+    assert {row.function for row in top} <= COMPUTING, [(row.function, row.own_time) for row in top]
