@@ -108,7 +108,7 @@ def tachyon_figures(interp: dict, pid: int, seconds: float, rate: float) -> dict
     if interp["version"] != "3.15" or interp["launch"] != "loader":
         return None  # CPython's own profiler reads only its own version, and needs /proc
     with tempfile.NamedTemporaryFile(suffix=".txt") as out:
-        duration = WARM_UP + seconds + SETTLE
+        duration = int(WARM_UP + seconds + SETTLE + 0.999)  # whole seconds only
         argv = [*interp["argv"], "-m", "profiling.sampling", "attach", "-a", "--mode", "cpu", "-r", str(int(rate)),
                 "-d", str(duration), "--collapsed", "-o", out.name, str(pid)]
         usage, cpu, _ = run_tool(argv, pid, seconds, env={**os.environ, "LC_ALL": "C"})

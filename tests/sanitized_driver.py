@@ -1,16 +1,21 @@
-"""Run inside the AddressSanitizer/UBSan build of pytop's native code (see test_sanitizers.py):
-fuzz the decoders, then sample each target pid given on the command line until it has been
-sampled SAMPLES times or has exited. Any memory error aborts the process with a report."""
+"""Run inside a sanitizer build of pytop's native code (see test_sanitizers.py).
+
+`memory PIDS`: fuzz the decoders, sample each target until it has been sampled SAMPLES times
+(names included), then run the engine over all of them (see run_engine); a memory error or
+undefined behaviour aborts the process with a report. `threads PIDS`: the engine only, under
+ThreadSanitizer: its thread, processes added while it runs, drains from two threads, stop."""
 
 from __future__ import annotations
 
 import os
 import random
 import sys
+import threading
+import time
 
 import pytop._native
 from pytop import errors
-from pytop.native import SampleError, decode_line, decode_text
+from pytop.native import Engine, EngineConfig, SampleError, decode_line, decode_text
 from pytop.target.attach import attach
 
 SAMPLES = 150
@@ -40,20 +45,58 @@ def sample(pid: int) -> int:
             for thread in result.threads:
                 for code_id, _ in thread.frames():
                     target.unwinder.code(code_id)
+                target.unwinder.thread_name(thread.thread_id)
             taken += 1
     finally:
         target.close()
     return taken
 
 
+def run_engine(pids: list[int], seconds: float) -> int:
+    """The engine on every target: the first added before it starts, the others while it runs,
+    drained meanwhile from this thread and another one, stopped while it works. Returns the
+    weights drained."""
+    engine = Engine(EngineConfig(rate=2000, realtime=False, period=0.05))
+    engine.add(attach(pids[0]).unwinder)
+    engine.start()
+    drained = [0]
+    done = threading.Event()
+
+    def drain_elsewhere() -> None:
+        while not done.is_set():
+            drained[0] += len(engine.drain().weights)
+
+    other = threading.Thread(target=drain_elsewhere)
+    other.start()
+    for pid in pids[1:]:
+        try:
+            engine.add(attach(pid).unwinder)
+        except errors.PytopError:
+            continue  # exited meanwhile
+        drained[0] += len(engine.drain().weights)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        drained[0] += len(engine.drain().weights)
+        time.sleep(0.01)
+    done.set()
+    other.join()
+    assert engine.stop(30), "the engine's thread did not end"
+    drained[0] += len(engine.drain().weights)
+    engine.close()
+    return drained[0]
+
+
 def main() -> int:
-    # The sanitized build, not an installed one, and the ASan runtime really loaded.
+    mode, pids = sys.argv[1], [int(pid) for pid in sys.argv[2:]]
+    # The sanitized build, not an installed one, and the sanitizer's runtime really loaded.
     assert pytop._native.__file__.startswith(os.environ["PYTHONPATH"]), pytop._native.__file__
     with open("/proc/self/maps") as maps:
-        assert "libasan" in maps.read()
-    fuzz_decoders(random.Random(20261122))
-    for pid in map(int, sys.argv[1:]):
-        print(f"pid {pid}: {sample(pid)} samples", flush=True)
+        assert ("libasan" if mode == "memory" else "libtsan") in maps.read()
+    if mode == "memory":
+        fuzz_decoders(random.Random(20261122))
+        for pid in pids:
+            print(f"pid {pid}: {sample(pid)} samples", flush=True)
+    print(f"engine: {run_engine(pids, 3.0)} weights", flush=True)
     return 0
 
 

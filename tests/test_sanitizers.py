@@ -1,6 +1,8 @@
-"""pytop's C code built once with AddressSanitizer and UndefinedBehaviorSanitizer, then run
-against real targets of every interpreter and on fuzzed decoder input. A memory error or
-undefined behaviour aborts the run and fails the test with the sanitizer's report."""
+"""pytop's C code built with sanitizers and run against real targets. With AddressSanitizer and
+UndefinedBehaviorSanitizer: the unwinder and the engine on every interpreter, and the decoders
+on fuzzed input; a memory error or undefined behaviour fails the test with the report. With
+ThreadSanitizer: the engine's thread against drains from two threads, processes added while
+it runs, and stop; a data race fails the test with the report."""
 
 from __future__ import annotations
 
@@ -17,13 +19,14 @@ import pytest
 import helpers
 from conftest import interpreters
 
-SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
+MEMORY = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
+THREADS = ["-fsanitize=thread", "-fno-omit-frame-pointer", "-g", "-O1"]
 
 
-def build_sanitized(where: Path) -> Path:
+def build_sanitized(where: Path, flags: list[str]) -> Path:
     """The package from app/pytop with its native module rebuilt under the sanitizers."""
     builder = runpy.run_path(str(helpers.ROOT / "native" / "build_ffi.py"))["make_builder"](
-        absolute=True, cflags=SANITIZE, ldflags=["-fsanitize=address,undefined"])
+        absolute=True, cflags=flags, ldflags=[f for f in flags if f.startswith("-fsanitize")])
     built = Path(builder.compile(tmpdir=str(where / "build")))
     package = where / "pkg" / "pytop"
     shutil.copytree(helpers.ROOT / "app" / "pytop", package,
@@ -42,7 +45,7 @@ def test_native_code_under_asan_and_ubsan(tmp_path: Path) -> None:
     missing = [name for name in helpers.EXPECTED if name not in found]
     if missing and helpers.IN_CI:
         pytest.fail(f"interpreters missing: {missing}: {complaints}")
-    pythonpath = build_sanitized(tmp_path)
+    pythonpath = build_sanitized(tmp_path, MEMORY)
     plan = [(name, "stacks.py", ()) for name in found]
     plan += [(name, "deep.py", ("3000",)) for name in ("pyenv-3.10", "pyenv-3.12", "sid-3.14-loader") if name in found]
     with contextlib.ExitStack() as stack:
@@ -51,10 +54,28 @@ def test_native_code_under_asan_and_ubsan(tmp_path: Path) -> None:
         env = dict(os.environ, PYTHONPATH=str(pythonpath), LD_PRELOAD=compiler_file("libasan.so"),
                    ASAN_OPTIONS="detect_leaks=0:exitcode=99",
                    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=98")
-        result = subprocess.run([sys.executable, str(helpers.ROOT / "tests" / "sanitized_driver.py"),
+        result = subprocess.run([sys.executable, str(helpers.ROOT / "tests" / "sanitized_driver.py"), "memory",
                                  *map(str, pids)], capture_output=True, text=True, env=env,
                                 cwd=tmp_path, timeout=900)
     report = result.stdout + result.stderr
     assert "AddressSanitizer" not in report and "runtime error" not in report, report[-6000:]
     assert result.returncode == 0, report[-6000:]
     assert report.count(f"{150} samples") == len(pids), report
+    assert "engine: " in report and "engine: 0 weights" not in report, report[-3000:]
+
+
+def test_engine_under_tsan(tmp_path: Path) -> None:
+    found, _ = interpreters()
+    names = [name for name in ("pyenv-3.8", "pyenv-3.12", "sid-3.15-loader") if name in found]
+    pythonpath = build_sanitized(tmp_path, THREADS)
+    with contextlib.ExitStack() as stack:
+        pids = [stack.enter_context(helpers.running(found[name], "server.py")).pid for name in names]
+        env = dict(os.environ, PYTHONPATH=str(pythonpath), LD_PRELOAD=compiler_file("libtsan.so"),
+                   TSAN_OPTIONS="exitcode=66:report_signal_unsafe=0")
+        result = subprocess.run([sys.executable, str(helpers.ROOT / "tests" / "sanitized_driver.py"), "threads",
+                                 *map(str, pids)], capture_output=True, text=True, env=env,
+                                cwd=tmp_path, timeout=600)
+    report = result.stdout + result.stderr
+    assert "ThreadSanitizer" not in report, report[-8000:]
+    assert result.returncode == 0, report[-6000:]
+    assert "engine: " in report and "engine: 0 weights" not in report, report[-3000:]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import struct
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -364,6 +365,8 @@ class Engine:
         self.config = config
         self._handle: Any = handle
         self._stuck = False
+        # A drain's arrays live until the next drain: one drain (and its unpacking) at a time.
+        self._draining = threading.Lock()
         self._out = ffi.new("pytop_drain *")
         self._pids: dict[int, int] = {}  # engine process index -> pid
 
@@ -396,7 +399,11 @@ class Engine:
             raise RuntimeError(f"cannot start the sampling thread ({STATUS_NAMES.get(status)})")
 
     def drain(self) -> Drain:
-        """Everything new since the previous drain."""
+        """Everything new since the previous drain (any thread may call it)."""
+        with self._draining:
+            return self._drain()
+
+    def _drain(self) -> Drain:
         out = self._out
         if lib.pytop_engine_drain(self.handle, out) != lib.PYTOP_OK:
             raise MemoryError("the sampling engine ran out of memory")
