@@ -6,8 +6,9 @@
  *         the thread has now;
  *   gil   the same, when it holds the GIL;
  *   cpu   the kernel's count of the thread's CPU time, each time it moves: split over the stacks
- *         the thread was seen running with since it last moved (`pending`), or, if it was never
- *         seen running (it ran and slept between samples), given to its latest stack. The count
+ *         the thread was seen running Python with (holding the GIL) since it last moved
+ *         (`pending`), or, if it was not (it ran and slept between samples, or ran C code that
+ *         let the GIL go: its stack stays at that call), given to its latest stack. The count
  *         moves only at the scheduler's ticks and at switches, so samples in between wait for it.
  *
  * Per period (every `period` seconds, on a sample that read every thread's figures): the
@@ -170,7 +171,7 @@ static uint64_t born_cpu(engine_process *P, const pytop_thread *pt) {
     uint64_t before = 0;
     for (uint32_t i = 0; i < P->others.count; i++)
         if (P->others.items[i].tid == pt->native_id) {
-            before = P->others.items[i].cpu_ns;
+            before = P->others.items[i].cpu_ns - P->others.items[i].unlisted_ns;
             P->others.items[i].tid = -pt->native_id; /* counted: not again */
         }
     return pt->cpu_ns > before ? pt->cpu_ns - before : 0;
@@ -198,13 +199,17 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
     P->last_ns = now;
     P->d_samples++;
     P->threads_now = 0;
+    P->starting_now = 0;
     P->d_gil += s->gil_held != 0;
     P->d_gc_known += s->gc_collecting >= 0;
     P->d_gc += s->gc_collecting == 1;
     if (first_sample) P->cpu_known = tasks_process_cpu(&P->u->os, &P->cpu_clock) == PYTOP_OK;
     for (uint32_t i = 0; i < s->thread_count; i++) {
         const pytop_thread *pt = &s->threads[i];
-        if (pt->flags & PYTOP_THREAD_UNCLAIMED) continue;
+        if (pt->flags & PYTOP_THREAD_UNCLAIMED) {
+            P->starting_now++;
+            continue;
+        }
         P->threads_now++;
         bool created;
         engine_thread *t = account_thread(e, p, false, pt->serial, &created);
@@ -230,14 +235,12 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         t->acc_samples++;
         t->d_wall += dt;
         t->d_samples++;
-        if (pt->flags & PYTOP_THREAD_GIL) {
+        if (pt->flags & PYTOP_THREAD_GIL) { /* the thread that runs Python code now */
             t->acc_gil += dt;
             t->d_gil++;
-        }
-        if (pt->flags & PYTOP_THREAD_ACTIVE) {
-            t->acc_running++;
             pending_add(t, t->stack);
         }
+        if (pt->flags & PYTOP_THREAD_ACTIVE) t->acc_running++;
         if (!(pt->flags & PYTOP_THREAD_CHECKED)) continue;
         uint64_t cpu = pt->cpu_delta_ns;
         /* Read for the first time: a thread born since the previous sample brings its whole
@@ -289,9 +292,7 @@ static uint64_t bootstrap_frame(const pytop_unwinder *u, const pytop_sample *s, 
     for (uint32_t i = 0; i < s->thread_count; i++) {
         const pytop_thread *pt = &s->threads[i];
         if (pt->serial != serial || pt->status != PYTOP_OK || !pt->frame_count || !pt->outer_frame) continue;
-        const code_entry *code = codes_get(&u->codes, s->frames[pt->first_frame + pt->frame_count - 1].code_id);
-        size_t n = code ? strlen(code->filename) : 0;
-        if (code && strcmp(code->name, "_bootstrap") == 0 && n >= 12 && strcmp(code->filename + n - 12, "threading.py") == 0)
+        if (codes_is_thread_bootstrap(&u->codes, s->frames[pt->first_frame + pt->frame_count - 1].code_id))
             return pt->outer_frame;
     }
     return 0;
@@ -304,7 +305,12 @@ void account_names(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t 
         if (t->process != p || t->native || t->name || !t->alive || t->name_tries >= NAME_TRIES ||
             now < t->name_retry_at || !t->thread_id)
             continue;
-        int status;
+        int status = PYTOP_OK;
+        t->name = names_take(&P->u->thread_names, t->ident);
+        if (t->name) {
+            t->dirty = true;
+            continue;
+        }
         uint64_t frame = bootstrap_frame(P->u, s, t->ident);
         t->name = frame ? names_from_bootstrap(&P->u->thread_names, frame, &status) : NULL;
         if (!t->name) t->name = names_lookup(&P->u->thread_names, t->thread_id, &status);
@@ -344,8 +350,9 @@ typedef struct scan_ctx {
     uint32_t scan;
 } scan_ctx;
 
-/* A task that is not a Python thread: listed from its second scan on (in its first it may be a
- * Python thread that has not taken up its thread state yet; it has no time to show then). */
+/* A task that is not a Python thread: listed from its second scan on, counting from the first
+ * in which no thread state waited for its thread (until then it may be a Python thread that has
+ * not taken up its state yet; it has no time to show then). */
 static void visit_other(void *ctx, const other_task *o, uint64_t delta, bool first) {
     scan_ctx *c = ctx;
     pytop_engine *e = c->e;
@@ -379,11 +386,14 @@ static void scan_native_threads(pytop_engine *e, uint32_t p) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < e->thread_count; i++) {
         const engine_thread *t = &e->threads[i];
-        if (t->process == p && !t->native && t->alive && t->native_id > 0) tids[n++] = t->native_id;
+        /* Ended ones too: an ending thread's task outlives its thread state a little. */
+        if (t->process == p && !t->native && t->native_id > 0) tids[n++] = t->native_id;
     }
     qsort(tids, n, sizeof *tids, by_value);
     scan_ctx ctx = {e, p, P->others.scan + 1};
-    tasks_scan_others(&P->u->os, &P->others, tids, n, visit_other, &ctx);
+    /* While a thread state waits for its thread, the new thread's task is not yet known for what
+     * it is: new tasks are not listed until no state waits. */
+    tasks_scan_others(&P->u->os, &P->others, tids, n, P->starting_now > 0, visit_other, &ctx);
     free(tids);
     for (uint32_t i = 0; i < e->thread_count; i++) {
         engine_thread *t = &e->threads[i];

@@ -19,7 +19,7 @@ NATIVE = Path(__file__).resolve().parent
 SOURCES = ["status.c", "remote.c", "linetable.c", "text.c", "objects.c", "names.c", "codes.c", "samplebuf.c",
            "frames.c", "tasks.c", "tracking.c", "blocking.c", "threads.c", "unwinder.c", "stacks.c", "weights.c",
            "account.c", "drain.c", "engine.c"]
-CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
+CFLAGS = ["-std=gnu11", "-O2", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
 
 
 def cdef_text() -> str:

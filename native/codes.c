@@ -2,12 +2,15 @@
  * The code-object cache: remote address -> small integer id, with names and decoded line
  * ranges, read once per code object. A sample then costs no reads for code objects at all.
  *
- * An address can be reused after a code object dies, so entries are re-confirmed: from 3.14
- * the target counts code-object deaths (interp->_code_object_generation) and an entry is
- * re-read only when that count moved; before 3.14 an entry in use is re-read when its last
- * check is older than `recheck_ms`, and at once when a frame's instruction offset does not fit
- * its bytecode. Re-reads of all due entries share one syscall. An entry found replaced keeps its
- * id and names (samples already handed out refer to them) and the address gets a new entry.
+ * An address can be reused after a code object dies, so an entry is confirmed whenever a frame
+ * refers to it (the frame holds the object alive, so the object is the one at that address for
+ * as long as the frame is). From 3.14 the target counts code-object deaths
+ * (interp->_code_object_generation): an entry is re-read only when that count moved. Before,
+ * its header is compared with the one this sample holds anyway (headers in use are prefetched
+ * with the stacks), and only a header not prefetched costs a read, shared by all such entries
+ * of the sample in one syscall; so does a frame whose instruction offset does not fit its
+ * bytecode. An entry found replaced keeps its id and names (samples already handed out refer
+ * to them) and the address gets a new entry.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +26,6 @@ int codes_init(code_cache *c, remote *mem, const pytop_layout *L) {
     c->L = L;
     c->slot_mask = 1023;
     c->slots = calloc(c->slot_mask + 1, sizeof *c->slots);
-    c->recheck_ms = 250;
     return c->slots ? PYTOP_OK : PYTOP_ERR_NOMEM;
 }
 
@@ -43,6 +45,12 @@ void codes_free(code_cache *c) {
 
 const code_entry *codes_get(const code_cache *c, uint32_t id) {
     return id >= 1 && id <= c->count ? &c->entries[id - 1] : NULL;
+}
+
+bool codes_is_thread_bootstrap(const code_cache *c, uint32_t id) {
+    const code_entry *code = codes_get(c, id);
+    size_t n = code ? strlen(code->filename) : 0;
+    return code && strcmp(code->name, "_bootstrap") == 0 && n >= 12 && strcmp(code->filename + n - 12, "threading.py") == 0;
 }
 
 static uint32_t slot_of(uint64_t addr, uint32_t mask) {
@@ -92,8 +100,7 @@ static void type_remember(uint64_t *set, uint64_t type) {
     set[0] = type;
 }
 
-void codes_begin_sample(code_cache *c, uint64_t now_ms) {
-    c->now_ms = now_ms;
+void codes_begin_sample(code_cache *c) {
     c->due_count = 0;
     c->bad_count = 0;
 }
@@ -196,10 +203,7 @@ static void free_entry_data(code_entry *e) {
     e->name = e->qualname = e->filename = NULL;
 }
 
-static void mark_checked(code_cache *c, code_entry *e) {
-    e->checked_at_ms = c->now_ms;
-    e->checked_generation = c->generation;
-}
+static void mark_checked(code_cache *c, code_entry *e) { e->checked_generation = c->generation; }
 
 /* Read the code object at `addr` into a new entry and map the address to it. */
 static int load(code_cache *c, uint64_t addr, uint32_t *id) {
@@ -209,7 +213,7 @@ static int load(code_cache *c, uint64_t addr, uint32_t *id) {
     if (!entries) return PYTOP_ERR_NOMEM;
     c->entries = entries;
     int status;
-    const uint8_t *h = remote_view(c->mem, addr, (size_t)c->L->co_header_size, 0, &status);
+    const uint8_t *h = remote_view(c->mem, addr, (size_t)c->L->co_header_size, VIEW_TRACK, &status);
     if (!h) return status;
     code_entry e;
     status = fill_entry(c, addr, h, &e);
@@ -225,11 +229,6 @@ static int load(code_cache *c, uint64_t addr, uint32_t *id) {
     return PYTOP_OK;
 }
 
-static bool due_for_check(const code_cache *c, const code_entry *e) {
-    if (c->generation_known) return e->checked_generation != c->generation;
-    return c->now_ms - e->checked_at_ms >= c->recheck_ms;
-}
-
 static void add_due(code_cache *c, uint32_t id) {
     for (uint32_t i = 0; i < c->due_count; i++)
         if (c->due[i] == id) return;
@@ -239,10 +238,31 @@ static void add_due(code_cache *c, uint32_t id) {
     c->due[c->due_count++] = id;
 }
 
+/* Is entry `e` still the object at its address, by the header this sample already holds?
+ * 1 yes, 0 replaced, -1 not held. */
+static int confirm_held(code_cache *c, code_entry *e) {
+    const uint8_t *h = remote_view_if_held(c->mem, e->addr, (size_t)c->L->co_header_size);
+    if (!h) return -1;
+    code_entry now;
+    read_fingerprint(c->L, h, &now);
+    return same_object(e, &now);
+}
+
 int codes_lookup(code_cache *c, uint64_t addr, uint32_t *id) {
     uint32_t found = c->slots[find_slot(c, addr)];
     if (!found) return load(c, addr, id);
-    if (due_for_check(c, &c->entries[found - 1])) add_due(c, found);
+    code_entry *e = &c->entries[found - 1];
+    if (c->generation_known) {
+        if (e->checked_generation != c->generation) add_due(c, found);
+    } else {
+        int held = confirm_held(c, e);
+        if (held == 0) {
+            e->stale = true;
+            unmap_address(c, addr);
+            return load(c, addr, id);
+        }
+        if (held < 0) add_due(c, found);
+    }
     *id = found;
     return PYTOP_OK;
 }
@@ -259,7 +279,7 @@ int codes_confirm_due(code_cache *c) {
     bool *ok = (bool *)(bufs + n);
     uint8_t *space = (uint8_t *)(ok + n);
     for (uint32_t i = 0; i < n; i++) {
-        want[i] = (range){c->entries[c->due[i] - 1].addr, header, NULL};
+        want[i] = (range){c->entries[c->due[i] - 1].addr, header, NULL, false};
         bufs[i] = space + (size_t)i * header;
     }
     int replaced = 0;

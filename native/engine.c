@@ -44,7 +44,14 @@ pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status) {
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_mutex_init(&e->lock, NULL);
+    /* The sampling thread may run at a real-time priority while a drain holds the lock from a
+     * thread that does not: priority inheritance lets the holder finish at the sampler's
+     * priority, instead of waiting behind whatever else keeps the cores busy. */
+    pthread_mutexattr_t mattr;
+    pthread_mutexattr_init(&mattr);
+    pthread_mutexattr_setprotocol(&mattr, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&e->lock, &mattr);
+    pthread_mutexattr_destroy(&mattr);
     pthread_cond_init(&e->wake, &attr);
     pthread_condattr_destroy(&attr);
     if (stacks_init(&e->stacks, config->max_stack_frames) != PYTOP_OK || weights_init(&e->weights) != PYTOP_OK) {

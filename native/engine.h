@@ -77,6 +77,7 @@ typedef struct engine_process {
     uint32_t unseen_thread;    /* key of its "threads that ended unseen" pseudo-thread, 0 if none */
     /* Since the previous drain. */
     uint32_t d_samples, d_failed, d_gil, d_gc, d_gc_known, d_torn, threads_now;
+    uint32_t starting_now;     /* thread states in the latest sample not yet taken up by their thread */
     uint64_t d_cpu, d_unseen;
 } engine_process;
 

@@ -45,7 +45,7 @@ static int walk_objects(remote *mem, const pytop_layout *L, sample_pair *s, int 
         }
         if (!plausible_pointer(frame) || comes_back(&cycle, frame)) return PYTOP_ERR_CORRUPT;
         int status;
-        const uint8_t *h = remote_view(mem, frame, need, VIEW_TRACK, &status);
+        const uint8_t *h = remote_view(mem, frame, need, VIEW_TRACK | VIEW_FRAME, &status);
         if (!h) return status;
         uint64_t code = load_u64(h, L->fr_code);
         if (!plausible_pointer(code)) return PYTOP_ERR_CORRUPT;

@@ -102,6 +102,7 @@ typedef struct range {
     uint64_t addr;
     uint64_t len;
     const uint8_t *data; /* NULL while not (or not successfully) read */
+    bool grows;          /* frames: next time, read a little more (the stack may have grown) */
 } range;
 
 typedef struct arena_block {
@@ -133,10 +134,12 @@ typedef struct remote {
     size_t fresh_from;
     /* Reads that failed this sample, and how many may fail before reads give up at once. */
     uint32_t failed_reads, failure_limit;
+    bool untracked;       /* for now, tracked views are not remembered for the next prefetch */
 } remote;
 
 enum view_flags {
-    VIEW_TRACK = 1 /* remember the access so the next sample prefetches it */
+    VIEW_TRACK = 1, /* remember the access so the next sample prefetches it */
+    VIEW_FRAME = 2  /* ... with a margin: it is a stack frame (with VIEW_TRACK) */
 };
 
 void remote_init(remote *r, int pid);
@@ -150,6 +153,16 @@ const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int 
  * in the same syscall and keeps it for the rest of the sample: the next frames of a walk
  * outwards are usually just below. */
 const uint8_t *remote_view_window(remote *r, uint64_t addr, size_t len, uint64_t floor, int *status);
+/* A tracked view that, on a miss, reads `len` bytes at `addr` in one syscall and keeps them for
+ * the rest of the sample: the fields of one struct read one by one then cost one syscall. */
+const uint8_t *remote_view_kept(remote *r, uint64_t addr, size_t len, int *status);
+/* A view of memory this sample already holds (prefetched or read), without a syscall, or NULL;
+ * either way the range is prefetched next sample (also while reads are untracked). */
+const uint8_t *remote_view_if_held(remote *r, uint64_t addr, size_t len);
+/* Read `count` regions of `len` bytes at once, in one syscall, and keep them for the rest of
+ * the sample, not for the next sample's prefetch; regions that cannot be read are left out
+ * (later views of them read again). */
+int remote_keep_many(remote *r, const uint64_t *addrs, size_t count, size_t len);
 /* From now on, at most `count` more reads may fail in this sample (within the sample's own
  * bound); further ones return PYTOP_ERR_LIMIT without a syscall. */
 void remote_allow_failures(remote *r, uint32_t count);
@@ -224,11 +237,20 @@ int object_attribute(objects *o, uint64_t obj, const char *name, uint64_t *value
 
 /* ---- names.c ---------------------------------------------------------------------------- */
 
+/* A name read during a walk, waiting for whoever keeps the thread's figures to take it. */
+#define MAX_WAITING_NAMES 64
+typedef struct waiting_name {
+    uint32_t serial;
+    char *name;
+} waiting_name;
+
 typedef struct names {
     objects obj;
     uint64_t runtime;
     uint64_t registry[2];  /* the threading module's _active and _limbo dicts, once found */
     uint64_t module_dict;  /* ... and its dict, to tell when the module was replaced */
+    waiting_name waiting[MAX_WAITING_NAMES]; /* a ring: the oldest goes when it is full */
+    uint32_t waiting_next;
 } names;
 
 void names_init(names *n, remote *mem, const pytop_layout *L, uint64_t runtime);
@@ -238,6 +260,12 @@ char *names_lookup(names *n, uint64_t thread_id, int *status);
 /* The same, from a thread's outermost frame when that is threading's Thread._bootstrap(self):
  * the name of `self`. A thread can be named so before it has registered itself. */
 char *names_from_bootstrap(names *n, uint64_t frame, int *status);
+/* Read the name of the thread `serial`, first seen in this sample, from its bootstrap frame at
+ * once: a short-lived thread may be gone by the time its sample is accounted for. */
+void names_read_new(names *n, uint32_t serial, uint64_t frame);
+/* The name read for thread `serial` during a walk, malloc'd (the caller owns it), or NULL. */
+char *names_take(names *n, uint32_t serial);
+void names_free(names *n);
 
 /* ---- codes.c ---------------------------------------------------------------------------- */
 
@@ -247,7 +275,6 @@ typedef struct code_entry {
     uint64_t type, name_ptr, qualname_ptr, filename_ptr, linetable_ptr;
     int32_t firstlineno;
     int32_t code_bytes;     /* bytecode length, bounds the instruction offset */
-    uint64_t checked_at_ms; /* when last confirmed (versions without a code generation) */
     uint64_t checked_generation;
     char *name, *qualname, *filename;
     line_ranges lines;
@@ -265,8 +292,6 @@ typedef struct code_cache {
     uint64_t type_ok[8], type_bad[8]; /* small caches of type objects known to be / not be code */
     uint64_t generation; /* target's code-object generation (3.14+), when known */
     bool generation_known;
-    uint64_t recheck_ms;
-    uint64_t now_ms;     /* this sample's time */
     /* Entries used this sample that must be re-confirmed, checked together in one syscall. */
     uint32_t *due;
     uint32_t due_count, due_cap;
@@ -278,8 +303,8 @@ typedef struct code_cache {
 
 int codes_init(code_cache *c, remote *mem, const pytop_layout *L);
 void codes_free(code_cache *c);
-/* Start a sample at `now_ms`. */
-void codes_begin_sample(code_cache *c, uint64_t now_ms);
+/* Start a sample. */
+void codes_begin_sample(code_cache *c);
 /* The id of the code object at `addr`; reads and decodes it the first time. */
 int codes_lookup(code_cache *c, uint64_t addr, uint32_t *id);
 /* Confirm entries that are due for a check, in one batch. Returns how many were found replaced
@@ -289,6 +314,8 @@ int codes_confirm_due(code_cache *c);
 void codes_force_check(code_cache *c, uint32_t id);
 int32_t codes_line(code_cache *c, uint32_t id, int32_t byte_offset);
 const code_entry *codes_get(const code_cache *c, uint32_t id);
+/* Is code `id` threading's Thread._bootstrap, the outermost frame of a threading.Thread? */
+bool codes_is_thread_bootstrap(const code_cache *c, uint32_t id);
 
 /* ---- samplebuf.c ------------------------------------------------------------------------ */
 
@@ -347,8 +374,8 @@ typedef struct task_report {
     uint64_t cpu_ns, cpu_delta_ns, wait_delta_ns;
     bool checked;           /* figures read this sample */
     bool first;             /* read for the first time (deltas 0) */
-    bool running;           /* on a CPU (see tasks.c: state R, and it has run since it last slept) */
-    bool ran;               /* on a CPU since the previous check (or may have been) */
+    bool running;           /* its letter, read this sample, says it runs (see tasks.c) */
+    bool ran;               /* its counts moved since the previous check: it has run */
 } task_report;
 
 typedef struct task {
@@ -359,8 +386,6 @@ typedef struct task {
     uint64_t cpu_ns, wait_ns, switches; /* schedstat: on-CPU time, run-queue wait, times run */
     uint64_t changed_at;    /* monotonic ns when cpu_ns or switches last moved */
     uint64_t state_at;      /* monotonic ns when `state` was read */
-    uint32_t next_check;    /* sample number of its next due check */
-    uint8_t quiet;          /* checks in a row that saw no change */
     bool known;             /* its figures were read at least once */
     bool on_cpu;            /* the last check found it running, not waiting for a CPU */
     bool fresh;             /* read ahead for this sample (blocking mode): `ahead` is its report */
@@ -380,7 +405,8 @@ typedef struct tasks {
     int pid;
     int mode;               /* PYTOP_OPT_OS_STATE */
     uint32_t syscalls;
-    uint32_t idle_check;    /* at most this many samples between checks of an idle task */
+    uint32_t idle_check;    /* the counts of a thread without the GIL are read every this many samples, */
+    uint32_t threads;       /* ... stretched past 50 threads in proportion to their number */
     bool no_schedstat;      /* the kernel keeps no schedstat: CPU times come from stat (ticks) */
     bool check_all;         /* this sample reads every task's figures (the engine's full checks) */
     task *items;            /* sorted by tid */
@@ -391,9 +417,13 @@ typedef struct tasks {
 
 void tasks_init(tasks *o, int pid);
 void tasks_free(tasks *o);
-void tasks_begin_sample(tasks *o, uint64_t now);
+void tasks_begin_sample(tasks *o, uint64_t now, uint32_t threads);
 /* The kernel's view of `tid` in this sample. */
 void tasks_report(tasks *o, int tid, int how, task_report *out);
+/* Keep `tid`'s files open this sample without reading them (a thread not looked at now). */
+void tasks_touch(tasks *o, int tid);
+/* Is a thread without the GIL due for a read of its counts this sample? */
+bool tasks_due(const tasks *o, int tid);
 /* Read `tid`'s figures and state now, to be answered by tasks_report() during this sample: in
  * blocking mode the threads are stopped (state 't') by the time their stacks are read. */
 void tasks_read_ahead(tasks *o, int tid);
@@ -408,8 +438,10 @@ typedef struct other_task {
     int tid;
     int fd;
     uint64_t cpu_ns;
+    uint64_t unlisted_ns;  /* of cpu_ns, what it used before it was listed (given to no row) */
     char comm[16];
     uint32_t seen;
+    bool listed;           /* seen in a scan that did not hold new tasks back */
 } other_task;
 
 typedef struct other_tasks {
@@ -418,9 +450,9 @@ typedef struct other_tasks {
 } other_tasks;
 
 /* List the process's tasks whose TIDs are not in `python_tids` (sorted), with their CPU time.
- * Calls `visit` once per such task with its CPU time since the previous scan (0 the first
- * time it is seen, unless `born_after_first` says it started after the first scan). */
-int tasks_scan_others(tasks *o, other_tasks *others, const int *python_tids, uint32_t count,
+ * Calls `visit` once per such task with its CPU time since the previous scan, `first` until it
+ * has been seen in a scan without `hold_new` (then its time so far counts as unlisted). */
+int tasks_scan_others(tasks *o, other_tasks *others, const int *python_tids, uint32_t count, bool hold_new,
                       void (*visit)(void *ctx, const other_task *t, uint64_t delta_ns, bool first),
                       void *ctx);
 void tasks_free_others(other_tasks *others);
@@ -431,7 +463,7 @@ void tasks_free_others(other_tasks *others);
 typedef struct recent_thread {
     uint64_t tstate, thread_id;
     int32_t native_id;
-    uint32_t serial, seen;
+    uint32_t state_serial, serial, seen;
 } recent_thread;
 
 typedef struct tracking {
@@ -444,8 +476,8 @@ typedef struct tracking {
 /* Give `t` (tstate and ids set) the serial it had when last seen (in the previous sample, or
  * lately, if a sample missed it), or a new one. */
 void tracking_assign(tracking *k, const sample_pair *s, pytop_thread *t);
-/* Remember this sample's threads; forget those not seen for a while. */
-void tracking_end_sample(tracking *k, const sample_buf *b);
+/* Remember threads of the previous sample that this one missed; forget them after a while. */
+void tracking_end_sample(tracking *k, const sample_buf *cur, const sample_buf *prev);
 void tracking_free(tracking *k);
 /* Once the whole sample is known: a thread state that shares its id with another thread of the
  * sample and has no frames is a new thread's, still carrying its creator's id; where TIDs are
@@ -476,6 +508,15 @@ void blocking_detach_all(blocking *b);
 
 /* ---- threads.c -------------------------------------------------------------------------- */
 
+/* The thread states of the last full walk of a one-interpreter process, in list order. */
+typedef struct known_threads {
+    uint64_t interp, head;
+    uint64_t *tstates;
+    uint32_t count, cap;
+    uint32_t walked_at; /* tasks' sample number of that walk */
+    bool valid;
+} known_threads;
+
 struct pytop_unwinder {
     int pid;
     pytop_layout L;
@@ -489,6 +530,7 @@ struct pytop_unwinder {
     tracking track;
     blocking stop;
     sample_pair samples;
+    known_threads known;
     int32_t gc_collecting;
     double taken_at;
     char error[ERROR_TEXT_BYTES];

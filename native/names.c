@@ -8,6 +8,7 @@
  * lookup in `_active` goes by the stored hash (an int's hash is itself), so a name costs a
  * handful of reads: the registry's entries, the Thread's attribute storage, the str.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -106,6 +107,32 @@ char *names_from_bootstrap(names *n, uint64_t frame, int *status) {
     if (*status != PYTOP_OK) return NULL;
     if (L->fr_executable_tag_bits > 0) self &= ~(uint64_t)L->fr_executable_tag_bits; /* 3.14+ stack refs */
     return name_of_thread(n, self, status);
+}
+
+void names_read_new(names *n, uint32_t serial, uint64_t frame) {
+    int status;
+    char *name = names_from_bootstrap(n, frame, &status);
+    if (!name) return;
+    waiting_name *w = &n->waiting[n->waiting_next++ % MAX_WAITING_NAMES];
+    free(w->name);
+    *w = (waiting_name){serial, name};
+}
+
+char *names_take(names *n, uint32_t serial) {
+    for (uint32_t i = 0; i < MAX_WAITING_NAMES; i++) {
+        waiting_name *w = &n->waiting[i];
+        if (w->name && w->serial == serial) {
+            char *name = w->name;
+            *w = (waiting_name){0, NULL};
+            return name;
+        }
+    }
+    return NULL;
+}
+
+void names_free(names *n) {
+    for (uint32_t i = 0; i < MAX_WAITING_NAMES; i++) free(n->waiting[i].name);
+    memset(n->waiting, 0, sizeof n->waiting);
 }
 
 char *names_lookup(names *n, uint64_t thread_id, int *status) {

@@ -231,7 +231,7 @@ static int find_str_key(objects *o, const uint8_t *entries, uint32_t count, uint
     for (uint32_t i = 0; i < count; i++) {
         uint64_t key = load_u64(entries + (size_t)i * entry_size, key_at);
         if (!plausible_pointer(key)) continue;
-        want_ranges[n] = (range){key, peek, NULL};
+        want_ranges[n] = (range){key, peek, NULL, false};
         bufs[n] = space + (size_t)n * peek;
         slot_of[n++] = i;
     }

@@ -48,7 +48,7 @@ typedef struct pytop_layout {
     int32_t rt_interpreters_head, rt_main_thread, rt_gil_locked, rt_gil_holder, rt_gc_collecting;
     int32_t is_next, is_id, is_threads_head, is_gil_locked, is_gil_holder, is_gc_collecting;
     int32_t is_code_generation, is_modules;
-    int32_t ts_next, ts_interp, ts_thread_id, ts_native_thread_id, ts_frame, ts_cframe;
+    int32_t ts_next, ts_interp, ts_thread_id, ts_native_thread_id, ts_unique_id, ts_frame, ts_cframe;
     int32_t cf_current_frame, ts_datastack_chunk, ts_datastack_top;
     int32_t fr_previous, fr_code, fr_lasti, fr_instr_ptr, fr_owner, fr_header_size;
     int32_t fr_owner_native, fr_executable_tag_bits, fr_owner_max;
@@ -99,6 +99,7 @@ typedef struct pytop_thread {
     uint64_t cpu_delta_ns;  /* CPU time since its previous check */
     uint64_t wait_delta_ns; /* time runnable but waiting for a CPU, since its previous check */
     uint64_t outer_frame;   /* address of its outermost Python frame (0: none) */
+    uint64_t top_frame;     /* address of its innermost frame when its stack was read */
     int32_t native_id;      /* kernel TID, 0 when unknown */
     uint32_t flags;         /* pytop_thread_flags */
     int32_t status;         /* PYTOP_OK, or why its stack could not be read in full */
@@ -107,6 +108,8 @@ typedef struct pytop_thread {
     uint32_t serial;        /* a thread keeps its serial from sample to sample; one that was not in
                                the previous sample is a new thread, even if its ids were used before */
     char os_state;          /* state letter from /proc (R, S, D, ...) as last read, or '?' */
+    uint32_t state_serial;  /* 3.8-3.10: the interpreter's number for its thread state (low bits),
+                               which tells a new thread in a reused state from the old one; else 0 */
 } pytop_thread;
 
 /* One call's result. The arrays belong to the unwinder and stay valid until the next call. */
@@ -139,7 +142,6 @@ enum pytop_option {
     PYTOP_OPT_MAX_DEPTH = 1,       /* frames kept per thread (default 65536) */
     PYTOP_OPT_OS_STATE = 2,        /* 0: no /proc reads, 1: as needed (default), 2: every thread's
                                       kernel figures and state letter in every sample */
-    PYTOP_OPT_CODE_RECHECK_MS = 3, /* before 3.14, how old a code object's check may get (default 250) */
     PYTOP_OPT_REUSE_STACKS = 4,    /* 1 (default): keep the stacks of threads that have not run */
     PYTOP_OPT_BLOCKING = 5,        /* 1: stop the target's threads (ptrace) while sampling; 0: release them.
                                       Set, sample and release from one thread: ptrace belongs to it */

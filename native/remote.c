@@ -33,6 +33,7 @@
 #define WINDOW_BYTES (16u << 10)
 #define IOV_BATCH 1024
 #define PREFETCH_MAX_FAILURES 8
+#define PREFETCH_SLACK_BYTES 512u /* read past what was touched: a stack that grew a little */
 
 static uint64_t page_floor(uint64_t a) { return a & ~(uint64_t)(PAGE_SIZE_BYTES - 1); }
 static uint64_t page_ceil(uint64_t a) { return page_floor(a + PAGE_SIZE_BYTES - 1); }
@@ -171,7 +172,8 @@ int remote_readv(remote *r, const range *want, uint8_t **bufs, size_t count, boo
     return PYTOP_OK;
 }
 
-static void track(remote *r, uint64_t addr, uint64_t len) {
+static void track(remote *r, uint64_t addr, uint64_t len, bool grows) {
+    if (r->untracked) return;
     /* Walks touch neighbouring memory in a row (frames in a chunk): grow the last entry when
      * the new access shares its pages, so the list stays short and nearly sorted. */
     if (r->touched_count) {
@@ -183,6 +185,7 @@ static void track(remote *r, uint64_t addr, uint64_t len) {
             if (hi - lo <= MAX_READ_BYTES) {
                 last->addr = lo;
                 last->len = hi - lo;
+                last->grows |= grows;
                 return;
             }
         }
@@ -191,7 +194,7 @@ static void track(remote *r, uint64_t addr, uint64_t len) {
     range *touched = grow_array(r->touched, &r->touched_cap, r->touched_count + 1ull, sizeof *touched, 64);
     if (!touched) return;
     r->touched = touched;
-    r->touched[r->touched_count++] = (range){addr, len, NULL};
+    r->touched[r->touched_count++] = (range){addr, len, NULL, grows};
 }
 
 static int by_address(const void *a, const void *b) {
@@ -200,6 +203,9 @@ static int by_address(const void *a, const void *b) {
 }
 
 static void sort_ranges(range *v, size_t n) {
+    size_t unsorted = 0;
+    for (size_t i = 1; i < n && unsorted < 16; i++) unsorted += v[i].addr < v[i - 1].addr;
+    if (unsorted == 0) return; /* walks touch memory in the same order sample after sample */
     if (n > 24) {
         qsort(v, n, sizeof *v, by_address);
         return;
@@ -215,7 +221,7 @@ static void sort_ranges(range *v, size_t n) {
     }
 }
 
-/* Merge last sample's touched ranges into page-friendly prefetch ranges. */
+/* Merge last sample's touched ranges into prefetch ranges. */
 static size_t plan_prefetch(remote *r) {
     sort_ranges(r->touched, r->touched_count);
     size_t n = 0;
@@ -227,15 +233,19 @@ static size_t plan_prefetch(remote *r) {
             bool near = a <= cur_end + MERGE_GAP_BYTES || page_floor(a) == page_floor(cur_end - 1);
             if (near && (e > cur_end ? e : cur_end) - cur->addr <= MAX_READ_BYTES) {
                 if (e > cur_end) cur->len = e - cur->addr;
+                cur->grows |= r->touched[i].grows;
                 continue;
             }
         }
-        r->ranges[n++] = (range){a, e - a, NULL};
+        r->ranges[n++] = (range){a, e - a, NULL, r->touched[i].grows};
     }
-    /* Reading the rest of a page the kernel pins anyway is nearly free, and it catches stacks
-     * that grew a little since last time. */
+    /* A little more than was touched catches stacks that grew since last time; not to the end
+     * of the page: with a hundred threads that would copy hundreds of KiB every sample. */
     for (size_t i = 0; i < n; i++) {
-        uint64_t end = page_ceil(r->ranges[i].addr + r->ranges[i].len);
+        if (!r->ranges[i].grows) continue;
+        uint64_t end = r->ranges[i].addr + r->ranges[i].len + PREFETCH_SLACK_BYTES;
+        uint64_t page_end = page_ceil(r->ranges[i].addr + r->ranges[i].len);
+        if (end > page_end) end = page_end > r->ranges[i].addr + r->ranges[i].len ? page_end : end;
         if (i + 1 < n && end > r->ranges[i + 1].addr) end = r->ranges[i + 1].addr;
         r->ranges[i].len = end - r->ranges[i].addr;
     }
@@ -292,8 +302,8 @@ static bool holds(const range *c, uint64_t addr, uint64_t len) {
 }
 
 static const uint8_t *lookup_extra(const remote *r, size_t from, uint64_t addr, uint64_t len) {
-    for (size_t i = from; i < r->extra_count; i++) {
-        const range *c = &r->extra[i];
+    for (size_t i = r->extra_count; i > from; i--) { /* the newest first: a walk reads what it just kept */
+        const range *c = &r->extra[i - 1];
         if (addr >= c->addr && addr + len <= c->addr + c->len) return c->data + (addr - c->addr);
     }
     return NULL;
@@ -332,7 +342,7 @@ static void keep_extra(remote *r, uint64_t addr, size_t len, const uint8_t *data
     range *extra = grow_array(r->extra, &r->extra_cap, r->extra_count + 1ull, sizeof *extra, 16);
     if (!extra) return;
     r->extra = extra;
-    r->extra[r->extra_count++] = (range){addr, len, data};
+    r->extra[r->extra_count++] = (range){addr, len, data, false};
 }
 
 static bool bad_request(uint64_t addr, size_t len, int *status) {
@@ -346,14 +356,56 @@ static bool bad_request(uint64_t addr, size_t len, int *status) {
 
 const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int *status) {
     if (bad_request(addr, len, status)) return NULL;
-    if (flags & VIEW_TRACK) track(r, addr, len);
+    if (flags & VIEW_TRACK) track(r, addr, len, flags & VIEW_FRAME);
     const uint8_t *hit = lookup(r, addr, len);
     return hit ? hit : read_into_arena(r, addr, len, status);
 }
 
+const uint8_t *remote_view_kept(remote *r, uint64_t addr, size_t len, int *status) {
+    if (bad_request(addr, len, status)) return NULL;
+    track(r, addr, len, false);
+    const uint8_t *hit = lookup(r, addr, len);
+    if (hit) return hit;
+    const uint8_t *data = read_into_arena(r, addr, len, status);
+    if (data) keep_extra(r, addr, len, data);
+    return data;
+}
+
+const uint8_t *remote_view_if_held(remote *r, uint64_t addr, size_t len) {
+    int status;
+    if (bad_request(addr, len, &status)) return NULL;
+    bool untracked = r->untracked; /* asked for by any thread: kept, whichever thread is read next */
+    r->untracked = false;
+    track(r, addr, len, false);
+    r->untracked = untracked;
+    return lookup(r, addr, len);
+}
+
+int remote_keep_many(remote *r, const uint64_t *addrs, size_t count, size_t len) {
+    if (count == 0 || len == 0 || len > MAX_READ_BYTES) return PYTOP_OK;
+    range *want = malloc(count * (sizeof *want + sizeof(uint8_t *) + sizeof(bool)));
+    if (!want) return PYTOP_ERR_NOMEM;
+    uint8_t **bufs = (uint8_t **)(want + count);
+    bool *ok = (bool *)(bufs + count);
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        int status;
+        if (bad_request(addrs[i], len, &status) || lookup(r, addrs[i], len)) continue;
+        uint8_t *buf = arena_alloc(r, len);
+        if (!buf) break;
+        want[n] = (range){addrs[i], len, NULL, false}; /* untracked: the next sample has other threads due */
+        bufs[n++] = buf;
+    }
+    int status = n ? remote_readv(r, want, bufs, n, ok) : PYTOP_OK;
+    for (size_t i = 0; status == PYTOP_OK && i < n; i++)
+        if (ok[i]) keep_extra(r, want[i].addr, len, bufs[i]);
+    free(want);
+    return status;
+}
+
 const uint8_t *remote_view_window(remote *r, uint64_t addr, size_t len, uint64_t floor, int *status) {
     if (bad_request(addr, len, status)) return NULL;
-    track(r, addr, len);
+    track(r, addr, len, true);
     const uint8_t *hit = lookup(r, addr, len);
     if (hit) return hit;
     /* A walk outwards goes down in memory: read the window below as well, in one go. */

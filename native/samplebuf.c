@@ -83,7 +83,8 @@ const pytop_thread *samples_previous(const sample_pair *s, const pytop_thread *t
 
 bool samples_reuse_stack(sample_pair *s, pytop_thread *t) {
     const pytop_thread *old = samples_previous(s, t);
-    if (!old || old->thread_id != t->thread_id || old->native_id != t->native_id || old->status != PYTOP_OK)
+    if (!old || old->thread_id != t->thread_id || old->native_id != t->native_id ||
+        old->state_serial != t->state_serial || old->status != PYTOP_OK)
         return false;
     if (reserve_frames(s->cur, old->frame_count) != PYTOP_OK) return false;
     sample_buf *b = s->cur;
@@ -92,5 +93,6 @@ bool samples_reuse_stack(sample_pair *s, pytop_thread *t) {
     b->frame_count += old->frame_count;
     t->flags |= PYTOP_THREAD_UNCHANGED | (old->flags & PYTOP_THREAD_TRUNCATED);
     t->outer_frame = old->outer_frame;
+    t->top_frame = old->top_frame;
     return true;
 }

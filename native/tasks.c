@@ -4,24 +4,22 @@
  * runnable, S sleeping, D uninterruptible, ...). The kernel's counts are the ground truth for
  * time: pytop attributes them to stacks rather than counting samples.
  *
- * Costs and shortcuts (measured here: schedstat ~1 us a read, stat ~4.5 us, process CPU clock
- * ~0.5 us). Files stay open and are re-read with pread. schedstat's times move only at the
- * scheduler's ticks and at switches, so:
- *   - a thread whose figures did not move since its last check, and whose last state was not
- *     R, has not run: its stack is unchanged;
- *   - its state letter is only read while it may be running (its figures moved within RECENT_NS,
- *     or it was R), so sleeping threads cost one schedstat read;
- *   - a thread found idle check after check is read less and less often, down to once every
- *     `idle_check` samples (the engine sets that to about 10 ms): its CPU time is a counter,
- *     so nothing is lost, it is only attributed a little later.
+ * Costs (measured here: schedstat ~1 us a read, stat ~4.5 us, the process CPU clock ~0.5 us)
+ * decide what is read when. Files stay open and are re-read with pread.
+ *   - A thread's Python stack only changes while it holds the GIL. The GIL holder's counts are
+ *     read every sample (the caller asks, TASK_NOW); every other thread's every `idle_check`
+ *     samples (about 10 ms; longer past 50 threads, so that a thousand idle threads do not cost
+ *     a thousand reads a round), in turn by TID so the reads spread over the samples. Its CPU
+ *     time is a counter: nothing is lost, it is attributed when read, to the stack it has then
+ *     (the call where it let the GIL go, which is where that CPU was spent).
+ *   - A thread whose counts have not moved since its previous read has not run: its stack is
+ *     unchanged. Counts move only at the scheduler's ticks and at switches, so a thread that
+ *     runs on without a switch can show no move: the caller treats the GIL holder as running.
+ *   - The state letter is for display and --dump: read every STATE_REFRESH_NS per thread, or
+ *     always when asked (TASK_ALL). Running, or waiting for a CPU? Both read "R": a thread
+ *     found R whose counts have not moved since a read that found it asleep or waiting has
+ *     not been on a CPU yet (it waits in the run queue, its stack still at the call that slept).
  * When the kernel keeps no schedstat, the times come from stat (utime + stime, in ticks).
- *
- * Running, or waiting for a CPU? Both read "R". A thread woken from a sleep waits in the run
- * queue with its stack still at the call that slept, and on a busy machine it waits there
- * often: counting those samples as running would give the sleep call the CPU the thread uses
- * right after. The counts tell them apart: a thread found R whose counts have not moved since
- * a check that found it asleep (or waiting) has not been on a CPU yet; one whose counts moved
- * has run since, and one found running before and still R with no tick since runs on.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -34,9 +32,8 @@
 
 #include "internal.h"
 
-#define RECENT_NS (20u * 1000000u)         /* figures this fresh: the thread may still be running */
-#define STATE_REFRESH_NS (250u * 1000000u) /* an idle thread's letter is read again this often */
-#define MAX_QUIET_SHIFT 6
+#define STATE_REFRESH_NS (250u * 1000000u) /* a thread's letter is read again this often */
+#define RUNNING_NS (20u * 1000000u)        /* counts that moved this recently, with an R: running */
 #define TASK_GRACE_SAMPLES 16  /* files of a task missing from samples stay open this long */
 
 void tasks_init(tasks *o, int pid) {
@@ -57,9 +54,10 @@ void tasks_free(tasks *o) {
     memset(o, 0, sizeof *o);
 }
 
-void tasks_begin_sample(tasks *o, uint64_t now) {
+void tasks_begin_sample(tasks *o, uint64_t now, uint32_t threads) {
     o->now = now;
     o->syscalls = 0;
+    o->threads = threads;
 }
 
 static int open_task_file(int pid, int tid, const char *name) {
@@ -132,38 +130,44 @@ static bool read_stat(tasks *o, int fd, char *state, uint64_t *cpu_ns) {
     return true;
 }
 
-/* schedstat: CPU time, run-queue wait (ns) and times run; false when missing or disabled. */
-static bool read_schedstat(tasks *o, int fd, uint64_t *cpu, uint64_t *wait, uint64_t *switches) {
-    if (fd < 0) return false;
+enum { SCHEDSTAT_ERROR = -1, SCHEDSTAT_ZERO = 0, SCHEDSTAT_OK = 1 };
+
+/* schedstat: CPU time, run-queue wait (ns) and times run. SCHEDSTAT_ZERO when it reads "0 0 0"
+ * (a thread not yet run, or a kernel that keeps no schedstat), SCHEDSTAT_ERROR when it cannot
+ * be read (the thread has exited). */
+static int read_schedstat(tasks *o, int fd, uint64_t *cpu, uint64_t *wait, uint64_t *switches) {
+    if (fd < 0) return SCHEDSTAT_ERROR;
     char buf[96];
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
     o->syscalls++;
-    if (n <= 0) return false;
+    if (n <= 0) return SCHEDSTAT_ERROR;
     buf[n] = '\0';
     const char *at = buf;
     uint64_t c, w, s;
-    if (!next_number(&at, &c) || !next_number(&at, &w) || !next_number(&at, &s) || (c == 0 && s == 0)) return false;
+    if (!next_number(&at, &c) || !next_number(&at, &w) || !next_number(&at, &s)) return SCHEDSTAT_ERROR;
     *cpu = c;
     *wait = w;
     *switches = s;
-    return true;
+    return c == 0 && s == 0 ? SCHEDSTAT_ZERO : SCHEDSTAT_OK;
 }
 
-/* Read `t`'s figures (and its letter when `with_state`); report what moved since last time. */
+/* Read `t`'s figures (and its letter when `with_state` or when it is old); report what moved
+ * since the previous read. */
 static bool read_figures(tasks *o, task *t, bool with_state, task_report *out) {
     uint64_t cpu = 0, wait = 0, switches = 0;
     char state = t->state;
-    bool have = !o->no_schedstat && read_schedstat(o, t->schedstat_fd, &cpu, &wait, &switches);
+    int got = o->no_schedstat ? SCHEDSTAT_ERROR : read_schedstat(o, t->schedstat_fd, &cpu, &wait, &switches);
+    if (got == SCHEDSTAT_ERROR && !o->no_schedstat) return false; /* the thread has exited */
     bool state_read = false;
-    if (!have) { /* no schedstat: times from stat, in ticks, with the letter */
+    if (got != SCHEDSTAT_OK) { /* "0 0 0", or no schedstat: times from stat, in ticks, with the letter */
         uint64_t ticks_ns = 0;
         if (!read_stat(o, t->stat_fd, &state, &ticks_ns)) return false;
-        if (t->schedstat_fd >= 0 && !t->known) o->no_schedstat = true;
+        /* Zeros from a thread the kernel says has run: this kernel keeps no schedstat. */
+        if (got == SCHEDSTAT_ZERO && ticks_ns > 0) o->no_schedstat = true;
+        if (got == SCHEDSTAT_ZERO && !o->no_schedstat) ticks_ns = 0; /* not run yet */
         cpu = ticks_ns;
         wait = t->wait_ns;
         switches = t->switches;
-        t->state = state;
-        t->state_at = o->now;
         state_read = true;
     }
     bool moved = !t->known || cpu != t->cpu_ns || switches != t->switches;
@@ -174,25 +178,21 @@ static bool read_figures(tasks *o, task *t, bool with_state, task_report *out) {
     t->wait_ns = wait;
     t->switches = switches;
     t->known = true;
-    if (moved) {
-        t->changed_at = o->now;
-        t->quiet = 0;
-    } else if (t->quiet < MAX_QUIET_SHIFT) {
-        t->quiet++;
-    }
-    uint32_t skip = 1u << t->quiet;
-    t->next_check = o->sample_no + (skip < o->idle_check ? skip : o->idle_check);
-    bool may_run = moved || o->now - t->changed_at < RECENT_NS || t->state == 'R';
-    if (!state_read && (with_state || may_run || o->now - t->state_at > STATE_REFRESH_NS)) {
+    if (moved) t->changed_at = o->now;
+    if (!state_read && (with_state || o->now - t->state_at >= STATE_REFRESH_NS)) {
         uint64_t ignored;
-        if (read_stat(o, t->stat_fd, &state, &ignored)) {
-            t->state = state;
-            t->state_at = o->now;
-        }
+        state_read = read_stat(o, t->stat_fd, &state, &ignored);
     }
-    t->on_cpu = t->state == 'R' && (moved || t->on_cpu);
-    out->running = t->on_cpu;
-    out->ran = moved || out->running;
+    if (state_read) {
+        t->state = state;
+        t->state_at = o->now;
+        t->on_cpu = state == 'R' && (moved || t->on_cpu);
+    } else if (moved) {
+        t->on_cpu = false; /* it switched since: whether it runs now is not known */
+    }
+    /* Without a fresh letter: R as last read, and counts that moved lately. */
+    out->running = state_read ? t->on_cpu : t->state == 'R' && o->now - t->changed_at < RUNNING_NS;
+    out->ran = moved;
     return true;
 }
 
@@ -223,12 +223,29 @@ void tasks_report(tasks *o, int tid, int how, task_report *out) {
     }
     if (o->mode == 2) how = TASK_ALL;
     if (o->check_all && how == TASK_WHEN_DUE) how = TASK_NOW;
-    bool due = how != TASK_WHEN_DUE || !t->known || (int32_t)(o->sample_no - t->next_check) >= 0 ||
-               o->now - t->changed_at < RECENT_NS || t->state == 'R';
+    bool due = how != TASK_WHEN_DUE || !t->known || tasks_due(o, tid);
     if (due && read_figures(o, t, how == TASK_ALL, out)) out->checked = true;
     fill_known(t, out);
     out->running = out->checked ? out->running : false;
     t->last = *out;
+}
+
+#define THREADS_PER_ROUND 50 /* past this many threads, a round of count reads takes longer */
+
+bool tasks_due(const tasks *o, int tid) {
+    uint32_t every = o->idle_check;
+    if (o->threads > THREADS_PER_ROUND) every = (uint32_t)((uint64_t)every * o->threads / THREADS_PER_ROUND);
+    return every <= 1 || (o->sample_no + (uint32_t)tid) % every == 0;
+}
+
+void tasks_touch(tasks *o, int tid) {
+    uint32_t lo = 0, hi = o->count;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (o->items[mid].tid < tid) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < o->count && o->items[lo].tid == tid) o->items[lo].seen_in_sample = o->sample_no;
 }
 
 void tasks_read_ahead(tasks *o, int tid) {
@@ -304,7 +321,7 @@ static other_task *find_other(other_tasks *others, int pid, int tid) {
     return t;
 }
 
-int tasks_scan_others(tasks *o, other_tasks *others, const int *python_tids, uint32_t count,
+int tasks_scan_others(tasks *o, other_tasks *others, const int *python_tids, uint32_t count, bool hold_new,
                       void (*visit)(void *ctx, const other_task *t, uint64_t delta_ns, bool first),
                       void *ctx) {
     char path[64];
@@ -318,11 +335,13 @@ int tasks_scan_others(tasks *o, other_tasks *others, const int *python_tids, uin
         if (tid <= 0 || among(python_tids, count, tid)) continue;
         other_task *t = find_other(others, o->pid, tid);
         uint64_t cpu = 0, wait = 0, switches = 0;
-        if (!t || !read_schedstat(o, t->fd, &cpu, &wait, &switches)) continue;
-        bool first = t->seen == 0;
+        if (!t || read_schedstat(o, t->fd, &cpu, &wait, &switches) == SCHEDSTAT_ERROR) continue;
+        bool first = !t->listed;
         uint64_t delta = !first && cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
         t->cpu_ns = cpu;
+        if (first) t->unlisted_ns = cpu;
         t->seen = others->scan;
+        t->listed = !hold_new;
         visit(ctx, t, delta, first);
     }
     closedir(dir);

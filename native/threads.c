@@ -9,12 +9,23 @@
  *
  * A thread's stack is read again only if the kernel says it may have run since the previous
  * sample (tasks.c); the GIL holder's figures are read every sample.
+ *
+ * A process with a hundred threads would cost a hundred thread-state reads per sample, yet
+ * only the GIL holder can have a new stack. So the walk is sparse between full walks: the
+ * thread states of the last full walk are kept (known_threads); a sample reads the
+ * interpreter's header and the GIL holder's state and stack. A thread due for a read of its
+ * counts has them read by the TID it had, and only if they moved are its state and stack
+ * read again; the others are taken as they were. A full walk comes every FULL_WALK_CHECKS
+ * rounds of counts, and at once when the list's head moved (threads are added at the head),
+ * when the GIL holder is not a known thread, or when a known thread's task or state is gone.
  */
 #include <string.h>
 
 #include "internal.h"
 
 #define STACK_RETRIES 2 /* a stack torn twice in a row is reported as such */
+#define WALK_AGAIN 100  /* internal: a sparse walk found the list changed */
+#define FULL_WALK_CHECKS 10 /* a full walk at least every this many rounds of counts (idle_check samples) */
 #define LIST_RETRIES 2  /* so is a thread list that changed under us three times */
 
 typedef struct gil_holders {
@@ -96,7 +107,8 @@ static int native_id_of(pytop_unwinder *u, pytop_thread *t) {
      * on a page of its own. A thread keeps its TID: take last sample's while /proc still knew
      * it (a reused pthread_t then belongs to a thread whose old TID is gone). */
     const pytop_thread *old = samples_previous(&u->samples, t);
-    if (old && old->thread_id == t->thread_id && old->native_id > 0 && old->os_state != '?') {
+    if (old && old->thread_id == t->thread_id && old->state_serial == t->state_serial && old->native_id > 0 &&
+        old->os_state != '?') {
         t->native_id = old->native_id;
         return PYTOP_OK;
     }
@@ -108,7 +120,8 @@ static int native_id_of(pytop_unwinder *u, pytop_thread *t) {
 }
 
 /* The kernel's figures for `t`; returns whether its stack is known not to have changed since
- * the previous sample (it has not been on a CPU since). */
+ * the previous sample: it does not hold the GIL (a stack only changes under it) and its counts
+ * were not read, or did not move. */
 static bool check_task(pytop_unwinder *u, pytop_thread *t, bool gil) {
     task_report r;
     tasks_report(&u->os, t->native_id, gil ? TASK_NOW : TASK_WHEN_DUE, &r);
@@ -123,7 +136,7 @@ static bool check_task(pytop_unwinder *u, pytop_thread *t, bool gil) {
         t->cpu_delta_ns = r.cpu_delta_ns;
         t->wait_delta_ns = r.wait_delta_ns;
     }
-    return r.state != '?' && !r.ran && !r.first;
+    return !gil && r.state != '?' && !r.ran && !r.first;
 }
 
 /* Map every raw frame of `t` to a code id. A code object that cannot be read means the frame
@@ -169,6 +182,7 @@ static int read_stack(pytop_unwinder *u, pytop_thread *t) {
     t->status = PYTOP_OK;
     t->outer_frame = 0;
     int status = thread_frames_of(u, t->tstate, &tf);
+    t->top_frame = tf.top_frame;
     if (status == PYTOP_OK) status = frames_walk(&u->mem, &u->L, &u->samples, u->max_depth, &tf, t);
     t->frame_count = u->samples.cur->frame_count - t->first_frame;
     if (status == PYTOP_OK) {
@@ -179,21 +193,42 @@ static int read_stack(pytop_unwinder *u, pytop_thread *t) {
     return status;
 }
 
+/* How many bytes of a PyThreadState the walk reads: its fields come in one read. */
+static size_t tstate_span(const pytop_layout *L) {
+    int32_t fields[] = {L->ts_next, L->ts_interp, L->ts_thread_id, L->ts_native_thread_id, L->ts_unique_id,
+                        L->ts_frame, L->ts_cframe, L->ts_datastack_chunk, L->ts_datastack_top};
+    int32_t end = 0;
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        if (fields[i] >= 0 && fields[i] + 8 > end) end = fields[i] + 8;
+    return (size_t)end;
+}
+
+/* Is this the first sample with the whole stack of thread `t`, down to its outermost frame? */
+static bool first_full_stack(const pytop_unwinder *u, const pytop_thread *t) {
+    if (!t->frame_count || !t->outer_frame) return false;
+    const pytop_thread *old = samples_previous(&u->samples, t);
+    return !old || old->serial != t->serial || !old->frame_count || !old->outer_frame || old->status != PYTOP_OK;
+}
+
 /* A thread state read while its thread ends may already be freed memory: it must point back
  * at its interpreter, and its link must look like a pointer. */
 static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t interp_id,
                        const gil_holders *g, uint64_t *next) {
     const pytop_layout *L = &u->L;
-    uint64_t thread_id = 0, owner = 0;
+    uint64_t thread_id = 0, owner = 0, unique_id = 0;
     if (!plausible_pointer(ts)) return PYTOP_ERR_CORRUPT;
-    int status = read_u64(u, ts + (uint64_t)L->ts_next, next);
+    int status;
+    if (!remote_view_kept(&u->mem, ts, tstate_span(L), &status)) return status;
+    status = read_u64(u, ts + (uint64_t)L->ts_next, next);
     if (status == PYTOP_OK) status = read_u64(u, ts + (uint64_t)L->ts_thread_id, &thread_id);
     if (status == PYTOP_OK) status = read_u64(u, ts + (uint64_t)L->ts_interp, &owner);
+    if (status == PYTOP_OK && L->ts_unique_id >= 0) status = read_u64(u, ts + (uint64_t)L->ts_unique_id, &unique_id);
     if (status == PYTOP_OK && (owner != interp || (*next && !plausible_pointer(*next)))) status = PYTOP_ERR_CORRUPT;
     if (status != PYTOP_OK) return status;
     pytop_thread *t = samples_push_thread(&u->samples);
     if (!t) return fail(u->error, PYTOP_ERR_NOMEM, "out of memory for threads");
     t->thread_id = thread_id;
+    t->state_serial = (uint32_t)unique_id;
     t->tstate = ts;
     t->interp_id = interp_id;
     t->first_frame = u->samples.cur->frame_count;
@@ -217,6 +252,12 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
     t->frame_count = u->samples.cur->frame_count - t->first_frame;
     if (fatal_status(status))
         return fail(u->error, status, "reading the stack of thread %llu", (unsigned long long)thread_id);
+    if (status == PYTOP_OK && first_full_stack(u, t) &&
+        codes_is_thread_bootstrap(&u->codes, u->samples.cur->frames[t->first_frame + t->frame_count - 1].code_id))
+    {
+        names_read_new(&u->thread_names, t->serial, t->outer_frame); /* bounds its own failed reads */
+        remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE);
+    }
     return PYTOP_OK;
 }
 
@@ -253,8 +294,161 @@ static int walk_threads_of(pytop_unwinder *u, uint64_t interp, int64_t id, const
     return status;
 }
 
+/* ---- sparse walks ---------------------------------------------------------------------- */
+
+static bool known(const known_threads *k, uint64_t tstate) {
+    for (uint32_t i = 0; i < k->count; i++)
+        if (k->tstates[i] == tstate) return true;
+    return false;
+}
+
+static bool can_walk_sparse(const pytop_unwinder *u, uint64_t interp, uint64_t head, const gil_holders *g) {
+    const known_threads *k = &u->known;
+    if (!k->valid || k->interp != interp || k->head != head || !u->reuse_stacks || u->os.mode != 1 ||
+        u->stop.enabled || u->os.idle_check <= 1 || u->os.sample_no - k->walked_at >= FULL_WALK_CHECKS * u->os.idle_check)
+        return false;
+    for (int i = 0; i < g->count; i++)
+        if (!known(k, g->tstate[i])) return false;
+    return true;
+}
+
+static void remember_walk(pytop_unwinder *u, uint64_t interp, uint64_t head, uint32_t first_thread) {
+    known_threads *k = &u->known;
+    const sample_buf *b = u->samples.cur;
+    uint32_t n = b->thread_count - first_thread;
+    uint64_t *tstates = grow_array(k->tstates, &k->cap, n ? n : 1, sizeof *tstates, 64);
+    k->valid = false;
+    if (!tstates) return;
+    k->tstates = tstates;
+    for (uint32_t i = 0; i < n; i++) k->tstates[i] = b->threads[first_thread + i].tstate;
+    *k = (known_threads){interp, head, k->tstates, n, k->cap, u->os.sample_no, true};
+}
+
+/* A known thread whose stack is not read now: as it was in the previous sample, with its counts
+ * if they were read (`r`). False if it cannot be (it was not there, or not in full). */
+static bool as_before(pytop_unwinder *u, uint64_t ts, const pytop_thread *old, const task_report *r) {
+    pytop_thread *t = samples_push_thread(&u->samples);
+    if (!t) return false;
+    *t = (pytop_thread){.thread_id = old->thread_id, .tstate = ts, .interp_id = old->interp_id, .cpu_ns = old->cpu_ns,
+                        .outer_frame = old->outer_frame, .top_frame = old->top_frame, .native_id = old->native_id,
+                        .flags = old->flags & PYTOP_THREAD_OS_KNOWN, .first_frame = u->samples.cur->frame_count,
+                        .serial = old->serial, .os_state = old->os_state, .state_serial = old->state_serial};
+    if (!samples_reuse_stack(&u->samples, t)) {
+        u->samples.cur->thread_count--;
+        return false;
+    }
+    t->frame_count = u->samples.cur->frame_count - t->first_frame;
+    if (r && r->checked) {
+        t->flags |= PYTOP_THREAD_CHECKED | PYTOP_THREAD_OS_KNOWN | (r->running ? PYTOP_THREAD_ACTIVE : 0u);
+        t->cpu_ns = r->cpu_ns;
+        t->cpu_delta_ns = r->cpu_delta_ns;
+        t->wait_delta_ns = r->wait_delta_ns;
+        t->os_state = r->state;
+    } else {
+        tasks_touch(&u->os, t->native_id);
+    }
+    return true;
+}
+
+/* Is the thread's innermost frame still the one its stack was read from? A thread without the
+ * GIL that woke only to wait for it (or to finish a call without Python) has the same stack. */
+static bool same_top_frame(pytop_unwinder *u, const pytop_thread *old) {
+    thread_frames tf;
+    return old->top_frame && thread_frames_of(u, old->tstate, &tf) == PYTOP_OK && tf.top_frame == old->top_frame;
+}
+
+/* The previous sample's record of the i-th known thread, if it is that thread and complete. */
+static const pytop_thread *known_before(const pytop_unwinder *u, uint32_t i) {
+    const sample_buf *p = u->samples.prev;
+    const pytop_thread *old = i < p->thread_count ? &p->threads[i] : NULL;
+    if (!old || old->tstate != u->known.tstates[i] || old->status != PYTOP_OK || !old->native_id ||
+        (old->flags & PYTOP_THREAD_UNCLAIMED))
+        return NULL;
+    return old;
+}
+
+/* The states of `count` threads at `tstates`, in one syscall (and, where the innermost frame
+ * hangs off a C-stack struct, 3.11-3.12, its pointer in a second one). */
+static void read_states(pytop_unwinder *u, uint64_t *tstates, size_t count) {
+    remote_keep_many(&u->mem, tstates, count, tstate_span(&u->L));
+    if (u->L.ts_cframe < 0) return;
+    size_t m = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t cframe = 0;
+        if (read_u64(u, tstates[i] + (uint64_t)u->L.ts_cframe, &cframe) == PYTOP_OK && cframe)
+            tstates[m++] = cframe + (uint64_t)u->L.cf_current_frame;
+    }
+    remote_keep_many(&u->mem, tstates, m, 8);
+}
+
+/* A known thread without the GIL that is due (or every one, when the period asks): its counts,
+ * and whether its stack must be read again (its counts moved and its innermost frame changed). */
+typedef struct known_check {
+    task_report counts;
+    bool moved;
+} known_check;
+
+/* The known threads of `interp` (see the top of the file). Their reads are not remembered for
+ * the next prefetch: other threads will be due then. */
+static int walk_known(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_holders *g) {
+    const known_threads *k = &u->known;
+    known_check *checks = calloc(k->count ? k->count : 1, sizeof *checks);
+    uint64_t *moved = malloc((k->count ? k->count : 1) * sizeof *moved);
+    if (!checks || !moved) {
+        free(checks);
+        free(moved);
+        return fail(u->error, PYTOP_ERR_NOMEM, "out of memory for threads");
+    }
+    int status = PYTOP_OK;
+    size_t moved_count = 0;
+    for (uint32_t i = 0; i < k->count && status == PYTOP_OK; i++) { /* counts first: they are cheap */
+        const pytop_thread *old = known_before(u, i);
+        if (!old || holds_gil(g, k->tstates[i])) continue;
+        bool due = tasks_due(&u->os, old->native_id);
+        if (!due && !u->os.check_all) continue;
+        tasks_report(&u->os, old->native_id, TASK_NOW, &checks[i].counts);
+        if (!checks[i].counts.checked) status = WALK_AGAIN; /* its task is gone: the list has changed */
+        checks[i].moved = due && (checks[i].counts.ran || checks[i].counts.first);
+        if (checks[i].moved) moved[moved_count++] = k->tstates[i];
+    }
+    u->mem.untracked = true;
+    if (status == PYTOP_OK) read_states(u, moved, moved_count);
+    for (uint32_t i = 0; i < k->count && status == PYTOP_OK; i++) {
+        uint64_t ts = k->tstates[i], next;
+        const pytop_thread *old = known_before(u, i);
+        bool holder = holds_gil(g, ts);
+        if (old && !holder && (!checks[i].moved || same_top_frame(u, old)) && as_before(u, ts, old, &checks[i].counts))
+            continue;
+        u->mem.untracked = !holder; /* the GIL holder's stack is read again next sample */
+        status = walk_thread(u, ts, interp, id, g, &next); /* its counts, if read above, come again */
+        u->mem.untracked = true;
+        if (status == PYTOP_ERR_READ || status == PYTOP_ERR_CORRUPT) status = WALK_AGAIN; /* it ended */
+    }
+    u->mem.untracked = false;
+    free(checks);
+    free(moved);
+    return status;
+}
+
+/* The thread states of `interp`, sparse when it can be (see the top of the file). */
+static int walk_threads(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_holders *g, uint64_t head,
+                        bool only_interpreter) {
+    uint32_t first_thread = u->samples.cur->thread_count, first_frame = u->samples.cur->frame_count;
+    if (only_interpreter && can_walk_sparse(u, interp, head, g)) {
+        int status = walk_known(u, interp, id, g);
+        if (status != WALK_AGAIN) return status;
+        u->samples.cur->thread_count = first_thread; /* the list changed: walk it all */
+        u->samples.cur->frame_count = first_frame;
+        u->error[0] = '\0';
+    }
+    int status = walk_threads_of(u, interp, id, g, head);
+    if (status == PYTOP_OK && only_interpreter) remember_walk(u, interp, head, first_thread);
+    else u->known.valid = false;
+    return status;
+}
+
 static int walk_interpreter_state(pytop_unwinder *u, uint64_t interp, gil_holders *g,
-                                  uint64_t *generation_sum, uint64_t *next) {
+                                  uint64_t *generation_sum, uint64_t *next, bool first) {
     const pytop_layout *L = &u->L;
     uint64_t head = 0, id = 0;
     int status = read_u64(u, interp + (uint64_t)L->is_next, next);
@@ -270,7 +464,7 @@ static int walk_interpreter_state(pytop_unwinder *u, uint64_t interp, gil_holder
     }
     if (status != PYTOP_OK)
         return fail(u->error, status, "cannot read interpreter state at 0x%llx", (unsigned long long)interp);
-    return walk_threads_of(u, interp, (int64_t)id, g, head);
+    return walk_threads(u, interp, (int64_t)id, g, head, first && *next == 0);
 }
 
 /* Code ids were found thread by thread during the walk; confirm the cache entries that are due
@@ -315,7 +509,7 @@ int threads_walk(pytop_unwinder *u) {
         if (n >= MAX_INTERPRETERS)
             return fail(u->error, PYTOP_ERR_LIMIT, "more than %d interpreters (or a cycle in their list)", MAX_INTERPRETERS);
         uint64_t next = 0;
-        if ((status = walk_interpreter_state(u, interp, &g, &generation_sum, &next)) != PYTOP_OK)
+        if ((status = walk_interpreter_state(u, interp, &g, &generation_sum, &next, n == 0)) != PYTOP_OK)
             return status;
         interp = next;
     }

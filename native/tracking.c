@@ -25,7 +25,8 @@ static bool was_unclaimed(const pytop_thread *old) { return old->flags & PYTOP_T
 static const recent_thread *lately(const tracking *k, const pytop_thread *t) {
     for (uint32_t i = 0; i < k->recent_count; i++) {
         const recent_thread *r = &k->recent[i];
-        if (r->tstate == t->tstate && r->thread_id == t->thread_id && r->native_id == t->native_id && t->thread_id)
+        if (r->tstate == t->tstate && r->thread_id == t->thread_id && r->native_id == t->native_id &&
+            r->state_serial == t->state_serial && t->thread_id)
             return r;
     }
     return NULL;
@@ -33,28 +34,34 @@ static const recent_thread *lately(const tracking *k, const pytop_thread *t) {
 
 void tracking_assign(tracking *k, const sample_pair *s, pytop_thread *t) {
     const pytop_thread *old = samples_previous(s, t);
-    bool same_ids = old && old->thread_id == t->thread_id && old->native_id == t->native_id;
+    bool same_ids = old && old->thread_id == t->thread_id && old->native_id == t->native_id &&
+                    old->state_serial == t->state_serial;
     const recent_thread *before;
     if (same_ids || (old && was_unclaimed(old))) t->serial = old->serial;
     else if ((before = lately(k, t)) != NULL) t->serial = before->serial;
     else t->serial = ++k->next_serial;
 }
 
-void tracking_end_sample(tracking *k, const sample_buf *b) {
+/* Is the thread with `serial` in `b`? Threads come in the same order: try `at` first. */
+static bool in_sample(const sample_buf *b, uint32_t at, uint32_t serial) {
+    if (at < b->thread_count && b->threads[at].serial == serial) return true;
+    for (uint32_t i = 0; i < b->thread_count; i++)
+        if (b->threads[i].serial == serial) return true;
+    return false;
+}
+
+/* Threads of the previous sample missing from this one are remembered for RECENT_SAMPLES
+ * samples; the others are found through the previous sample. */
+void tracking_end_sample(tracking *k, const sample_buf *cur, const sample_buf *prev) {
     k->sample_no++;
-    for (uint32_t i = 0; i < b->thread_count; i++) {
-        const pytop_thread *t = &b->threads[i];
-        if (!t->thread_id || (t->flags & PYTOP_THREAD_UNCLAIMED)) continue;
-        recent_thread *r = NULL;
-        for (uint32_t j = 0; j < k->recent_count && !r; j++)
-            if (k->recent[j].serial == t->serial) r = &k->recent[j];
-        if (!r) {
-            recent_thread *grown = grow_array(k->recent, &k->recent_cap, k->recent_count + 1ull, sizeof *grown, 16);
-            if (!grown) return;
-            k->recent = grown;
-            r = &k->recent[k->recent_count++];
-        }
-        *r = (recent_thread){t->tstate, t->thread_id, t->native_id, t->serial, k->sample_no};
+    for (uint32_t i = 0; i < prev->thread_count; i++) {
+        const pytop_thread *t = &prev->threads[i];
+        if (!t->thread_id || (t->flags & PYTOP_THREAD_UNCLAIMED) || in_sample(cur, i, t->serial)) continue;
+        recent_thread *grown = grow_array(k->recent, &k->recent_cap, k->recent_count + 1ull, sizeof *grown, 16);
+        if (!grown) break;
+        k->recent = grown;
+        k->recent[k->recent_count++] = (recent_thread){t->tstate, t->thread_id, t->native_id, t->state_serial, t->serial,
+                                                       k->sample_no};
     }
     uint32_t kept = 0;
     for (uint32_t i = 0; i < k->recent_count; i++)

@@ -64,10 +64,6 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
         if (!value && u->stop.enabled) blocking_detach_all(&u->stop);
         u->stop.enabled = value == 1;
         return PYTOP_OK;
-    case PYTOP_OPT_CODE_RECHECK_MS:
-        if (value < 0) return PYTOP_ERR_ARGS;
-        u->codes.recheck_ms = (uint64_t)value;
-        return PYTOP_OK;
     case PYTOP_OPT_IDLE_CHECK:
         if (value < 1 || value > 1000000) return PYTOP_ERR_ARGS;
         u->os.idle_check = (uint32_t)value;
@@ -104,8 +100,8 @@ static int collect(pytop_unwinder *u, pytop_sample *out) {
     samples_next(&u->samples);
     u->gc_collecting = -1;
     u->error[0] = '\0';
-    codes_begin_sample(&u->codes, now / 1000000u);
-    tasks_begin_sample(&u->os, now);
+    codes_begin_sample(&u->codes);
+    tasks_begin_sample(&u->os, now, u->samples.prev->thread_count);
     int status = u->stop.enabled ? stop_the_world(u) : PYTOP_OK;
     if (status == PYTOP_OK) status = remote_begin_sample(&u->mem);
     if (status == PYTOP_OK) status = threads_walk(u);
@@ -122,7 +118,7 @@ static int collect(pytop_unwinder *u, pytop_sample *out) {
         return status;
     }
     const sample_buf *b = u->samples.cur;
-    tracking_end_sample(&u->track, b);
+    tracking_end_sample(&u->track, b, u->samples.prev);
     summarise(b, out);
     out->threads = b->threads;
     out->frames = b->frames;
@@ -184,6 +180,8 @@ void pytop_close(pytop_unwinder *u) {
     tasks_free(&u->os);
     samples_free(&u->samples);
     tracking_free(&u->track);
+    names_free(&u->thread_names);
+    free(u->known.tstates);
     free(u->stop.tracees);
     free(u);
 }

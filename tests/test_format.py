@@ -42,6 +42,8 @@ def test_exited_banner() -> None:
     assert text == "Process 42 has exited. The results below are final; press q to quit."
     text = fmt.exited_banner(snapshot(exited=True, exit_reason="permission denied"))
     assert text is not None and text.startswith("Sampling stopped: permission denied")
+    text = fmt.exited_banner(snapshot(exited=True, failure="RuntimeError: figures broke"))
+    assert text == "pytop failed: RuntimeError: figures broke. The results below are the last it had; press q to quit."
 
 
 def test_header_lines() -> None:

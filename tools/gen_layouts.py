@@ -66,6 +66,7 @@ FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     ("ts_interp", "offsetof(PyThreadState, interp)", ALL),
     ("ts_thread_id", "offsetof(PyThreadState, thread_id)", ALL),
     ("ts_native_thread_id", "offsetof(PyThreadState, native_thread_id)", since((3, 11))),
+    ("ts_unique_id", "offsetof(PyThreadState, id)", until((3, 10))),
     ("ts_frame", "offsetof(PyThreadState, frame)", until((3, 10))),
     ("ts_frame", "offsetof(PyThreadState, current_frame)", since((3, 13))),
     ("ts_cframe", "offsetof(PyThreadState, cframe)", ((3, 11), (3, 12))),

@@ -83,8 +83,9 @@ class CodeInfo:
 UNKNOWN = CodeInfo("<unknown>", "<unknown>", "<unknown>", 0)
 
 # pytop_thread as laid out in C: thread_id, tstate, interp_id, cpu_ns, cpu_delta_ns,
-# wait_delta_ns, outer_frame, native_id, flags, status, first_frame, frame_count, serial, os_state.
-_THREAD = struct.Struct("<QQqQQQQiIiIIIc7x")
+# wait_delta_ns, outer_frame, top_frame, native_id, flags, status, first_frame, frame_count, serial,
+# os_state.
+_THREAD = struct.Struct("<QQqQQQQQiIiIIIc3xI")
 assert _THREAD.size == ffi.sizeof("pytop_thread"), "pytop.h and native.py disagree"
 
 
@@ -214,7 +215,8 @@ class Unwinder:
         threads = tuple(
             ThreadSample(tid, native, interp, flags, status, frames[first * size:(first + count) * size],
                          state.decode("latin-1"), cpu)
-            for tid, _, interp, cpu, _, _, _, native, flags, status, first, count, _, state in _THREAD.iter_unpack(raw))
+            for tid, _, interp, cpu, _, _, _, _, native, flags, status, first, count, _, state, _
+            in _THREAD.iter_unpack(raw))
         gc = None if out.gc_collecting < 0 else bool(out.gc_collecting)
         return Sample(threads, gc, out.syscalls, out.failed_reads, out.taken_at, out.torn_count)
 

@@ -14,7 +14,7 @@ import psutil
 from . import errors
 from .core.model import Snapshot, TargetInfo
 from .core.records import Frame, ProcessStacks, ThreadStack
-from .native import Sample, SampleError, ThreadSample, Unwinder
+from .native import OS_STATE_EXACT, Sample, SampleError, ThreadSample, Unwinder
 from .report import dump as report_dump
 from .report import table
 from .sampling import priority
@@ -57,7 +57,10 @@ def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: b
         if stats_file:
             with open(stats_file, "w") as f:
                 json.dump(sampler.statistics(), f, indent=1)
-    return 0
+    if sampler.failure:  # it was on screen until the user quit; say it once more where it stays
+        print(f"pytop: sampling failed: {sampler.failure}", file=sys.stderr)
+        return 1
+    return app.return_code or 0  # Textual prints its own traceback and sets 1 when the screen failed
 
 
 def stacks_of(target: Target, sample: Sample) -> ProcessStacks:
@@ -98,6 +101,7 @@ def collect(sampler: Sampler, duration: float) -> Snapshot:
 def dump(pid: int, as_json: bool, blocking: bool = False) -> int:
     target = attach(pid)
     try:
+        target.unwinder.set_os_state_mode(OS_STATE_EXACT)  # one sample: every thread's letter, read now
         target.unwinder.set_blocking(blocking)
         for _ in range(5):  # a torn read is retried; a target that keeps tearing is reported
             try:

@@ -47,11 +47,13 @@ def _u64(pid: int, address: int) -> int:
 
 
 def _thread_ids(pid: int, runtime: int, layout: dict[str, int]) -> list[int]:
-    """pthread_t of every thread of the main interpreter (attach time, simple reads)."""
+    """pthread_t of every thread of the main interpreter (attach time, simple reads). A thread
+    state freed while the list is walked ends the walk: its memory no longer points back to the
+    interpreter."""
     interp = _u64(pid, runtime + layout["rt_interpreters_head"])
     ids: list[int] = []
     tstate = _u64(pid, interp + layout["is_threads_head"]) if interp else 0
-    while tstate and len(ids) < 4096:
+    while tstate and len(ids) < 4096 and _u64(pid, tstate + layout["ts_interp"]) == interp:
         ids.append(_u64(pid, tstate + layout["ts_thread_id"]))
         tstate = _u64(pid, tstate + layout["ts_next"])
     return ids
@@ -70,36 +72,54 @@ def _task_ids(pid: int) -> set[int]:
     return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
 
 
-def calibrate_pthread_tid(pid: int, runtime: int, layout: dict[str, int]) -> int:
+def calibrate_pthread_tid(pid: int, runtime: int, layout: dict[str, int], attempts: int = 5) -> int:
+    """The offset of the TID in struct pthread, -1 if not found; a look spoilt by threads that
+    changed under it (a read of freed memory, too few agreeing) is tried again."""
+    for _ in range(attempts):
+        try:
+            offset = _pthread_tid_offset(pid, runtime, layout)
+        except (ProcessLookupError, PermissionError):
+            raise
+        except OSError:
+            continue
+        if offset >= 0:
+            return offset
+    return -1
+
+
+def _pthread_tid_offset(pid: int, runtime: int, layout: dict[str, int]) -> int:
     """Before 3.11 a thread state knows its pthread_t but not its TID. The libc keeps the TID
     inside struct pthread at an offset of its own: find the offset where the main thread's
     struct holds the pid and the other Python threads' structs hold TIDs of the process.
 
     Threads come and go while this looks (a thread per request): a thread that ended between
     the listing of TIDs and the reading of its struct does not count against an offset; the
-    offset most threads agree on wins, if most of them do."""
-    try:
-        before = _task_ids(pid)
-        main = _u64(pid, runtime + layout["rt_main_thread"])
-        others = [t for t in _thread_ids(pid, runtime, layout) if t and t != main]
-        block = _read_prefix(pid, main) if main else b""
-        candidates = [off for off in range(0, len(block) - 3, 4) if struct.unpack_from("<i", block, off)[0] == pid]
-        values: dict[int, list[int]] = {off: [] for off in candidates}
-        for thread in others:
-            for off in candidates:
-                try:
-                    values[off].append(struct.unpack("<i", read_memory(pid, thread + off, 4))[0])
-                except OSError:
-                    continue  # that thread's struct is gone: it ended
-        tids = before | _task_ids(pid)
-    except OSError:
-        return -1
+    offset most threads agree on wins, if most of them do. A thread can also start and end
+    between the two listings of TIDs: the kernel then clears the TID in its struct, so a value
+    that is not a listed TID counts against an offset only if it is still there afterwards."""
+    before = _task_ids(pid)
+    main = _u64(pid, runtime + layout["rt_main_thread"])
+    others = [t for t in _thread_ids(pid, runtime, layout) if t and t != main]
+    block = _read_prefix(pid, main) if main else b""
+    candidates = [off for off in range(0, len(block) - 3, 4) if struct.unpack_from("<i", block, off)[0] == pid]
+    found = {off: [(thread, _i32(pid, thread + off)) for thread in others] for off in candidates}
+    tids = before | _task_ids(pid)
+    values = {off: [v for thread, v in pairs if v is not None and (v in tids or _i32(pid, thread + off) == v)]
+              for off, pairs in found.items()}
     if not candidates:
         return -1
-    score = {off: sum(v in tids for v in found) for off, found in values.items()}
+    score = {off: sum(v in tids for v in values[off]) for off in candidates}
     best = max(candidates, key=lambda off: (score[off], -off))
     read = len(values[best])
     return best if read == 0 or score[best] * 4 >= read * 3 else -1
+
+
+def _i32(pid: int, address: int) -> int | None:
+    """The int at `address`, None if it cannot be read (the thread's struct is gone: it ended)."""
+    try:
+        return int(struct.unpack("<i", read_memory(pid, address, 4))[0])
+    except OSError:
+        return None
 
 
 def attach(pid: int) -> Target:
