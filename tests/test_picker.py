@@ -32,6 +32,7 @@ async def test_choosing_a_process_in_the_picker(some_interp: dict[str, Any]) -> 
     with helpers.running(some_interp, "stacks.py") as t:
         app = PickerApp(refresh_seconds=60)
         async with app.run_test(size=(140, 30)) as pilot:
+            await app.workers.wait_for_complete()  # the list is made in a thread
             await pilot.pause()
             table = app.query_one(DataTable)
             row = app.pids.index(t.pid)

@@ -4,6 +4,7 @@ says to the table, the header and the source."""
 from __future__ import annotations
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
 
 from pytop.ui.app import PytopApp
@@ -264,3 +265,9 @@ async def test_gc_share_in_the_header() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert "GIL: 61.5%, Active: 43.3%, Threads: 6, GC: 1.2%" in header_text(app)
+
+
+def test_every_key_the_app_binds_is_explained_in_the_help() -> None:
+    explained = {key for key, _ in PytopApp.key_help()}
+    bound = {b.key_display or b.key for b in PytopApp.BINDINGS if isinstance(b, Binding) and b.action != "close_panel"}
+    assert bound - {"ctrl+c"} <= explained, bound - explained

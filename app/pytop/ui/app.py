@@ -48,43 +48,44 @@ class PytopApp(App[None]):
     CSS_PATH = "pytop.tcss"
     TITLE = "pytop"
     ENABLE_COMMAND_PALETTE = False
+    # The help screen is made from these: a binding's tooltip is its line there.
     BINDINGS = [
-        Binding("1", "sort('own_pct')", "%Own"),
-        Binding("2", "sort('total_pct')", "%Total"),
-        Binding("3", "sort('own_time')", "OwnTime"),
-        Binding("4", "sort('total_time')", "TotalTime"),
-        Binding("l,L", "toggle_lines", "Lines", key_display="L"),
-        Binding("m", "next_mode", "Mode"),
-        Binding("r,R", "reset", "Reset", key_display="R"),
-        Binding("t", "toggle_threads", "Threads"),
-        Binding("a", "all_threads", "All threads", show=False),
-        Binding("P", "next_process", "Process", show=False),
-        Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("c", "clear_filter", "Clear filter", show=False),
-        Binding("p", "pause", "Pause"),
-        Binding("e", "export", "Export"),
+        Binding("1", "sort('own_pct')", "%Own", tooltip="sort by %Own (or click a column header)"),
+        Binding("2", "sort('total_pct')", "%Total", tooltip="sort by %Total"),
+        Binding("3", "sort('own_time')", "OwnTime", tooltip="sort by OwnTime"),
+        Binding("4", "sort('total_time')", "TotalTime", tooltip="sort by TotalTime"),
+        Binding("l,L", "toggle_lines", "Lines", key_display="L", tooltip="show lines instead of functions, and back"),
+        Binding("m", "next_mode", "Mode",
+                tooltip="what times measure: cpu (the kernel's count), wall (every thread), gil (the GIL holder)"),
+        Binding("r,R", "reset", "Reset", key_display="R", tooltip="reset all statistics"),
+        Binding("t", "toggle_threads", "Threads",
+                tooltip="show or hide the threads; Enter on one shows only its functions"),
+        Binding("a", "all_threads", "All threads", show=False, tooltip="all threads again"),
+        Binding("P", "next_process", "Process", show=False,
+                tooltip="with --subprocesses: one process after another, then all again"),
+        Binding("slash", "filter", "Filter", key_display="/",
+                tooltip="filter functions and files by a text or regular expression (Enter applies)"),
+        Binding("c", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
+        Binding("p", "pause", "Pause", tooltip="pause the screen (sampling goes on); p again shows what came in"),
+        Binding("e", "export", "Export",
+                tooltip="export everything since the reset: collapsed stacks and speedscope JSON, here"),
         Binding("escape", "close_panel", "Close", show=False),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="this help"),
+        Binding("q", "quit", "Quit", tooltip="quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
-    KEY_HELP = [
-        ("1 2 3 4", "sort by %Own, %Total, OwnTime, TotalTime (or click a column header)"),
-        ("L", "show lines instead of functions, and back"),
-        ("m", "what times measure: cpu (the kernel's count), wall (every thread), gil (the GIL holder)"),
-        ("R", "reset all statistics"),
-        ("t", "show or hide the threads; Enter on one shows only its functions"),
-        ("a", "all threads again"),
-        ("P", "with --subprocesses: one process after another, then all again"),
-        ("/", "filter functions and files by a text or regular expression (Enter applies)"),
-        ("c", "clear the filter"),
-        ("p", "pause the screen (sampling goes on); p again shows what came in"),
+    # Keys the table and panels handle themselves.
+    WIDGET_KEYS = [
         ("Enter, click", "callers and callees of a function; Enter on one goes to it, Esc closes"),
-        ("e", "export everything since the reset: collapsed stacks and speedscope JSON, here"),
         ("↑ ↓ PgUp PgDn", "scroll the table (the mouse wheel too)"),
-        ("?", "this help"),
-        ("q, Ctrl-C", "quit"),
+        ("Ctrl-C", "quit"),
     ]
+
+    @classmethod
+    def key_help(cls) -> list[tuple[str, str]]:
+        """One line per key with a tooltip, then the widgets' keys."""
+        rows = [(b.key_display or b.key, b.tooltip) for b in cls.BINDINGS if isinstance(b, Binding) and b.tooltip]
+        return rows + cls.WIDGET_KEYS
 
     def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: str = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), handle_signals: bool = False):
@@ -194,7 +195,7 @@ class PytopApp(App[None]):
         self.source.set_mode(self.mode)
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.KEY_HELP))
+        self.push_screen(HelpScreen(self.key_help()))
 
     def action_toggle_threads(self) -> None:
         threads = self.query_one(ThreadTable)

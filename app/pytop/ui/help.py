@@ -15,13 +15,15 @@ COLUMNS_HELP = [
     ("%Own", "share of the last refresh's time spent in the function itself (the innermost "
              "frame); like top's %CPU, one thread busy in it all the time is 100%"),
     ("%Total", "the same, counting the functions it called too (recursion counted once)"),
-    ("OwnTime", "seconds spent in the function itself since the start or the last reset"),
+    ("OwnTime", "seconds spent in the function itself since the start or the last reset: in cpu mode, "
+                "time on a CPU as the kernel counts it"),
     ("TotalTime", "seconds spent in it or in what it called, since the start or the last reset"),
     ("GIL", "share of samples in which some thread held the GIL"),
     ("Active", "share of thread samples in which the thread was running, not waiting or asleep"),
     ("Threads", "Python threads in the last sample"),
 ]
-FOOTNOTE = "Idle threads are left out of the table unless pytop runs with --idle."
+FOOTNOTE = ("cpu mode counts time on a CPU (sleeping threads add nothing); wall mode counts every thread's "
+            "time, sleeping or not; gil mode the GIL holder's. m switches between them.")
 
 
 def two_columns(rows: list[tuple[str, str]], key_style: str) -> Table:

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
+from textual.worker import get_current_worker
 
 from ..target.pythons import PythonProcess, python_processes
 
@@ -45,7 +46,13 @@ class PickerApp(App[int]):
         self.set_interval(self.refresh_seconds, self.refresh_list)
 
     def refresh_list(self) -> None:
-        self.show(python_processes())
+        self.run_worker(self._scan, thread=True, exclusive=True, group="scan")
+
+    def _scan(self) -> None:
+        """Reading every process's maps and ELF headers takes a while: not on the event loop."""
+        processes = python_processes()
+        if not get_current_worker().is_cancelled:
+            self.call_from_thread(self.show, processes)
 
     def show(self, processes: list[PythonProcess]) -> None:
         table = self.query_one(DataTable)
