@@ -111,3 +111,11 @@ def test_a_target_that_has_exited() -> None:
     finally:
         target.wait()
     assert_clean_failure(result, 1, f"process {target.pid} has exited")
+
+
+@pytest.mark.parametrize("bad", ["0", "-3", "fast", "100001"])
+def test_rate_out_of_range(bad: str) -> None:
+    result = helpers.run_pytop("--batch", f"--rate={bad}", "1")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "--rate" in result.stderr or "samples per second" in result.stderr, result.stderr

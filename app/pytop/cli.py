@@ -37,7 +37,7 @@ def positive(text: str) -> float:
     return value
 
 
-MAX_RATE = 20000.0
+MAX_RATE = 100000.0
 
 
 def rate(text: str) -> float:
@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--demo", action="store_true", help="start and watch pytop's demo workload")
     sampling = parser.add_argument_group("sampling")
     sampling.add_argument("-r", "--rate", type=rate, default=1000.0, metavar="HZ",
-                          help="samples per second (default 1000, up to 20000)")
+                          help="samples per second (default 1000, up to 100000)")
     sampling.add_argument("--mode", choices=("cpu", "wall", "gil"),
                           help="what the times measure: cpu (default: time on a CPU, as the kernel counts "
                                "it), wall (every thread's wall-clock time, sleeping or not) or gil (the "
