@@ -9,7 +9,7 @@ from typing import Any
 from textual.widgets import DataTable
 
 import helpers
-from pytop.target.pythons import python_processes
+from pytop.target.pythons import PythonProcess, python_processes
 from pytop.ui.picker import PickerApp
 
 
@@ -48,3 +48,16 @@ async def test_leaving_the_picker() -> None:
     async with app.run_test(size=(100, 20)) as pilot:
         await pilot.press("q")
     assert app.return_value is None
+
+
+async def test_a_refresh_does_not_move_rows_under_the_cursor() -> None:
+    app = PickerApp(refresh_seconds=60)
+    async with app.run_test(size=(100, 20)) as pilot:
+        await app.workers.wait_for_complete()
+        app.show([PythonProcess(10, "a", "one", 50.0), PythonProcess(11, "a", "two", 10.0)])
+        app.query_one(DataTable).move_cursor(row=1)
+        app.show([PythonProcess(12, "a", "new", 90.0), PythonProcess(11, "a", "two", 80.0),
+                  PythonProcess(10, "a", "one", 0.0)])
+        await pilot.pause()
+        assert app.pids == [10, 11, 12]  # busier now, still where they were; the newcomer last
+        assert app.pids[app.query_one(DataTable).cursor_row] == 11

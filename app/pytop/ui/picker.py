@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -9,6 +11,8 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
 from ..target.pythons import PythonProcess, python_processes
+
+PRIMING_SECONDS = 0.3
 
 
 class PickerApp(App[int]):
@@ -50,11 +54,21 @@ class PickerApp(App[int]):
 
     def _scan(self) -> None:
         """Reading every process's maps and ELF headers takes a while: not on the event loop."""
+        if not self.pids:
+            python_processes()  # CPU shares are measured between two looks
+            time.sleep(PRIMING_SECONDS)
         processes = python_processes()
         if not get_current_worker().is_cancelled:
             self.call_from_thread(self.show, processes)
 
     def show(self, processes: list[PythonProcess]) -> None:
+        """The list, busiest first when it opens; then rows keep their places under the cursor
+        (new processes come at the end, ended ones go), so a refresh never moves a row away."""
+        if self.pids:
+            shown = set(self.pids)
+            by_pid = {p.pid: p for p in processes}
+            kept = [by_pid[pid] for pid in self.pids if pid in by_pid]
+            processes = kept + [p for p in processes if p.pid not in shown]
         table = self.query_one(DataTable)
         keep = self.pids[table.cursor_row] if self.pids and table.row_count else None
         table.clear()
