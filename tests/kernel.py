@@ -46,18 +46,23 @@ def between(before: tuple[float, dict[int, float]], after: tuple[float, dict[int
     return Usage(after[0] - before[0], threads)
 
 
+def task_states(pid: int) -> set[str]:
+    """The state letters of the process's threads (a thread that ends meanwhile is left out)."""
+    states = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                states.add(f.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            continue
+    return states
+
+
 def all_stopped(pid: int, timeout: float = 5.0) -> None:
     """Until every thread of `pid` is in a stop (after SIGSTOP): its CPU counts no longer move."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        states = set()
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                    states.add(f.read().rsplit(")", 1)[1].split()[0])
-            except OSError:
-                continue
-        if states <= {"T", "t"}:
+        if task_states(pid) <= {"T", "t"}:
             return
         time.sleep(0.002)
     raise RuntimeError(f"process {pid} did not stop")

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import helpers
+import kernel
 from pytop import errors
 from pytop.native import OS_STATE_EXACT, OS_STATE_FAST, Sample, SampleError, ThreadSample
 from pytop.target.attach import Target, attach
@@ -206,17 +207,6 @@ def test_thread_names(interp: dict[str, Any]) -> None:
     assert "ünïcode-名前-🚀" in names.values() and "główny-wątek" in names.values()
 
 
-def task_states(pid: int) -> set[str]:
-    states = set()
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                states.add(f.read().rsplit(")", 1)[1].split()[0])
-        except OSError:
-            pass
-    return states
-
-
 def tracer_of(pid: int) -> int:
     with open(f"/proc/{pid}/status") as f:
         return int(next(line for line in f if line.startswith("TracerPid:")).split()[1])
@@ -234,9 +224,9 @@ def test_blocking_mode_stops_the_target_only_while_reading(interp: dict[str, Any
                 assert frames_of(target, by_id(sample)[expected["thread_id"]]) == expected["frames"]
                 # States were read before the threads were stopped, and they run again after.
                 assert {thread.os_state for thread in sample.threads} <= {"R", "S"}
-                assert "t" not in task_states(t.pid)
+                assert "t" not in kernel.task_states(t.pid)
             assert tracer_of(t.pid) == os.getpid()
             target.unwinder.set_blocking(False)
-            assert tracer_of(t.pid) == 0 and "t" not in task_states(t.pid)
+            assert tracer_of(t.pid) == 0 and "t" not in kernel.task_states(t.pid)
         finally:
             target.close()

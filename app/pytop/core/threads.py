@@ -47,6 +47,16 @@ class ThreadState:
     ended: int = 0  # order in which it was seen to end
     had_frames: bool = False  # some sample saw it running Python
 
+    def add_figures(self, more: ThreadUpdate | ThreadState) -> None:
+        """Add a drain's figures for this thread, or a folded thread's."""
+        self.cpu_ns += more.cpu_ns
+        self.wall_ns += more.wall_ns
+        self.wait_ns += more.wait_ns
+        self.samples += more.samples
+        self.gil_samples += more.gil_samples
+        self.errors += more.errors
+        self.last_error = more.last_error if more.errors else self.last_error
+
     @property
     def last_error_text(self) -> str | None:
         return STATUS_NAMES.get(self.last_error, "error") if self.errors else None
@@ -67,13 +77,7 @@ class ThreadBook:
             t.thread_id = u.thread_id or t.thread_id
             t.native_id = u.native_id or t.native_id
             t.name = u.name or t.name
-            t.cpu_ns += u.cpu_ns
-            t.wall_ns += u.wall_ns
-            t.wait_ns += u.wait_ns
-            t.samples += u.samples
-            t.gil_samples += u.gil_samples
-            t.errors += u.errors
-            t.last_error = u.last_error if u.errors else t.last_error
+            t.add_figures(u)
             t.stack = u.stack or t.stack
             t.had_frames = t.had_frames or (bool(u.stack) and has_frames(u.stack))
             t.os_state = u.os_state
@@ -104,13 +108,7 @@ class ThreadBook:
             if row is None:
                 row = self.threads[key] = ThreadState(key, t.process, t.pid, name=None, alive=False, threads=0)
             row.threads += 1
-            row.cpu_ns += t.cpu_ns
-            row.wall_ns += t.wall_ns
-            row.wait_ns += t.wait_ns
-            row.samples += t.samples
-            row.gil_samples += t.gil_samples
-            row.errors += t.errors
-            row.last_error = t.last_error if t.errors else row.last_error
+            row.add_figures(t)
             del self.threads[t.key]
             moved[t.key] = key
         return moved
