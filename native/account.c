@@ -7,9 +7,12 @@
  *   gil   the same, when it holds the GIL;
  *   cpu   the kernel's count of the thread's CPU time, each time it moves: split over the stacks
  *         the thread was seen running Python with (holding the GIL) since it last moved
- *         (`pending`), or, if it was not (it ran and slept between samples, or ran C code that
- *         let the GIL go: its stack stays at that call), given to its latest stack. The count
- *         moves only at the scheduler's ticks and at switches, so samples in between wait for it.
+ *         (`pending`), by time: each interval between two samples counts half for the stack at
+ *         either end that held the GIL (the trapezoid rule: a late sample no longer hands the
+ *         whole gap to the stack it found). If it was never seen running (it ran and slept
+ *         between samples, or ran C code that let the GIL go: its stack stays at that call),
+ *         the count goes to its latest stack. The count moves only at the scheduler's ticks
+ *         and at switches, so samples in between wait for it.
  *
  * Per period (every `period` seconds, on a sample that read every thread's figures): the
  * process's own CPU clock counts ended threads too. Its growth, less what was attributed and
@@ -136,33 +139,52 @@ static void add_cpu(pytop_engine *e, uint32_t key, uint32_t stack, uint64_t ns) 
     if (w) w->cpu_ns += ns;
 }
 
-static void pending_add(engine_thread *t, uint32_t stack) {
-    t->pending_total++;
-    for (uint32_t i = t->pending_count; i > 0; i--)
-        if (t->pending[i - 1].stack == stack) {
-            t->pending[i - 1].count++;
-            return;
-        }
-    if (t->pending_count < PENDING_RUNS) t->pending[t->pending_count++] = (pending_run){stack, 1};
-    else t->pending[PENDING_RUNS - 1].count++; /* full: the last one stands for the rest */
+/* Runs are kept in time order, so that time the thread spent waiting for a CPU can be taken
+ * off the oldest (see give_cpu). */
+static void pending_add(engine_thread *t, uint32_t stack, uint64_t ns) {
+    if (!ns) ns = 1; /* a sample with no time before it still says the stack ran */
+    t->pending_total += ns;
+    if (t->pending_count && t->pending[t->pending_count - 1].stack == stack) {
+        t->pending[t->pending_count - 1].weight_ns += ns;
+        return;
+    }
+    if (t->pending_count < PENDING_RUNS) t->pending[t->pending_count++] = (pending_run){stack, ns};
+    else t->pending[PENDING_RUNS - 1].weight_ns += ns; /* full: the last one stands for the rest */
 }
 
-/* Split `ns` over runs by their sample counts (the last gets what rounding leaves). */
+/* Split `ns` over runs by their weights (the last gets what rounding leaves). */
 static void split(pytop_engine *e, uint32_t key, const pending_run *runs, uint32_t count, uint64_t total,
                   uint64_t ns) {
     uint64_t left = ns;
     for (uint32_t i = 0; i < count; i++) {
-        uint64_t share = i + 1 == count ? left : (uint64_t)((double)ns * runs[i].count / (double)total);
+        uint64_t share = i + 1 == count ? left : (uint64_t)((double)ns * (double)runs[i].weight_ns / (double)total);
         if (share > left) share = left;
         add_cpu(e, key, runs[i].stack, share);
         left -= share;
     }
 }
 
+/* A thread that holds the GIL but was preempted keeps being seen with its stack while it does
+ * not run. The kernel counts that time as run-queue wait, told when the thread gets a CPU
+ * again; the wait came right after its count last moved (a switch moves it), so it is taken
+ * off the oldest runs: else a function preempted 15 ms just before it returned got 15 ms of
+ * weight against the next function's 1 ms, and most of the CPU that followed. */
+static void drop_waiting(engine_thread *t) {
+    uint64_t wait = t->pending_wait;
+    for (uint32_t i = 0; i < t->pending_count && wait; i++) {
+        uint64_t cut = t->pending[i].weight_ns < wait ? t->pending[i].weight_ns : wait;
+        t->pending[i].weight_ns -= cut;
+        t->pending_total -= cut;
+        wait -= cut;
+    }
+}
+
 static void give_cpu(pytop_engine *e, engine_thread *t, uint64_t ns) {
+    drop_waiting(t);
     if (t->pending_total) split(e, t->key, t->pending, t->pending_count, t->pending_total, ns);
     else add_cpu(e, t->key, t->stack, ns);
-    t->pending_count = t->pending_total = 0;
+    t->pending_count = 0;
+    t->pending_total = t->pending_wait = 0;
 }
 
 /* The CPU a thread born since the previous sample used before it was first read: its whole
@@ -192,8 +214,8 @@ static uint32_t stack_of(pytop_engine *e, uint32_t p, const engine_thread *t, co
 
 void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t now, uint64_t cap_ns) {
     engine_process *P = &e->processes[p];
-    uint64_t dt = P->last_ns && now > P->last_ns ? now - P->last_ns : cap_ns / 2;
-    if (dt > cap_ns) dt = cap_ns; /* a late sample does not stretch what it saw */
+    uint64_t span = P->last_ns && now > P->last_ns ? now - P->last_ns : cap_ns / 2; /* since the previous sample */
+    uint64_t dt = span < cap_ns ? span : cap_ns; /* a late sample does not stretch what it saw */
     bool first_sample = P->sample_no == 0;
     P->sample_no++;
     P->last_ns = now;
@@ -214,6 +236,8 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         bool created;
         engine_thread *t = account_thread(e, p, false, pt->serial, &created);
         if (!t) continue;
+        bool ran_before = !created && t->gil && t->seen + 1 == P->sample_no; /* with the GIL, last sample */
+        uint32_t stack_before = t->stack;
         t->thread_id = pt->thread_id;
         t->native_id = pt->native_id;
         t->alive = true;
@@ -235,10 +259,14 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         t->acc_samples++;
         t->d_wall += dt;
         t->d_samples++;
+        /* Between two samples the stack changed at an unknown moment: each end's stack gets half
+         * of the interval (a late sample, 17 ms after the one before, split a function's last
+         * 7 ms and the next one's first 10 ms 17 to 0 when the later stack took it all). */
+        if (ran_before) pending_add(t, stack_before, span / 2);
         if (pt->flags & PYTOP_THREAD_GIL) { /* the thread that runs Python code now */
             t->acc_gil += dt;
             t->d_gil++;
-            pending_add(t, t->stack);
+            pending_add(t, t->stack, span - span / 2);
         }
         if (pt->flags & PYTOP_THREAD_ACTIVE) t->acc_running++;
         if (!(pt->flags & PYTOP_THREAD_CHECKED)) continue;
@@ -247,6 +275,7 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
          * life; one known before (its files were reopened) brings nothing new. */
         if (pt->flags & PYTOP_THREAD_NEW_TASK) cpu = created && !first_sample ? born_cpu(P, pt) : 0;
         t->d_wait += pt->wait_delta_ns;
+        t->pending_wait += pt->wait_delta_ns;
         if (cpu) {
             give_cpu(e, t, cpu);
             t->d_cpu += cpu;
@@ -283,7 +312,8 @@ void account_ends(pytop_engine *e, uint32_t p) {
         t->dirty = true;
         account_flush(e, t);
         remember_ended(P, t);
-        t->pending_count = t->pending_total = 0;
+        t->pending_count = 0;
+        t->pending_total = t->pending_wait = 0;
     }
 }
 
@@ -420,14 +450,14 @@ static void place_rest(pytop_engine *e, uint32_t p, uint64_t rest) {
     engine_process *P = &e->processes[p];
     uint64_t runs = 0, cpu = 0;
     for (uint32_t i = 0; i < P->ended_count; i++) {
-        for (uint32_t k = 0; k < P->ended[i].pending_count; k++) runs += P->ended[i].pending[k].count;
+        for (uint32_t k = 0; k < P->ended[i].pending_count; k++) runs += P->ended[i].pending[k].weight_ns;
         cpu += P->ended[i].cpu;
     }
     if (runs) { /* the tails: where they were last seen running */
         uint64_t left = rest;
         for (uint32_t i = 0; i < P->ended_count; i++) {
             uint64_t mine = 0;
-            for (uint32_t k = 0; k < P->ended[i].pending_count; k++) mine += P->ended[i].pending[k].count;
+            for (uint32_t k = 0; k < P->ended[i].pending_count; k++) mine += P->ended[i].pending[k].weight_ns;
             if (!mine) continue;
             uint64_t share = (uint64_t)((double)rest * (double)mine / (double)runs);
             if (share > left) share = left;

@@ -202,6 +202,8 @@ static void count_tick(pytop_engine *e, uint64_t due, uint64_t began, uint64_t i
     if (e->first_at == 0) e->first_at = (double)began / 1e9;
     e->last_at = (double)began / 1e9;
     e->lag = began > due ? (double)(began - due) / 1e9 : 0.0;
+    if (e->previous_tick_ns && began - e->previous_tick_ns > e->longest_gap_ns) e->longest_gap_ns = began - e->previous_tick_ns;
+    e->previous_tick_ns = began;
     e->late += began > due + interval;
     pthread_mutex_unlock(&e->lock);
 }

@@ -15,9 +15,11 @@
 #define PENDING_RUNS 32        /* stacks a thread was seen running with, awaiting its CPU count */
 #define MAX_ENDED 4096         /* threads that ended in one period, kept for the remainder */
 
-/* A run of samples in which a thread had one stack while the kernel said it was running. */
+/* Time in which a thread was seen running Python with one stack: each interval between two
+ * samples counts half for the stack at either end (see account.c). */
 typedef struct pending_run {
-    uint32_t stack, count;
+    uint32_t stack;
+    uint64_t weight_ns;
 } pending_run;
 
 typedef struct engine_thread {
@@ -37,9 +39,11 @@ typedef struct engine_thread {
     /* Time for `stack` not yet added to the weight map. */
     uint64_t acc_wall, acc_gil;
     uint32_t acc_samples, acc_running;
-    /* Samples since the kernel's count last moved in which it was running, by stack. */
+    /* Since the kernel's count last moved: the stacks it was seen running with, by time. */
     pending_run pending[PENDING_RUNS];
-    uint32_t pending_count, pending_total;
+    uint32_t pending_count;
+    uint64_t pending_total;
+    uint64_t pending_wait;     /* run-queue wait the kernel told of since, not yet taken off */
     uint64_t period_cpu;       /* CPU attributed to it in the current period */
     /* Since the previous drain. */
     uint64_t d_cpu, d_wall, d_wait;
@@ -113,6 +117,7 @@ struct pytop_engine {
     growing_text text;         /* what the next drain's records point into */
     /* Schedule, since the previous drain. */
     uint32_t ticks, late, given_up;
+    uint64_t previous_tick_ns, longest_gap_ns; /* a stall: what happened in it is a guess */
     double first_at, last_at, lag;
     bool realtime;
     double cpu_seconds;

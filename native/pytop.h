@@ -301,6 +301,7 @@ typedef struct pytop_drain {
     uint32_t given_up;       /* samples given up because sampling fell too far behind */
     double first_at, last_at;/* CLOCK_MONOTONIC seconds of the first and last tick drained */
     double lag;              /* seconds the latest tick began after it was due */
+    double longest_gap;      /* the longest time between two ticks' beginnings, in seconds */
     double cpu_seconds;      /* CPU time the sampling thread used */
     int32_t running;         /* 1 while the sampling thread runs */
     int32_t realtime;        /* 1 while it has a real-time priority */

@@ -48,6 +48,7 @@ def test_batch_json(some_interp: dict[str, Any]) -> None:
     document = json.loads(result.stdout)
     jsonschema.validate(document, BATCH_SCHEMA)
     assert 200 <= document["samples"] <= 400
+    assert 5 <= document["longest_gap_ms"] < 1500  # at least one interval of 200/s
     functions = by_name(document)
     spinning = functions.get("Worker.spinning") or functions["spinning"]
     assert spinning["own"] > document["samples"] * 0.5

@@ -250,11 +250,18 @@ def test_a_failure_in_pytop_ends_the_run_with_the_error(some_interp: dict[str, A
 
 def test_a_code_object_at_a_reused_address_is_named_anew(interp: dict[str, Any]) -> None:
     """Each round's function runs `work` seconds of CPU, at the address of the last round's:
-    a function credited with more than its own round was named from a dead object."""
-    with helpers.running(interp, "short_lived_code.py") as t:
-        sampler, _ = run_sampler(t.pid, Settings(rate=1000, mode="cpu", delay=0.25), 2.0)
-        rows = [row for row in sampler.final_snapshot().rows if row.function.startswith("work_")]
-    work = t.info["work"]
+    a function credited with more than its own round was named from a dead object (twice its
+    round, when its name outlived it). Where in a stall of the sampler one round ended is not
+    known (each side gets half), so a stall widens the margin; a stall as long as a round could
+    hide a dead name: then the run is taken again."""
+    for _ in range(3):
+        with helpers.running(interp, "short_lived_code.py") as t:
+            sampler, _ = run_sampler(t.pid, Settings(rate=1000, mode="cpu", delay=0.25), 2.0)
+        final = sampler.final_snapshot()
+        work = t.info["work"]
+        if final.longest_gap < work / 2:
+            break
+    rows = [row for row in final.rows if row.function.startswith("work_")]
     assert len(rows) >= 0.5 * 2.0 / work, [row.function for row in rows]
     worst = max(rows, key=lambda row: row.own_time)
-    assert worst.own_time <= 1.25 * work, (worst.function, worst.own_time)
+    assert worst.own_time <= 1.25 * work + final.longest_gap / 2, (worst.function, worst.own_time, final.longest_gap)

@@ -110,6 +110,7 @@ class Counts:
     unseen_ns: int = 0  # ... of threads that ended between samples
     first_at: float = 0.0  # CLOCK_MONOTONIC of the first and last tick
     last_at: float = 0.0
+    longest_gap: float = 0.0  # seconds: the longest time between two ticks
 
     def add_weights(self, weights: Iterable[Weight]) -> None:
         stacks = self.stacks
@@ -129,6 +130,7 @@ class Counts:
         self.ticks += drain.ticks
         self.late += drain.late
         self.given_up += drain.given_up
+        self.longest_gap = max(self.longest_gap, drain.longest_gap)
         if drain.ticks:
             self.first_at = self.first_at or drain.first_at
             self.last_at = drain.last_at

@@ -111,6 +111,7 @@ class Snapshot:
     mode: str = "cpu"  # what OwnTime and TotalTime measure (MODE_HELP)
     rate_asked: float = 0.0
     given_up: int = 0  # samples given up since the reset because sampling fell too far behind
+    longest_gap: float = 0.0  # seconds: the longest time between two samples since the reset
     torn: int = 0  # thread stacks that could not be read since the reset
     cpu_time: float = 0.0  # seconds of CPU the kernel counted for the target since the reset
     unseen_time: float = 0.0  # ... of which by threads that ended between samples

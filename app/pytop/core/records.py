@@ -164,6 +164,7 @@ class Drain:
     first_at: float  # CLOCK_MONOTONIC seconds of the first and last tick in it
     last_at: float
     lag: float  # how late the latest tick began
+    longest_gap: float  # the longest time between two ticks (a stall of the sampling thread)
     cpu_seconds: float  # CPU time of the sampling thread
     running: bool
     realtime: bool

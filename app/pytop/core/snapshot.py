@@ -159,6 +159,7 @@ def build(target: TargetInfo, figures: Figures, window_table: FunctionTable, vie
         mode=view.mode,
         rate_asked=c.rate_asked,
         given_up=total.given_up,
+        longest_gap=total.longest_gap,
         torn=total.torn,
         cpu_time=total.cpu_ns / 1e9,
         unseen_time=total.unseen_ns / 1e9,

@@ -7,6 +7,7 @@ import re
 from ..core.model import FunctionRow, Snapshot
 
 # Where a file lives inside an installation: shown from there on ("json/decoder.py").
+STALL_SECONDS = 0.02  # a longer time between two samples is named in the samples line
 _INSTALL_PREFIX = re.compile(r".*/(?:site-packages|dist-packages|lib/python\d+\.\d+)/")
 
 
@@ -65,6 +66,8 @@ def threads_line(s: Snapshot) -> str:
 def samples_line(s: Snapshot) -> str:
     rate = f"{s.rate:,.0f}/s" + (f" of {s.rate_asked:,.0f}/s" if s.rate_asked else "")
     late = f", {s.late_pct:.1f}% late" if s.late_pct >= 0.05 else ""
+    if s.longest_gap >= STALL_SECONDS:  # what the target did in a stall is a guess: say so
+        late += f", a {1000 * s.longest_gap:,.0f} ms gap"
     return f"Samples: {s.samples:,} ({rate}{late}), Errors: {100 * s.error_rate:.1f}%, Elapsed: {clock(s.elapsed)}"
 
 

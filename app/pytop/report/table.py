@@ -88,6 +88,7 @@ def as_json(s: Snapshot, sort: str) -> str:
         "rate_achieved": round(s.samples / s.elapsed, 3) if s.elapsed else 0.0,
         "late_pct": round(s.late_pct, 3),
         "given_up": s.given_up,
+        "longest_gap_ms": round(1000 * s.longest_gap, 3),
         "sampled_from": s.sampled_from,
         "sampled_until": s.sampled_until,
         "cpu_time": round(s.cpu_time, 6),
