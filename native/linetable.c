@@ -61,16 +61,12 @@ static void decode_310(builder *b, const uint8_t *p, size_t length, int32_t firs
     int64_t end = 0, line = first;
     for (size_t i = 0; i + 1 < length; i += 2) {
         int64_t start = end;
-        end += p[i];
         int ldelta = (int8_t)p[i + 1];
-        int32_t this_line = -1;
-        if (ldelta != -128) {
-            line += ldelta;
-            if (line > INT32_MAX || line < INT32_MIN) break;
-            this_line = (int32_t)line;
-        }
-        if (end > INT32_MAX) break;
-        if (end > start) emit(b, (int32_t)start, this_line);
+        int64_t next_line = ldelta == -128 ? line : line + ldelta;
+        if (next_line > INT32_MAX || next_line < INT32_MIN || end + p[i] > INT32_MAX) break; /* ends before it */
+        end += p[i];
+        line = next_line;
+        if (end > start) emit(b, (int32_t)start, ldelta == -128 ? -1 : (int32_t)line);
     }
     b->out->end = (int32_t)end;
 }
@@ -106,18 +102,18 @@ static void decode_locations(builder *b, const uint8_t *p, size_t length, int32_
         uint8_t head = p[pos];
         if (!(head & 128)) break; /* every entry starts with the top bit set */
         int code = (head >> 3) & 15;
-        int64_t start = end;
-        end += ((head & 7) + 1) * 2;
         pos++;
         int32_t delta = 0;
         if (code == LOC_LONG || code == LOC_NO_COLUMNS) {
             size_t at = pos;
-            if (read_signed_varint(p, length, &at, &delta) < 0) break;
+            if (read_signed_varint(p, length, &at, &delta) < 0) break; /* the table ends before it */
         } else if (code >= LOC_ONE_LINE0 && code < LOC_NO_COLUMNS) {
             delta = code - LOC_ONE_LINE0;
         }
-        line += delta;
-        if (line > INT32_MAX || line < INT32_MIN || end > INT32_MAX) break;
+        int64_t start = end, next_line = line + delta;
+        if (next_line > INT32_MAX || next_line < INT32_MIN || end + 16 > INT32_MAX) break; /* ends before it */
+        end += ((head & 7) + 1) * 2;
+        line = next_line;
         emit(b, (int32_t)start, code == LOC_NONE ? -1 : (int32_t)line);
         while (pos < length && !(p[pos] & 128)) pos++; /* skip the entry's other bytes */
     }

@@ -146,3 +146,13 @@ PYTOP = [sys.executable, "-m", "pytop"]
 def run_pytop(*args: str, timeout: float = 120, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """The installed pytop command line, as a user would run it."""
     return subprocess.run([*PYTOP, *args], capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+def wait_samples(sampler: Any, count: int, timeout: float = 60) -> None:
+    """Until `sampler` has taken `count` samples (a slow machine takes longer, not fewer)."""
+    deadline = time.monotonic() + timeout
+    while sampler.samples_taken < count:
+        if not sampler.running or time.monotonic() > deadline:
+            raise AssertionError(f"{sampler.samples_taken} samples of {count} (running: {sampler.running})")
+        time.sleep(0.01)
+

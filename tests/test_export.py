@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ def sampled(interp: dict[str, Any], tmp_path: Path) -> tuple[Sampler, dict[str, 
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, mode="wall"))
         sampler.start(lambda snapshot: None)
-        time.sleep(1.5)
+        helpers.wait_samples(sampler, 300)
         sampler.stop()
         paths = sampler.write_exports(str(tmp_path))
     return sampler, t.info, paths

@@ -14,7 +14,6 @@ thread's within max(10%, 0.5% of the window) of the kernel's count for it.
 from __future__ import annotations
 
 import contextlib
-import time
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +48,11 @@ def measure(interp: dict[str, Any], script: str, *args: str, load: bool) -> tupl
             sampler = Sampler(target.unwinder, info_of(target),
                               Settings(rate=RATE, delay=3600, quick_start=False))
             sampler.start(lambda snapshot: None)
-            time.sleep(0.3)  # pytop's first samples, of the frozen target
+            helpers.wait_samples(sampler, int(0.3 * RATE))  # pytop's first samples, of the frozen target
             with kernel.saturated() if load else contextlib.nullcontext():
                 usage = kernel.run_for(t.pid, WINDOW)
-            time.sleep(0.3)  # the kernel's counts are final (frozen): pytop's catch up
+            # The kernel's counts are final (frozen): pytop's catch up.
+            helpers.wait_samples(sampler, sampler.samples_taken + int(0.3 * RATE))
             sampler.stop()
         final = sampler.final_snapshot()
     return final, usage, t.info

@@ -414,7 +414,8 @@ class Engine:
             processes=_processes(out, text), threads=_threads(out, text), codes=_codes(out, text),
             stacks=_stacks(out), weights=_weights(out),
             ticks=out.ticks, late=out.late, given_up=out.given_up, first_at=out.first_at, last_at=out.last_at,
-            lag=out.lag, longest_gap=out.longest_gap, cpu_seconds=out.cpu_seconds, running=bool(out.running), realtime=bool(out.realtime),
+            lag=out.lag, longest_gap=out.longest_gap, cpu_seconds=out.cpu_seconds, running=bool(out.running),
+            realtime=bool(out.realtime),
             stacks_dropped=out.stacks_dropped, end=text.at(out.end_at),
         )
 

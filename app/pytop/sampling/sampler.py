@@ -119,6 +119,11 @@ class Sampler:
         return self._thread.is_alive()
 
     @property
+    def samples_taken(self) -> int:
+        """Samples drained since the last reset, read from any thread (it is one int)."""
+        return self.figures.total.ticks
+
+    @property
     def realtime(self) -> bool:
         return self._realtime
 
