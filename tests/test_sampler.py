@@ -9,6 +9,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 import helpers
 from pytop.core.model import Snapshot
 from pytop.core.threads import ThreadBook
@@ -126,11 +128,33 @@ def test_target_exit_ends_sampling_with_a_final_snapshot(some_interp: dict[str, 
         helpers.wait_samples(sampler, 100)
         os.kill(t.pid, signal.SIGUSR1)  # now exit
         assert got.exited.wait(30)
+        final = got.last
+        # The final figures can still be explored: by line, in another mode, a function's callers.
+        sampler.set_by_line(True)
+        by_line = wait_for(got, lambda s: s.by_line)
+        sampler.set_by_line(False)
+        sampler.set_mode("wall")
+        wall = wait_for(got, lambda s: s.mode == "wall" and not s.by_line)
+        churn = next(row for row in wall.rows if row.function == "churn")
+        sampler.set_focus(churn.key)
+        focused = wait_for(got, lambda s: s.call_graph is not None)
+        sampler.reset()  # would throw the results away: ignored
+        sampler.set_mode("cpu")
+        again = wait_for(got, lambda s: s.mode == "cpu")
         sampler.stop()
     assert not sampler.running
-    assert got.last.exited and "exited" in (got.last.exit_reason or "")
-    assert got.last.samples > 20
-    assert any(row.function == "churn" for row in got.last.rows)
+    assert final.exited and "exited" in (final.exit_reason or "")
+    assert final.samples > 20
+    assert any(row.function == "churn" for row in final.rows)
+    for s in (by_line, wall, focused, again):
+        assert s.exited and s.exit_reason == final.exit_reason and s.samples == final.samples
+    assert all(row.line for row in by_line.rows if row.filename), by_line.rows  # not "(no Python frame)"
+    assert {row.function for row in by_line.rows} == {
+        row.function for row in final.rows}
+    assert sum(r.own_time for r in by_line.rows) == pytest.approx(sum(r.own_time for r in final.rows))
+    assert wall.attributed > final.attributed  # wall time counts the sleeping main thread too
+    assert focused.call_graph is not None and focused.call_graph.focus == churn.key
+    assert again.attributed == final.attributed and again.rows == final.rows
 
 
 def test_threads_with_names_and_narrowing(some_interp: dict[str, Any]) -> None:

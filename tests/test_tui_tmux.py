@@ -131,6 +131,11 @@ def test_target_exit_keeps_the_results(terminal: Terminal, some_interp: dict[str
         assert "churn" in screen  # the last results stay
         time.sleep(1.5)
         assert "has exited" in terminal.screen() and "churn" in terminal.screen()
+        # The final results can still be explored.
+        terminal.keys("L")
+        terminal.wait_for(lambda s: "[by line]" in s and "exiting.py:" in s and "has exited" in s, "lines after exit")
+        terminal.keys("Enter")
+        terminal.wait_for(lambda s: "Callers and callees of" in s and "has exited" in s, "callers after exit")
         terminal.keys("q")
         assert_terminal_restored(terminal, "after-exit")
 

@@ -69,6 +69,7 @@ class Sampler:
         self._realtime = False
         self._sampler_cpu = 0.0
         self._dropped = 0
+        self._last_window: tuple[Counts, FunctionTable, Circumstances] | None = None
         self._reset_figures()
 
     # ---- called from other threads -------------------------------------------------------
@@ -153,11 +154,32 @@ class Sampler:
     def _run(self) -> None:
         try:
             self._loop()
+            if self.end is not None:
+                self._serve_final()
         except Exception as exc:  # a bug in pytop: end the run with it on screen, never freeze
             self.failure = f"{type(exc).__name__}: {exc}"
             self.publish(self._failed_snapshot())
         finally:
             self._shut_engine()
+
+    def _serve_final(self) -> None:
+        """Every process has gone and the figures are final; the view still changes on request
+        (lines, mode, a thread, a process, callers, export) until the sampler is stopped."""
+        while not self._stop.is_set():
+            kind, value = self._inbox.get()
+            if kind != "reset" and self._handle(kind, value):  # a reset would throw the results away
+                self.publish(self._final_again())
+
+    def _final_again(self) -> Snapshot:
+        """The last snapshot's figures in the current view (nothing merged or counted twice)."""
+        assert self._last_window is not None  # the exited snapshot was built
+        window, window_table, circumstances = self._last_window
+        f = self.figures
+        current, f.window = f.window, window
+        try:
+            return build(self.target, f, window_table, self.view, replace(circumstances, exported=self.exported))
+        finally:
+            f.window = current
 
     def _shut_engine(self) -> None:
         """Stop the engine, take in what it still holds, free it (unless its thread is stuck)."""
@@ -185,6 +207,7 @@ class Sampler:
                 self._discover()
                 next_discovery = now + DISCOVERY_SECONDS
             if self.end is not None:  # every process has gone
+                self._shut_engine()  # all it still holds goes into the final figures
                 self._publish(exited=True, reason=self.end)
                 return
             if self._handle(kind, value):
@@ -210,7 +233,8 @@ class Sampler:
         elif kind == "focus":
             self.view = replace(self.view, focus=value)  # type: ignore[arg-type]
         elif kind == "export":
-            self._drain()
+            if self.engine.is_open:
+                self._drain()
             self.exported = self.write_exports(str(value))
         else:
             return False
@@ -267,11 +291,13 @@ class Sampler:
             f.total.fold(moved)
         now = time.monotonic()
         seconds = max(now - self._window_started, 1e-9)
-        snapshot = build(self.target, f, window_table, self.view, Circumstances(
+        circumstances = Circumstances(
             window_seconds=seconds, elapsed=max(now - self.started, 1e-9), rate_asked=self.settings.rate,
             behind=self._behind(f.window, seconds), rss=self.processes.rss(), exited=exited, exit_reason=reason,
             exported=self.exported, processes=self.processes.alive, sampler_cpu=self._sampler_cpu,
-            stacks_dropped=self._dropped, last_error=self.last_error, failure=self.failure))
+            stacks_dropped=self._dropped, last_error=self.last_error, failure=self.failure)
+        snapshot = build(self.target, f, window_table, self.view, circumstances)
+        self._last_window = (f.window, window_table, circumstances)
         f.window = Counts()
         self._window_started = now
         return snapshot

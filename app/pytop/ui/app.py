@@ -212,9 +212,12 @@ class PytopApp(App[None]):
 
     def action_next_process(self) -> None:
         """All processes -> the first -> the next ... -> all again."""
-        if self.snapshot is None or len(self.snapshot.processes) < 2:
+        if self.snapshot is None:
             return
-        pids = list(self.snapshot.processes)
+        # Processes that have ended stay in the figures (and after the last one, all have).
+        pids = sorted(set(self.snapshot.processes) | {row.pid for row in self.snapshot.thread_rows})
+        if len(pids) < 2:
+            return
         current = self.snapshot.process_filter
         following = pids[0] if current is None else (pids[pids.index(current) + 1] if current in pids[:-1] else None)
         self.source.set_process(following)
