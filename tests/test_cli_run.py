@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from typing import Any
 
 import jsonschema
+import pytest
 
 import helpers
 
@@ -81,6 +83,22 @@ def test_launching_a_command_and_ending_it(some_interp: dict[str, Any]) -> None:
     assert not os.path.exists(f"/proc/{document['pid']}"), "pytop left its child running"
 
 
+@pytest.mark.parametrize("status, expected", [(3, 3), (-9, 128 + 9)], ids=["exit-3", "killed"])
+def test_a_started_programs_exit_status_is_pytops(some_interp: dict[str, Any], status: int, expected: int) -> None:
+    script = helpers.stage(some_interp, "exiting.py")
+    result = helpers.run_pytop("--batch", "--duration", "60", "--json", "--", *some_interp["argv"], script, "1",
+                               str(status), cwd="/")
+    assert result.returncode == expected, result.stderr
+    document = json.loads(result.stdout)
+    assert document["exited"] and document["exit_status"] == status
+    assert "churn" in by_name(document)
+    text = helpers.run_pytop("--batch", "--duration", "60", "--", *some_interp["argv"], script, "0.5", str(status),
+                             cwd="/")
+    assert text.returncode == expected
+    how = "exited with status 3" if status == 3 else "was killed by SIGKILL"
+    assert f"The process {how} during the run." in text.stdout
+
+
 def test_demo_in_batch() -> None:
     result = helpers.run_pytop("--demo", "--batch", "--duration", "2", "--json")
     assert result.returncode == 0, result.stderr
@@ -127,3 +145,15 @@ def test_batch_options_that_do_not_go_together() -> None:
     assert result.returncode == 2 and "go with --batch" in result.stderr
     result = helpers.run_pytop("--batch", "--json", "--format", "collapsed", "1")
     assert result.returncode == 2 and "disagree" in result.stderr
+
+
+def test_a_started_programs_log_is_kept_only_when_it_holds_something(tmp_path: Any) -> None:
+    from pytop.target.launch import Child
+
+    silent = Child(["true"], quiet=True)
+    assert silent.status(wait=10) == 0 and silent.log_path is not None
+    assert silent.finish_log() is None and not os.path.exists(silent.log_path)
+    chosen = tmp_path / "out.log"
+    talking = Child([sys.executable, "-c", "print('hello'); raise SystemExit(4)"], quiet=True, log=str(chosen))
+    assert talking.status(wait=10) == 4
+    assert talking.finish_log() == str(chosen) and chosen.read_text() == "hello\n"

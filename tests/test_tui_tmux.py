@@ -5,12 +5,14 @@ the main screen back)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -151,3 +153,19 @@ def test_picking_a_process_when_none_is_given(terminal: Terminal, some_interp: d
         terminal.wait_for(lambda s: f"pid {t.pid}" in s and "Function (filename)" in s, "the live view of the pick")
         terminal.keys("q")
         assert_terminal_restored(terminal, "after-picker")
+
+
+def test_a_started_program_shows_its_exit_status_and_where_its_output_went(
+        terminal: Terminal, some_interp: dict[str, Any]) -> None:
+    script = helpers.stage(some_interp, "exiting.py")
+    terminal.type(f"cd / && {' '.join(helpers.PYTOP)} -- {' '.join(some_interp['argv'])} {script} 1.5 3")
+    screen = terminal.wait_text("exited with status 3")
+    assert "churn" in screen and "[its output: /tmp/pytop-child-" in screen
+    terminal.keys("q")
+    screen = terminal.wait_text("pytop: the program's output is in ")
+    log = re.search(r"is in (/tmp/pytop-child-\S+\.log)", screen.replace("\n", ""))
+    assert log is not None, screen
+    try:
+        assert '"threads"' in Path(log.group(1)).read_text()  # the target's readiness line, printed
+    finally:
+        Path(log.group(1)).unlink()

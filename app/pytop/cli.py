@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "totaltime, or the key 1-4")
     view.add_argument("--by-line", action="store_true", help="start with one row per line, not per function")
     view.add_argument("--full-filenames", action="store_true", help="show full file paths")
+    view.add_argument("--child-output", metavar="FILE",
+                      help="with -- COMMAND or --demo: where the program's output goes while the screen is "
+                           "up (default: a temporary log, named when pytop ends, removed if empty)")
     view.add_argument("--stats-file", metavar="FILE",
                       help="on exit, write sampling statistics (samples, late, errors, rate) as JSON")
     once = parser.add_argument_group("without a screen")

@@ -41,14 +41,15 @@ def notes_for(child_log: str | None) -> tuple[str, ...]:
 
 
 def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: bool,
-             child_log: str | None = None, stats_file: str | None = None, follow_children: bool = False) -> int:
+             child: Child | None = None, stats_file: str | None = None, follow_children: bool = False) -> int:
     from .ui.app import PytopApp
 
     if settings.realtime:
         priority.raise_process()
-    sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if follow_children else None)
+    sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if follow_children else None,
+                      child.status if child else None)
     app = PytopApp(sampler, sort=sort, by_line=settings.by_line, mode=settings.mode, full_filenames=full_filenames,
-                   notes=notes_for(child_log), handle_signals=True)
+                   notes=notes_for(child.log_path if child else None), handle_signals=True)
     try:
         app.run()
     finally:
@@ -61,6 +62,14 @@ def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: b
         print(f"pytop: sampling failed: {sampler.failure}", file=sys.stderr)
         return 1
     return app.return_code or 0  # Textual prints its own traceback and sets 1 when the screen failed
+
+
+def shell_status(status: int | None) -> int:
+    """pytop's exit status in batch mode: that of the program it started, if it ended by itself
+    (killed by signal N: 128 + N, as a shell says), else 0."""
+    if status is None:
+        return 0
+    return status if status >= 0 else 128 - status
 
 
 def stacks_of(target: Target, sample: Sample) -> ProcessStacks:
@@ -123,7 +132,7 @@ def dump(pid: int, as_json: bool, blocking: bool = False) -> int:
 def watch(args: argparse.Namespace, command: list[str]) -> int:
     child = None
     if args.demo or command:
-        child = Child(demo_command() if args.demo else command, quiet=not args.batch)
+        child = Child(demo_command() if args.demo else command, quiet=not args.batch, log=args.child_output)
     try:
         target = attach_when_ready(child) if child else attach(args.pid_option or args.pid)
         sort = table.SORT_CHOICES[args.sort]
@@ -131,7 +140,8 @@ def watch(args: argparse.Namespace, command: list[str]) -> int:
                             realtime=not args.no_priority, blocking=args.blocking)
         if args.batch:
             settings = replace(settings, delay=args.duration + 3600, quick_start=False)
-            sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if args.subprocesses else None)
+            sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if args.subprocesses else None,
+                              child.status if child else None)
             snapshot = collect(sampler, args.duration)
             if snapshot.failure:
                 raise errors.PytopError(f"sampling failed: {snapshot.failure}")
@@ -146,10 +156,12 @@ def watch(args: argparse.Namespace, command: list[str]) -> int:
                 print(f"pytop: wrote {args.output}", file=sys.stderr)
             else:
                 sys.stdout.write(report)
-            return 0
-        return run_live(target, settings, sort=sort, full_filenames=args.full_filenames,
-                        child_log=child.log_path if child else None, stats_file=args.stats_file,
-                        follow_children=args.subprocesses)
+            return shell_status(sampler.status)
+        return run_live(target, settings, sort=sort, full_filenames=args.full_filenames, child=child,
+                        stats_file=args.stats_file, follow_children=args.subprocesses)
     finally:
         if child:
             child.end()
+            log = child.finish_log()
+            if log and not args.batch:
+                print(f"pytop: the program's output is in {log}", file=sys.stderr)

@@ -1,6 +1,7 @@
 """Target: busy in several threads for SECONDS (argv[1], default 0.5), or until SIGUSR1,
-then exits."""
+then exits with STATUS (argv[2], default 0; -N: killed by signal N)."""
 
+import os
 import signal
 import sys
 import threading
@@ -9,6 +10,7 @@ import time
 from report import ready
 
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 0.5
+STATUS = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 deadline = time.monotonic() + SECONDS
 
 
@@ -37,3 +39,6 @@ for t in threads:
 ready({"threads": {}})
 for t in threads:
     t.join()
+if STATUS < 0:
+    os.kill(os.getpid(), -STATUS)
+sys.exit(STATUS)

@@ -108,6 +108,7 @@ class Snapshot:
     rss: int | None  # the target's resident memory in bytes
     exited: bool = False
     exit_reason: str | None = None
+    exit_status: int | None = None  # a program pytop started: its status once it ended (-N: signal N)
     mode: str = "cpu"  # what OwnTime and TotalTime measure (MODE_HELP)
     rate_asked: float = 0.0
     given_up: int = 0  # samples given up since the reset because sampling fell too far behind

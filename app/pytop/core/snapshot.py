@@ -52,6 +52,7 @@ class Circumstances:
     rss: int | None = None
     exited: bool = False
     exit_reason: str | None = None
+    exit_status: int | None = None
     exported: tuple[str, ...] = ()
     processes: tuple[int, ...] = ()
     sampler_cpu: float = 0.0
@@ -156,6 +157,7 @@ def build(target: TargetInfo, figures: Figures, window_table: FunctionTable, vie
         rss=c.rss,
         exited=c.exited,
         exit_reason=c.exit_reason,
+        exit_status=c.exit_status,
         mode=view.mode,
         rate_asked=c.rate_asked,
         given_up=total.given_up,

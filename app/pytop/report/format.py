@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 
 from ..core.model import FunctionRow, Snapshot
 
@@ -90,6 +91,16 @@ def behind_banner(s: Snapshot) -> str | None:
             "right (they are the kernel's) but fewer samples are taken; try a lower --rate.")
 
 
+def exit_status(status: int) -> str:
+    """`exited with status 3`, `was killed by SIGSEGV` (a negative status: the signal)."""
+    if status >= 0:
+        return f"exited with status {status}"
+    try:
+        return f"was killed by {signal.Signals(-status).name}"
+    except ValueError:
+        return f"was killed by signal {-status}"
+
+
 def exited_banner(s: Snapshot) -> str | None:
     if s.failure:
         return f"pytop failed: {s.failure}. The results below are the last it had; press q to quit."
@@ -97,4 +108,5 @@ def exited_banner(s: Snapshot) -> str | None:
         return None
     if s.exit_reason and "exited" not in s.exit_reason:
         return f"Sampling stopped: {s.exit_reason}. The results below are final; press q to quit."
-    return f"Process {s.target.pid} has exited. The results below are final; press q to quit."
+    how = "has exited" if s.exit_status is None else exit_status(s.exit_status)
+    return f"Process {s.target.pid} {how}. The results below are final; press q to quit."

@@ -33,7 +33,10 @@ def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = No
         f"of {s.mode} time",
     ]
     if s.exited:
-        lines.append(f"The process exited during the run ({s.exit_reason}).")
+        if s.exit_status is None:
+            lines.append(f"The process exited during the run ({s.exit_reason}).")
+        else:
+            lines.append(f"The process {fmt.exit_status(s.exit_status)} during the run.")
     lines += ["", f"{'%Own':>7} {'%Total':>7} {'OwnTime':>9} {'TotalTime':>10}  Function (filename)"]
     rows = ordered(s.rows, sort)
     for row in rows[:limit]:
@@ -99,6 +102,7 @@ def as_json(s: Snapshot, sort: str) -> str:
         "active_pct": round(s.active_pct, 3),
         "threads": s.threads,
         "exited": s.exited,
+        "exit_status": s.exit_status,
         "by_line": s.by_line,
         "stack_samples": sum(row.own_count for row in s.rows if row.line is None or s.by_line),
         "per_thread": [thread_record(t) for t in s.thread_rows],

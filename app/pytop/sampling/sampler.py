@@ -32,6 +32,7 @@ FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickl
 DRAIN_SECONDS = 0.2  # how often the engine is drained between refreshes
 DISCOVERY_SECONDS = 1.0  # how often to look for new subprocesses
 STOP_SECONDS = 5.0  # how long stop() waits for the engine's thread
+EXIT_STATUS_WAIT = 1.0  # a started program whose memory is gone is ending: time to reap it
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,10 @@ class Settings:
 
 
 class Sampler:
-    def __init__(self, unwinder: Unwinder, target: TargetInfo, settings: Settings, attach: Attach | None = None):
-        """attach: with --subprocesses, how to start watching a new descendant."""
+    def __init__(self, unwinder: Unwinder, target: TargetInfo, settings: Settings, attach: Attach | None = None,
+                 exit_status: Callable[[float], int | None] | None = None):
+        """attach: with --subprocesses, how to start watching a new descendant. exit_status: for
+        a program pytop started, its status once it has ended (given how long to wait for it)."""
         if settings.mode not in MODES:
             raise ValueError(f"unknown mode {settings.mode!r}")
         self.target = target
@@ -70,6 +73,8 @@ class Sampler:
         self._sampler_cpu = 0.0
         self._dropped = 0
         self._last_window: tuple[Counts, FunctionTable, Circumstances] | None = None
+        self._exit_status = exit_status
+        self.status: int | None = None  # the started program's exit status, once sampling saw it end
         self._reset_figures()
 
     # ---- called from other threads -------------------------------------------------------
@@ -208,6 +213,8 @@ class Sampler:
                 next_discovery = now + DISCOVERY_SECONDS
             if self.end is not None:  # every process has gone
                 self._shut_engine()  # all it still holds goes into the final figures
+                if self._exit_status is not None:
+                    self.status = self._exit_status(EXIT_STATUS_WAIT)
                 self._publish(exited=True, reason=self.end)
                 return
             if self._handle(kind, value):
@@ -295,7 +302,7 @@ class Sampler:
             window_seconds=seconds, elapsed=max(now - self.started, 1e-9), rate_asked=self.settings.rate,
             behind=self._behind(f.window, seconds), rss=self.processes.rss(), exited=exited, exit_reason=reason,
             exported=self.exported, processes=self.processes.alive, sampler_cpu=self._sampler_cpu,
-            stacks_dropped=self._dropped, last_error=self.last_error, failure=self.failure)
+            stacks_dropped=self._dropped, last_error=self.last_error, failure=self.failure, exit_status=self.status)
         snapshot = build(self.target, f, window_table, self.view, circumstances)
         self._last_window = (f.window, window_table, circumstances)
         f.window = Counts()

@@ -18,13 +18,22 @@ STARTUP_TIMEOUT = 15.0
 class Child:
     """A command pytop started; ended (politely, then not) when pytop is done with it."""
 
-    def __init__(self, argv: list[str], quiet: bool):
-        """quiet: its output would scribble over the live view, so it goes to a log file;
-        otherwise it goes to pytop's stderr (pytop's stdout carries the report)."""
+    def __init__(self, argv: list[str], quiet: bool, log: str | None = None):
+        """quiet: its output would scribble over the live view, so it goes to `log`, or to a
+        temporary log file; otherwise it goes to pytop's stderr (pytop's stdout carries the
+        report)."""
         self.argv = argv
         self.log_path: str | None = None
-        if quiet:
+        self.temporary_log = False
+        if quiet and log:
+            try:
+                fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise errors.UsageError(f"cannot write {log}: {exc.strerror}") from None
+            self.log_path = log
+        elif quiet:
             fd, self.log_path = tempfile.mkstemp(prefix="pytop-child-", suffix=".log")
+            self.temporary_log = True
         else:
             fd = os.dup(sys.stderr.fileno())
         try:
@@ -37,6 +46,26 @@ class Child:
     @property
     def pid(self) -> int:
         return self.process.pid
+
+    def status(self, wait: float = 0.0) -> int | None:
+        """Its exit status once it has ended by itself (-N: killed by signal N), else None.
+        `wait`: how long to give a process that is ending (its memory gone, not yet reaped)."""
+        try:
+            return self.process.wait(wait) if wait else self.process.poll()
+        except subprocess.TimeoutExpired:
+            return None
+
+    def finish_log(self) -> str | None:
+        """Once it has ended: the file that holds its output, None if there is none to keep
+        (an empty temporary log is removed)."""
+        if self.log_path and self.temporary_log:
+            try:
+                if os.path.getsize(self.log_path) == 0:
+                    os.unlink(self.log_path)
+                    return None
+            except OSError:
+                return None
+        return self.log_path
 
     def end(self) -> None:
         if self.process.poll() is None:
