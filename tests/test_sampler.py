@@ -15,7 +15,7 @@ import helpers
 from pytop.core.model import Snapshot
 from pytop.core.threads import ThreadBook
 from pytop.run import attach_child, info_of
-from pytop.sampling.sampler import Sampler, Settings
+from pytop.sampling.sampler import Sampler, Settings, schedule_deficit
 from pytop.target.attach import attach
 
 
@@ -189,6 +189,13 @@ def test_gc_share(interp: dict[str, Any]) -> None:
             shares[mode] = sampler.final_snapshot().gc_pct
     assert shares["off"] == 0.0
     assert shares["collect"] is not None and shares["collect"] > 20, shares
+
+
+def test_behind_means_samples_missing_not_samples_late() -> None:
+    assert schedule_deficit(ticks=1020, given_up=0, seconds=1.0, rate=1000, lag=0.002) == 0.0  # 102/s of 100/s
+    assert schedule_deficit(ticks=950, given_up=0, seconds=1.0, rate=1000, lag=0.3) == 0.0  # late, all taken
+    assert schedule_deficit(ticks=600, given_up=0, seconds=1.0, rate=1000, lag=0.1) == pytest.approx(0.4)
+    assert schedule_deficit(ticks=990, given_up=400, seconds=1.0, rate=1000, lag=0.7) == 0.7
 
 
 def wait_for(got: Collected, test: Any, timeout: float = 20) -> Snapshot:

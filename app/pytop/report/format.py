@@ -87,8 +87,8 @@ def error_banner(s: Snapshot) -> str | None:
 def behind_banner(s: Snapshot) -> str | None:
     if s.behind < 0.05:
         return None
-    return (f"{s.behind:.1f} s behind in sampling: more than 10% of samples are late. Times stay "
-            "right (they are the kernel's) but fewer samples are taken; try a lower --rate.")
+    return (f"{s.behind:.1f} s behind in sampling: fewer samples are taken than asked for. Times stay "
+            "right (they are the kernel's) but they are placed less finely; try a lower --rate.")
 
 
 def exit_status(status: int) -> str:

@@ -32,6 +32,8 @@ FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickl
 DRAIN_SECONDS = 0.2  # how often the engine is drained between refreshes
 DISCOVERY_SECONDS = 1.0  # how often to look for new subprocesses
 STOP_SECONDS = 5.0  # how long stop() waits for the engine's thread
+BEHIND_SHOWN_FROM = 0.05  # seconds behind schedule worth a banner
+BEHIND_HOLD_SECONDS = 3.0  # the banner stays this long after the last window that was behind
 EXIT_STATUS_WAIT = 1.0  # a started program whose memory is gone is ending: time to reap it
 
 
@@ -44,6 +46,17 @@ class Settings:
     quick_start: bool = True  # refresh early while the first samples arrive
     realtime: bool = True  # take a real-time priority when allowed
     blocking: bool = False  # stop the target's threads while each sample is read
+
+
+def schedule_deficit(ticks: int, given_up: int, seconds: float, rate: float, lag: float) -> float:
+    """How far sampling is behind its schedule over a window, in seconds: 0 while it takes at
+    least 90% of the samples asked for and gives none up (samples that come late but are all
+    taken are not "behind"); else the samples missing, or the latest lag if that is more."""
+    asked = seconds * rate
+    missing = max(0.0, asked - ticks)
+    if given_up == 0 and missing <= 0.1 * asked:
+        return 0.0
+    return max(missing / rate, lag)
 
 
 class Sampler:
@@ -74,6 +87,7 @@ class Sampler:
         self._dropped = 0
         self._last_window: tuple[Counts, FunctionTable, Circumstances] | None = None
         self._exit_status = exit_status
+        self._behind_shown = self._behind_until = 0.0
         self.status: int | None = None  # the started program's exit status, once sampling saw it end
         self._reset_figures()
 
@@ -279,11 +293,15 @@ class Sampler:
         self.publish(self._close_window(exited, reason))
 
     def _behind(self, window: Counts, seconds: float) -> float:
-        """Seconds behind schedule, when more than 10% of the window's samples came late."""
-        asked = window.ticks + window.given_up
-        if not asked or (window.late + window.given_up) / asked <= 0.1:
-            return 0.0
-        return self._lag + window.given_up / self.settings.rate
+        """Seconds behind schedule, held for BEHIND_HOLD_SECONDS after the last window that was,
+        so that the banner does not blink on and off."""
+        deficit = schedule_deficit(window.ticks, window.given_up, seconds, self.settings.rate, self._lag)
+        now = time.monotonic()
+        if deficit >= BEHIND_SHOWN_FROM:
+            self._behind_shown, self._behind_until = deficit, now + BEHIND_HOLD_SECONDS
+        elif now >= self._behind_until:
+            self._behind_shown = 0.0
+        return self._behind_shown
 
     def _close_window(self, exited: bool = False, reason: str | None = None) -> Snapshot:
         if self.engine.is_open:
