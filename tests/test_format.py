@@ -49,13 +49,13 @@ def test_exited_banner() -> None:
 def test_header_lines() -> None:
     s = snapshot(rate_asked=100.0)
     assert fmt.threads_line(s) == "Mode: cpu, GIL: 50.0%, Active: 25.0%, Threads: 4"
-    assert fmt.samples_line(s) == "Samples: 1,000 (100/s of 100/s), Errors: 0.0%, Elapsed: 00:00:10"
+    assert fmt.samples_line(s) == "Samples: 1,000 in 00:00:10 (100/s of 100/s), Errors: 0.0%"
     assert fmt.usage_line(s) == "CPU: 80%, RSS: 50.0 MiB"
     late = snapshot(rate_asked=100.0, late=30, given_up=20)
-    assert fmt.samples_line(late) == "Samples: 1,000 (100/s of 100/s, 4.9% late), Errors: 0.0%, Elapsed: 00:00:10"
+    assert fmt.samples_line(late) == "Samples: 1,000 in 00:00:10 (100/s of 100/s, 4.9% late), Errors: 0.0%"
     stalled = snapshot(rate_asked=100.0, late=30, longest_gap=0.0456)
-    assert fmt.samples_line(stalled) == ("Samples: 1,000 (100/s of 100/s, 3.0% late, a 46 ms gap), Errors: 0.0%, "
-                                         "Elapsed: 00:00:10")
+    assert fmt.samples_line(stalled) == ("Samples: 1,000 in 00:00:10 (100/s of 100/s, 3.0% late, a 46 ms gap), "
+                                         "Errors: 0.0%")
     assert fmt.samples_line(snapshot(rate_asked=100.0, longest_gap=0.019)) == fmt.samples_line(s)
 
 

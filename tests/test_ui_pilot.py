@@ -3,10 +3,13 @@ says to the table, the header and the source."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
+from pytop.core.model import FunctionRow
 from pytop.ui.app import PytopApp
 from pytop.ui.callers import CallersPanel
 from pytop.ui.help import HelpScreen
@@ -141,21 +144,46 @@ async def test_banners_appear_only_when_due() -> None:
         assert table_functions(app)  # the last results stay
 
 
+def many_rows(count: int) -> tuple[FunctionRow, ...]:
+    first = snapshot().rows[0]
+    return tuple(replace(first, key=(f"f{i}", first.filename, 0, first.pid), function=f"f{i}",
+                         own_time=first.own_time - i / 1000) for i in range(count))
+
+
 async def test_the_table_scrolls() -> None:
-    app = PytopApp(FakeSource())
-    async with app.run_test(size=(120, 9)) as pilot:
+    app = PytopApp(FakeSource(snapshot(rows=many_rows(40))))
+    async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         table = app.query_one(FunctionTable)
         assert table.scroll_y == 0
-        for _ in range(5):
+        for _ in range(30):
             await pilot.press("down")
         await pilot.pause()
-        assert table.cursor_row == 5
-        assert table.scroll_y > 0  # the last row came into view
-        for _ in range(5):
+        assert table.cursor_row == 30
+        assert table.scroll_y > 0  # the row came into view
+        for _ in range(30):
             await pilot.press("up")
         await pilot.pause()
         assert table.scroll_y == 0
+
+
+async def test_a_small_terminal_keeps_the_table_in_sight() -> None:
+    """80x24, a `-c` script for a command line, every banner, the threads panel and notes: the
+    header stays one line per fact and the table keeps at least 8 rows in view."""
+    target = replace(snapshot().target, command="python -c import time\ndef spin():\n    while True: pass\nspin() "
+                     + "--a-long-argument " * 6)
+    crowded = snapshot(rows=many_rows(40), target=target, errors=100, samples=900, last_error="torn read",
+                       behind=3.2, exited=True, exit_reason="process 4242 has exited")
+    app = PytopApp(FakeSource(crowded), notes=("[its output: /tmp/pytop-child-abcdefgh.log]",))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("t")
+        await pilot.pause()
+        header = app.query_one(ProcessHeader)
+        assert header.size.height == 4  # pid and command, samples, threads, notes
+        assert "⏎" in header_text(app)  # the script's newlines are shown, not done
+        table = app.query_one(FunctionTable)
+        assert table.size.height - 1 >= 8, table.size  # its header row, then 8 rows
+        assert app.query_one(ThreadTable).display
 
 
 async def test_thread_panel_narrows_and_widens() -> None:
@@ -237,8 +265,9 @@ async def test_callers_and_callees() -> None:
         callers, callees = panel.query_one("#callers", DataTable), panel.query_one("#callees", DataTable)
         assert callers.get_row_at(0)[2].plain == "handle_request (web.py)"
         assert [callees.get_row_at(i)[0].plain for i in range(2)] == ["57%", "42%"]
+        # The panel has the keys at once: Enter picks a caller, no Tab first.
+        assert callers.has_focus
         # WHEN a caller is chosen THEN it becomes the selected function, in the table too
-        callers.focus()
         await pilot.press("enter")
         await pilot.pause()
         assert source.focus == ("handle_request", "/srv/shop/web.py", 0, 4242)

@@ -59,6 +59,11 @@ def clock(value: float) -> str:
     return f"{whole // 3600:02d}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
 
+def one_line(text: str) -> str:
+    """A command line for one screen line: a `-c` script's newlines and tabs shown, not done."""
+    return text.replace("\r\n", "\n").replace("\n", " ⏎ ").replace("\t", " ")
+
+
 def threads_line(s: Snapshot) -> str:
     line = f"Mode: {s.mode}, GIL: {s.gil_pct:.1f}%, Active: {s.active_pct:.1f}%, Threads: {s.threads}"
     return line + (f", GC: {s.gc_pct:.1f}%" if s.gc_pct is not None else "")
@@ -69,7 +74,7 @@ def samples_line(s: Snapshot) -> str:
     late = f", {s.late_pct:.1f}% late" if s.late_pct >= 0.05 else ""
     if s.longest_gap >= STALL_SECONDS:  # what the target did in a stall is a guess: say so
         late += f", a {1000 * s.longest_gap:,.0f} ms gap"
-    return f"Samples: {s.samples:,} ({rate}{late}), Errors: {100 * s.error_rate:.1f}%, Elapsed: {clock(s.elapsed)}"
+    return f"Samples: {s.samples:,} in {clock(s.elapsed)} ({rate}{late}), Errors: {100 * s.error_rate:.1f}%"
 
 
 def usage_line(s: Snapshot) -> str:

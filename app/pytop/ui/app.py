@@ -50,6 +50,9 @@ class PytopApp(App[None]):
     ENABLE_COMMAND_PALETTE = False
     # The help screen is made from these: a binding's tooltip is its line there.
     BINDINGS = [
+        # First, so that the footer of a narrow terminal still shows them.
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="this help"),
+        Binding("q", "quit", "Quit", tooltip="quit"),
         Binding("1", "sort('own_pct')", "%Own", tooltip="sort by %Own (or click a column header)"),
         Binding("2", "sort('total_pct')", "%Total", tooltip="sort by %Total"),
         Binding("3", "sort('own_time')", "OwnTime", tooltip="sort by OwnTime"),
@@ -70,8 +73,6 @@ class PytopApp(App[None]):
         Binding("e", "export", "Export",
                 tooltip="export everything since the reset: collapsed stacks and speedscope JSON, here"),
         Binding("escape", "close_panel", "Close", show=False),
-        Binding("question_mark", "help", "Help", key_display="?", tooltip="this help"),
-        Binding("q", "quit", "Quit", tooltip="quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
     # Keys the table and panels handle themselves.
@@ -103,6 +104,7 @@ class PytopApp(App[None]):
         self.filter_text = ""
         self.pattern: re.Pattern[str] | None = None
         self._announced: tuple[str, ...] = ()
+        self._panel_wanted = False  # Enter on a function: move into its callers once they show
 
     def compose(self) -> ComposeResult:
         yield ProcessHeader(Text("pytop: waiting for the first samples..."), id="header")
@@ -168,6 +170,9 @@ class PytopApp(App[None]):
         panel.display = s.call_graph is not None
         if s.call_graph is not None:
             panel.show(s.call_graph, s.target.cwd, self.full_filenames)
+            if self._panel_wanted:
+                self._panel_wanted = False
+                panel.focus_first()
         if s.exported and s.exported != self._announced:
             self._announced = s.exported
             self.notify("\n".join(s.exported), title="Exported" if len(s.exported) > 1 else "Export")
@@ -261,6 +266,7 @@ class PytopApp(App[None]):
         elif isinstance(event.data_table, FunctionTable):
             row = event.data_table.row_of(str(event.row_key.value))
             if row is not None:
+                self._panel_wanted = True
                 self.source.set_focus(row.key)
 
     def on_callers_panel_chosen(self, message: CallersPanel.Chosen) -> None:

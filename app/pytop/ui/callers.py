@@ -72,6 +72,11 @@ class CallersPanel(Vertical):
         self.query_one("#callers", NeighbourTable).show(graph.callers, cwd, full)
         self.query_one("#callees", NeighbourTable).show(graph.callees, cwd, full)
 
+    def focus_first(self) -> None:
+        """Into the callers (the callees when there are none), so that Enter picks one."""
+        callers = self.query_one("#callers", NeighbourTable)
+        (callers if callers.row_count else self.query_one("#callees", NeighbourTable)).focus()
+
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
         table = event.data_table

@@ -37,15 +37,15 @@ class ProcessHeader(Static):
     """What is sampled, how sampling goes, and how the process does."""
 
     def show(self, s: Snapshot, notes: list[str]) -> None:
+        """One line per fact, cut at the edge, never wrapped: a long command line must not push
+        the table off a small terminal. The command comes last on its line, being the longest."""
         t = s.target
-        text = Text()
+        text = Text(no_wrap=True, overflow="ellipsis")
         text.append("pytop", style="bold")
-        text.append(f"  pid {t.pid}  ")
-        text.append(t.command, style="bold cyan")
-        text.append(f"  Python {t.python_version}\n")
-        text.append(fmt.samples_line(s) + "\n")
+        text.append(f"  pid {t.pid}  Python {t.python_version}  {fmt.usage_line(s)}  ")
+        text.append(fmt.one_line(t.command), style="bold cyan")
+        text.append("\n" + fmt.samples_line(s) + "\n")
         text.append(fmt.threads_line(s), style="bold")
-        text.append("   " + fmt.usage_line(s))
         if notes:
             text.append("\n")
             for note in notes:
@@ -73,7 +73,8 @@ class FunctionTable(DataTable[object]):
 
     def on_mount(self) -> None:
         for key, label in SORT_COLUMNS.items():
-            self.add_column(Text(label, justify="right"), key=key, width=len(label) + 1)
+            # "100.0%" must fit under the shortest label.
+            self.add_column(Text(label, justify="right"), key=key, width=max(len(label) + 1, 6))
         self.add_column("Function (filename)", key=FUNCTION)
         self._mark_sort_column()
 
