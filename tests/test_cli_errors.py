@@ -97,6 +97,13 @@ def test_json_requires_dump() -> None:
     assert_clean_failure(helpers.run_pytop("--json", "1"), 2, "--json goes with --dump")
 
 
+def test_an_output_dir_that_cannot_be_written() -> None:
+    assert_clean_failure(helpers.run_pytop("--batch", "--output-dir", "/nonexistent/dir", "1"), 2,
+                         "--output-dir: /nonexistent/dir is not a directory pytop can write to")
+    assert_clean_failure(helpers.run_pytop("--batch", "--child-output", "/tmp/x.log", "1"), 2,
+                         "--child-output goes with -- COMMAND or --demo")
+
+
 def test_a_target_that_has_exited() -> None:
     """Exited but not yet reaped (a zombie): said plainly, not 'not a Python process'."""
     target = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -281,11 +281,11 @@ async def test_callers_and_callees() -> None:
 
 async def test_export_says_where_it_wrote() -> None:
     source = FakeSource()
-    app = PytopApp(source)
+    app = PytopApp(source, export_dir="/srv/profiles")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("e")
         await pilot.pause()
-        assert source.exports and source.exports[0]
+        assert source.exports == ["/srv/profiles"]  # --output-dir
         assert any("pytop-4242.speedscope.json" in str(n.message) for n in app._notifications)
 
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -98,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "totaltime, or the key 1-4")
     view.add_argument("--by-line", action="store_true", help="start with one row per line, not per function")
     view.add_argument("--full-filenames", action="store_true", help="show full file paths")
+    view.add_argument("--output-dir", metavar="DIR",
+                      help="where the e key writes its exports (default: the current directory)")
     view.add_argument("--child-output", metavar="FILE",
                       help="with -- COMMAND or --demo: where the program's output goes while the screen is "
                            "up (default: a temporary log, named when pytop ends, removed if empty)")
@@ -147,6 +150,11 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         raise errors.UsageError("--json and --format disagree")
     if args.dump and args.batch:
         raise errors.UsageError("--dump and --batch do not go together")
+    if args.child_output and not (command or args.demo):
+        raise errors.UsageError("--child-output goes with -- COMMAND or --demo")
+    args.output_dir = os.path.abspath(args.output_dir or os.getcwd())
+    if not os.path.isdir(args.output_dir) or not os.access(args.output_dir, os.W_OK):
+        raise errors.UsageError(f"--output-dir: {args.output_dir} is not a directory pytop can write to")
     args.mode = mode_of(args)
     if args.dump and pid is None:
         raise errors.UsageError("--dump needs the PID of a running process")

@@ -41,7 +41,8 @@ def notes_for(child_log: str | None) -> tuple[str, ...]:
 
 
 def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: bool,
-             child: Child | None = None, stats_file: str | None = None, follow_children: bool = False) -> int:
+             child: Child | None = None, stats_file: str | None = None, follow_children: bool = False,
+             export_dir: str | None = None) -> int:
     from .ui.app import PytopApp
 
     if settings.realtime:
@@ -49,7 +50,7 @@ def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: b
     sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if follow_children else None,
                       child.status if child else None)
     app = PytopApp(sampler, sort=sort, by_line=settings.by_line, mode=settings.mode, full_filenames=full_filenames,
-                   notes=notes_for(child.log_path if child else None), handle_signals=True)
+                   notes=notes_for(child.log_path if child else None), handle_signals=True, export_dir=export_dir)
     try:
         app.run()
     finally:
@@ -158,7 +159,7 @@ def watch(args: argparse.Namespace, command: list[str]) -> int:
                 sys.stdout.write(report)
             return shell_status(sampler.status)
         return run_live(target, settings, sort=sort, full_filenames=args.full_filenames, child=child,
-                        stats_file=args.stats_file, follow_children=args.subprocesses)
+                        stats_file=args.stats_file, follow_children=args.subprocesses, export_dir=args.output_dir)
     finally:
         if child:
             child.end()

@@ -89,8 +89,11 @@ class PytopApp(App[None]):
         return rows + cls.WIDGET_KEYS
 
     def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: str = "cpu",
-                 full_filenames: bool = False, notes: tuple[str, ...] = (), handle_signals: bool = False):
+                 full_filenames: bool = False, notes: tuple[str, ...] = (), handle_signals: bool = False,
+                 export_dir: str | None = None):
+        """export_dir: where the e key writes (default: the current directory)."""
         super().__init__()
+        self.export_dir = export_dir
         self.handle_signals = handle_signals
         self.source = source
         self.initial_sort = sort
@@ -279,4 +282,4 @@ class PytopApp(App[None]):
             self.query_one(FunctionTable).focus()
 
     def action_export(self) -> None:
-        self.source.export(os.getcwd())
+        self.source.export(self.export_dir or os.getcwd())
