@@ -6,8 +6,9 @@ import pytest
 
 from figures_fakes import PID, Stacks, book_with, counts, weight
 from pytop.core.aggregate import CPU, OWN, TOTAL, Counts, FunctionTable, mode_column
-from pytop.core.records import STACK_EMPTY, STACK_INCOMPLETE, STACK_NATIVE
-from pytop.core.snapshot import rows_of
+from pytop.core.records import DRAIN_ALIVE, STACK_EMPTY, STACK_INCOMPLETE, STACK_NATIVE, ThreadUpdate
+from pytop.core.snapshot import Figures, rows_of, thread_rows
+from pytop.core.threads import ThreadBook, fold_key
 
 NAMES = {1: ("main", "app.py"), 2: ("work", "app.py"), 3: ("helper", "lib.py"), 4: ("fib", "app.py")}
 A, B = 1, 2  # thread keys
@@ -121,3 +122,16 @@ def test_stacks_are_decoded_once(stacks: Stacks) -> None:
     first = stacks.book.info(s)
     assert stacks.book.info(s) is first
     assert first is not None and first.functions == (key(2), key(1))
+
+
+def test_a_thread_that_ended_unnamed_and_without_python_is_folded_at_once() -> None:
+    """A request thread seen only before it ran Python and got its name: nothing to show on its
+    own. Its row is a folded one even when it is the only thread in it."""
+    book = ThreadBook()
+    started = ThreadUpdate(7, 0, 0x7F07, 4301, DRAIN_ALIVE, None, 2_000, 50_000, 0, 2, 0, 0, 0, 0, "R")
+    book.update((started,), lambda process: PID, has_frames=lambda stack: False)
+    book.update((started._replace(flags=0, cpu_ns=0, wall_ns=0, samples=0),), lambda process: PID)
+    assert book.fold_finished() == {7: fold_key(0)}
+    figures = Figures(threads=book)
+    row = next(iter(thread_rows(figures, "cpu", 1.0)))
+    assert row.folded and row.threads == 1 and row.label == "1 finished thread" and row.samples == 2

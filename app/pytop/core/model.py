@@ -76,13 +76,14 @@ class ThreadRow:
     errors: int = 0  # samples in which its stack could not be read
     last_error: str | None = None
     native: bool = False  # a thread of the process that runs no Python
-    threads: int = 1  # more than 1: finished threads folded into this row
+    threads: int = 1  # how many threads the row stands for: several when `folded`
+    folded: bool = False  # finished threads folded into one row (even if only one so far)
     os_state: str = "?"
 
     @property
     def label(self) -> str:
-        if self.threads > 1:
-            return f"{self.threads} finished threads"
+        if self.folded:
+            return f"{self.threads} finished thread{'s' if self.threads != 1 else ''}"
         tid = f"TID {self.native_id}" if self.native_id else f"thread {self.thread_id:#x}"
         return f"{self.name} ({tid})" if self.name else tid
 

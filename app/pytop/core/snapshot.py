@@ -111,7 +111,8 @@ def thread_rows(figures: Figures, mode: str, elapsed: float) -> tuple[ThreadRow,
             gil_pct=100.0 * t.gil_samples / t.samples if t.samples else 0.0,
             top_frame=info.own_function[0] if info else None, alive=t.alive, cpu_time=t.cpu_ns / 1e9,
             own_time=own.get(t.key, 0) / 1e9, wait_time=t.wait_ns / 1e9, errors=t.errors,
-            last_error=t.last_error_text, native=t.native, threads=t.threads, os_state=t.os_state)
+            last_error=t.last_error_text, native=t.native, threads=t.threads, os_state=t.os_state,
+            folded=t.key < 0)
 
     return tuple(row(t) for t in figures.threads.threads.values())
 

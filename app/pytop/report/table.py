@@ -62,7 +62,7 @@ def render(s: Snapshot, counts: Counts, book: StackBook, labels: dict[int, str],
 
 def thread_record(t: ThreadRow) -> dict[str, Any]:
     return {"thread_id": t.thread_id or None, "native_id": t.native_id, "name": t.name, "alive": t.alive,
-            "native": t.native, "threads": t.threads, "samples": t.samples,
+            "native": t.native, "threads": t.threads, "folded": t.folded, "samples": t.samples,
             "cpu_time": round(t.cpu_time, 6), "own_time": round(t.own_time, 6), "wait_time": round(t.wait_time, 6),
             "active_pct": round(t.active_pct, 3), "gil_pct": round(t.gil_pct, 3), "errors": t.errors,
             "last_error": t.last_error}

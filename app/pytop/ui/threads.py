@@ -31,7 +31,7 @@ class ThreadTable(DataTable[object]):
             self.add_column(label, key=key)
 
     def show(self, rows: tuple[ThreadRow, ...], selected: ThreadKey | None, show_pids: bool = False) -> None:
-        ordered = sorted(rows, key=lambda r: (not r.alive, r.threads > 1, -r.cpu_time, -r.gil_pct, r.key))
+        ordered = sorted(rows, key=lambda r: (not r.alive, r.folded, -r.cpu_time, -r.gil_pct, r.key))
         cells = [self.cells(r, r.key == selected, show_pids) for r in ordered]
         if cells == self._shown:
             return  # nothing changed: keep the cursor and scroll as they are
@@ -49,14 +49,14 @@ class ThreadTable(DataTable[object]):
     @staticmethod
     def cells(row: ThreadRow, selected: bool, show_pids: bool) -> tuple[object, ...]:
         style = "bold reverse" if selected else ("" if row.alive else "dim")
-        if row.threads > 1:
-            name = f"({row.threads} finished threads)"
+        if row.folded:
+            name = f"({row.label})"
         else:
             name = (row.name or "") + (" (no Python)" if row.native else "") + ("" if row.alive else " (finished)")
         errors = f"{row.errors}" if row.errors else ""
         return (
             Text(("▶ " if selected else "") + (f"[{row.pid}] " if show_pids else "") + name.strip(), style=style),
-            Text(str(row.native_id or "?") if row.threads == 1 else "", style=style, justify="right"),
+            Text("" if row.folded else str(row.native_id or "?"), style=style, justify="right"),
             Text(fmt.seconds(row.cpu_time), style=style, justify="right"),
             Text(fmt.percent(row.active_pct), style=style, justify="right"),
             Text(fmt.percent(row.gil_pct), style=style, justify="right"),
