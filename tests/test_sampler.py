@@ -96,6 +96,21 @@ def test_the_mode_switches_live_and_keeps_history(some_interp: dict[str, Any]) -
     assert "level_two" in functions(wall) and functions(wall)["level_two"].own_time > 0.8
 
 
+def test_the_refresh_interval_changes_live(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        target = attach(t.pid)
+        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=100, delay=30.0, quick_start=False))
+        got = Collected()
+        sampler.start(got)
+        sampler.set_delay(0.1)
+        wait_for(got, lambda s: True)  # the refresh that the change brings at once
+        began, before = time.monotonic(), len(got.snapshots)
+        wait_for(got, lambda s: len(got.snapshots) >= before + 5, timeout=10)
+        took = time.monotonic() - began
+        sampler.stop()
+    assert took < 3.0, took  # five refreshes 0.1 s apart, not 30 s
+
+
 def test_by_line_view_and_reset(some_interp: dict[str, Any]) -> None:
     with helpers.running(some_interp, "stacks.py") as t:
         target = attach(t.pid)

@@ -300,3 +300,17 @@ def test_every_key_the_app_binds_is_explained_in_the_help() -> None:
     explained = {key for key, _ in PytopApp.key_help()}
     bound = {b.key_display or b.key for b in PytopApp.BINDINGS if isinstance(b, Binding) and b.action != "close_panel"}
     assert bound - {"ctrl+c"} <= explained, bound - explained
+
+
+async def test_plus_and_minus_change_the_refresh_interval() -> None:
+    source = FakeSource()
+    app = PytopApp(source, delay=1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("plus", "plus", "minus", "minus", "minus")
+        await pilot.pause()
+        assert source.delays == [0.5, 0.25, 0.5, 1.0, 2.0]
+        for _ in range(8):
+            await pilot.press("plus")
+        await pilot.pause()
+        assert source.delays[-1] == 0.1  # the shortest step stays
+        assert any("every 0.1 s" in str(n.message) for n in app._notifications)

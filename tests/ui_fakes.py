@@ -80,6 +80,7 @@ class FakeSource:
         self.focus: object = None
         self.process: object = None
         self.exports: list[str] = []
+        self.delays: list[float] = []
 
     def start(self, publish: Callable[[Snapshot], None]) -> None:
         self.publish = publish
@@ -117,6 +118,9 @@ class FakeSource:
         self.exports.append(directory)
         self._send(self.current(exported=(f"{directory}/pytop-4242.collapsed.txt",
                                           f"{directory}/pytop-4242.speedscope.json")))
+
+    def set_delay(self, seconds: float) -> None:
+        self.delays.append(seconds)
 
     def current(self, **changes: object) -> Snapshot:
         thread = next((t for t in THREADS if t.key == self.thread), None)

@@ -50,7 +50,8 @@ def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: b
     sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if follow_children else None,
                       child.status if child else None)
     app = PytopApp(sampler, sort=sort, by_line=settings.by_line, mode=settings.mode, full_filenames=full_filenames,
-                   notes=notes_for(child.log_path if child else None), handle_signals=True, export_dir=export_dir)
+                   notes=notes_for(child.log_path if child else None), handle_signals=True, export_dir=export_dir,
+                   delay=settings.delay)
     try:
         app.run()
     finally:

@@ -129,6 +129,10 @@ class Sampler:
         """Follow the callers and callees of one function (a FunctionRow.key), or stop."""
         self._inbox.put(("focus", key))
 
+    def set_delay(self, seconds: float) -> None:
+        """Seconds between snapshots, from the next one on."""
+        self._inbox.put(("delay", seconds))
+
     def export(self, directory: str) -> None:
         """Write what was sampled since the last reset to files in `directory`; their names come
         in the next snapshot's `exported`."""
@@ -234,6 +238,8 @@ class Sampler:
             if self._handle(kind, value):
                 self._publish()
                 next_refresh = time.monotonic() + self.settings.delay
+                if kind == "delay":
+                    refreshes = []  # the quick first refreshes give way to the pace asked for
             elif time.monotonic() >= next_refresh:
                 self._publish()
                 next_refresh = refreshes.pop(0) if refreshes else time.monotonic() + self.settings.delay
@@ -253,6 +259,8 @@ class Sampler:
             self.view = replace(self.view, process=value, thread=None)  # type: ignore[arg-type]
         elif kind == "focus":
             self.view = replace(self.view, focus=value)  # type: ignore[arg-type]
+        elif kind == "delay" and isinstance(value, (int, float)) and value > 0:
+            self.settings = replace(self.settings, delay=float(value))
         elif kind == "export":
             if self.engine.is_open:
                 self._drain()

@@ -29,6 +29,8 @@ from .messages import SnapshotReady
 from .threads import ThreadTable
 from .widgets import SORT_COLUMNS, Banner, FunctionTable, ProcessHeader
 
+REFRESH_STEPS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)  # seconds between refreshes, for + and -
+
 
 class SnapshotSource(Protocol):
     """What the app needs from a sampler (a fake one in UI tests)."""
@@ -42,6 +44,7 @@ class SnapshotSource(Protocol):
     def set_focus(self, key: RowKey | None) -> None: ...
     def set_process(self, pid: int | None) -> None: ...
     def export(self, directory: str) -> None: ...
+    def set_delay(self, seconds: float) -> None: ...
 
 
 class PytopApp(App[None]):
@@ -69,6 +72,10 @@ class PytopApp(App[None]):
         Binding("slash", "filter", "Filter", key_display="/",
                 tooltip="filter functions and files by a text or regular expression (Enter applies)"),
         Binding("c", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
+        Binding("plus,equals_sign", "refresh_rate(-1)", "Faster", key_display="+", show=False,
+                tooltip="refresh the screen more often"),
+        Binding("minus", "refresh_rate(1)", "Slower", key_display="-", show=False,
+                tooltip="refresh the screen less often"),
         Binding("p", "pause", "Pause", tooltip="pause the screen (sampling goes on); p again shows what came in"),
         Binding("e", "export", "Export",
                 tooltip="export everything since the reset: collapsed stacks and speedscope JSON, here"),
@@ -90,10 +97,12 @@ class PytopApp(App[None]):
 
     def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: str = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), handle_signals: bool = False,
-                 export_dir: str | None = None):
-        """export_dir: where the e key writes (default: the current directory)."""
+                 export_dir: str | None = None, delay: float = 1.0):
+        """export_dir: where the e key writes (default: the current directory); delay: seconds
+        between refreshes, as the source starts with."""
         super().__init__()
         self.export_dir = export_dir
+        self.delay = delay
         self.handle_signals = handle_signals
         self.source = source
         self.initial_sort = sort
@@ -280,6 +289,15 @@ class PytopApp(App[None]):
         if self.snapshot is not None and self.snapshot.call_graph is not None:
             self.source.set_focus(None)
             self.query_one(FunctionTable).focus()
+
+    def action_refresh_rate(self, step: int) -> None:
+        """One step along REFRESH_STEPS (from a --delay between steps, to the next one)."""
+        if step < 0:
+            self.delay = max([s for s in REFRESH_STEPS if s < self.delay] or [REFRESH_STEPS[0]])
+        else:
+            self.delay = min([s for s in REFRESH_STEPS if s > self.delay] or [REFRESH_STEPS[-1]])
+        self.source.set_delay(self.delay)
+        self.notify(f"every {self.delay:g} s", title="Refresh", timeout=2)
 
     def action_export(self) -> None:
         self.source.export(self.export_dir or os.getcwd())
