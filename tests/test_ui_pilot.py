@@ -314,3 +314,23 @@ async def test_plus_and_minus_change_the_refresh_interval() -> None:
         await pilot.pause()
         assert source.delays[-1] == 0.1  # the shortest step stays
         assert any("every 0.1 s" in str(n.message) for n in app._notifications)
+
+
+async def test_rows_show_their_trend_and_the_selected_rows_last_minute() -> None:
+    source = FakeSource()
+    app = PytopApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        rows = tuple(replace(row, own_pct=row.own_pct + 10 if row.function == "is_prime" else row.own_pct)
+                     for row in snapshot().rows)
+        source.publish(snapshot(rows=rows, cpu_pct=40.0))  # type: ignore[misc]
+        await pilot.pause()
+        table = app.query_one(FunctionTable)
+        marks = {table.get_row_at(i)[-1].plain.split(" (")[0]: table.get_row_at(i)[-2].plain
+                 for i in range(table.row_count)}
+        assert marks["is_prime"] == "▲" and marks["render_response"] == ""
+        assert "CPU ▇▄  Rate ██" in header_text(app)  # 88% then 40% of a core; 100/s of 100/s
+        await pilot.press("1")  # is_prime is first by %Own now
+        await pilot.pause()
+        detail = str(app.query_one("#detail").render())
+        assert detail.startswith(" is_prime: %Own over the last minute ") and "now 45.0%" in detail

@@ -17,7 +17,7 @@ from typing import Protocol
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer
+from textual.widgets import DataTable, Footer, Static
 
 from ..core.aggregate import MODES
 from ..core.model import RowKey, Snapshot, ThreadKey
@@ -27,6 +27,7 @@ from .filter import FilterBar, compile_filter, keep
 from .help import HelpScreen
 from .messages import SnapshotReady
 from .threads import ThreadTable
+from .trends import Trends
 from .widgets import SORT_COLUMNS, Banner, FunctionTable, ProcessHeader
 
 REFRESH_STEPS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)  # seconds between refreshes, for + and -
@@ -117,6 +118,7 @@ class PytopApp(App[None]):
         self.pattern: re.Pattern[str] | None = None
         self._announced: tuple[str, ...] = ()
         self._panel_wanted = False  # Enter on a function: move into its callers once they show
+        self.trends = Trends()
 
     def compose(self) -> ComposeResult:
         yield ProcessHeader(Text("pytop: waiting for the first samples..."), id="header")
@@ -124,6 +126,7 @@ class PytopApp(App[None]):
         yield Banner(id="behind-banner")
         yield Banner(id="exited-banner")
         yield FunctionTable(id="functions")
+        yield Static(id="detail")
         yield CallersPanel(id="callers-panel")
         yield ThreadTable(id="threads")
         yield FilterBar(placeholder="filter: text or regular expression over function and file; Enter applies",
@@ -151,6 +154,8 @@ class PytopApp(App[None]):
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         self.latest = message.snapshot
+        if not message.snapshot.exited or self.snapshot is None or not self.snapshot.exited:
+            self.trends.record(message.snapshot)  # after the end, views of the same figures
         if not self.paused:
             self.show(message.snapshot)
 
@@ -169,12 +174,14 @@ class PytopApp(App[None]):
             notes.append(f"[filter: {self.filter_text}]")
         if self.paused:
             notes.append("PAUSED")
-        self.query_one(ProcessHeader).show(s, notes)
+        self.query_one(ProcessHeader).show(s, notes, self.trends)
         self.query_one("#error-banner", Banner).say(fmt.error_banner(s))
         self.query_one("#behind-banner", Banner).say(fmt.behind_banner(s))
         self.query_one("#exited-banner", Banner).say(fmt.exited_banner(s))
         several = len({row.pid for row in s.rows}) > 1 or len(s.processes) > 1
-        self.query_one(FunctionTable).show(keep(s.rows, self.pattern), s.target.cwd, self.full_filenames, several)
+        self.query_one(FunctionTable).show(keep(s.rows, self.pattern), s.target.cwd, self.full_filenames, several,
+                                           self.trends)
+        self.show_detail()
         threads = self.query_one(ThreadTable)
         if threads.display:
             threads.show(s.thread_rows, s.thread_filter.key if s.thread_filter else None, several)
@@ -189,6 +196,25 @@ class PytopApp(App[None]):
             self._announced = s.exported
             self.notify("\n".join(s.exported), title="Exported" if len(s.exported) > 1 else "Export")
 
+    def show_detail(self) -> None:
+        """The row under the cursor over the last minute."""
+        key = self.query_one(FunctionTable).current_key()
+        line = self.trends.share_line(key) if key else ""
+        detail = self.query_one("#detail", Static)
+        if not key or not line:
+            detail.update("")
+            return
+        shares = [share for _, share in self.trends.shares.get(key, ())]
+        text = Text(f" {key[0]}: %Own over the last minute ", style="dim")
+        text.append(line, style="cyan")
+        text.append(f"  now {fmt.percent(self.trends.latest.get(key, 0.0))}, high {fmt.percent(max(shares))}",
+                    style="dim")
+        detail.update(text)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if isinstance(event.data_table, FunctionTable):
+            self.show_detail()
+
     def redraw(self) -> None:
         if self.snapshot is not None:
             self.show(self.snapshot)
@@ -198,6 +224,7 @@ class PytopApp(App[None]):
     def action_sort(self, column: str) -> None:
         if column in SORT_COLUMNS:
             self.query_one(FunctionTable).set_sort(column)
+            self.show_detail()  # another row is under the cursor
 
     def action_toggle_lines(self) -> None:
         self.by_line = not self.by_line

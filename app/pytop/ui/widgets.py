@@ -5,8 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
-from ..core.model import FunctionRow, Snapshot
+from ..core.model import FunctionRow, RowKey, Snapshot
 from ..report import format as fmt
+from .trends import Trends
 
 SORT_COLUMNS = {
     "own_pct": "%Own",
@@ -14,7 +15,9 @@ SORT_COLUMNS = {
     "own_time": "OwnTime",
     "total_time": "TotalTime",
 }
+TREND = "trend"
 FUNCTION = "function"
+RISE, FALL = ("▲", "red"), ("▼", "green")  # more time in a function is the news to notice
 
 
 class Number:
@@ -36,7 +39,7 @@ class Number:
 class ProcessHeader(Static):
     """What is sampled, how sampling goes, and how the process does."""
 
-    def show(self, s: Snapshot, notes: list[str]) -> None:
+    def show(self, s: Snapshot, notes: list[str], trends: Trends | None = None) -> None:
         """One line per fact, cut at the edge, never wrapped: a long command line must not push
         the table off a small terminal. The command comes last on its line, being the longest."""
         t = s.target
@@ -46,6 +49,11 @@ class ProcessHeader(Static):
         text.append(fmt.one_line(t.command), style="bold cyan")
         text.append("\n" + fmt.samples_line(s) + "\n")
         text.append(fmt.threads_line(s), style="bold")
+        if trends is not None and len(trends.times) > 1:  # the last minute
+            text.append("   CPU ")
+            text.append(trends.cpu_line(), style="cyan")
+            text.append("  Rate ")
+            text.append(trends.rate_line(s.rate_asked or max(trends.rate)), style="cyan")
         if notes:
             text.append("\n")
             for note in notes:
@@ -70,18 +78,20 @@ class FunctionTable(DataTable[object]):
         self.sort_column = "own_time"
         self.show_pids = False  # several processes: say whose each row is
         self._rows: dict[str, FunctionRow] = {}
+        self._moves: dict[str, int] = {}
 
     def on_mount(self) -> None:
         for key, label in SORT_COLUMNS.items():
             # "100.0%" must fit under the shortest label.
             self.add_column(Text(label, justify="right"), key=key, width=max(len(label) + 1, 6))
+        self.add_column("", key=TREND, width=1)  # rose or fell since the refresh before
         self.add_column("Function (filename)", key=FUNCTION)
         self._mark_sort_column()
 
     def on_resize(self) -> None:
         """The function column takes the width the figures leave (long names are cut)."""
         columns = {str(key.value): column for key, column in self.columns.items()}
-        figures = sum(columns[key].get_render_width(self) for key in SORT_COLUMNS)
+        figures = sum(columns[key].get_render_width(self) for key in (*SORT_COLUMNS, TREND))
         column = columns[FUNCTION]
         column.auto_width = False
         # Keep room for the vertical scrollbar, which comes and goes with the number of rows.
@@ -92,7 +102,7 @@ class FunctionTable(DataTable[object]):
     def row_key(row: FunctionRow) -> str:
         return "\0".join(map(str, row.key))
 
-    def cells(self, row: FunctionRow, cwd: str | None, full: bool) -> dict[str, object]:
+    def cells(self, row: FunctionRow, cwd: str | None, full: bool, move: int = 0) -> dict[str, object]:
         name = Text()
         if self.show_pids:
             name.append(f"[{row.pid}] ", style="cyan")
@@ -103,10 +113,12 @@ class FunctionTable(DataTable[object]):
             "total_pct": Number(row.total_pct, fmt.percent(row.total_pct)),
             "own_time": Number(row.own_time, fmt.seconds(row.own_time)),
             "total_time": Number(row.total_time, fmt.seconds(row.total_time)),
+            TREND: Text(*RISE) if move > 0 else Text(*FALL) if move < 0 else Text(""),
             FUNCTION: name,
         }
 
-    def show(self, rows: tuple[FunctionRow, ...], cwd: str | None, full: bool, show_pids: bool = False) -> None:
+    def show(self, rows: tuple[FunctionRow, ...], cwd: str | None, full: bool, show_pids: bool = False,
+             trends: Trends | None = None) -> None:
         if show_pids != self.show_pids:
             self.show_pids = show_pids
             self.clear()
@@ -117,15 +129,24 @@ class FunctionTable(DataTable[object]):
             del self._rows[key]
         for key, row in wanted.items():
             old = self._rows.get(key)
+            move = trends.move(row.key) if trends is not None else 0
             if old is None:
-                self.add_row(*self.cells(row, cwd, full).values(), key=key)
-            elif old != row:
-                old_cells = self.cells(old, cwd, full)
-                for column, value in self.cells(row, cwd, full).items():
+                self.add_row(*self.cells(row, cwd, full, move).values(), key=key)
+            elif old != row or move != self._moves.get(key, 0):
+                old_cells = self.cells(old, cwd, full, self._moves.get(key, 0))
+                for column, value in self.cells(row, cwd, full, move).items():
                     if value != old_cells[column]:  # only what shows differently
                         self.update_cell(key, column, value)
             self._rows[key] = row
+            self._moves[key] = move
         self.apply_sort()
+
+    def current_key(self) -> RowKey | None:
+        """The row under the cursor."""
+        if not self.row_count:
+            return None
+        row = self._rows.get(str(self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value))
+        return row.key if row else None
 
     def row_of(self, key: str) -> FunctionRow | None:
         return self._rows.get(key)

@@ -1,0 +1,39 @@
+"""Rise and fall between refreshes and the last minute as sparklines: pure, from snapshots."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pytop.core.model import Snapshot
+from pytop.ui.trends import Trends, sparkline
+from ui_fakes import snapshot
+
+
+def test_sparkline_scales_to_the_top_given_or_found() -> None:
+    assert sparkline([]) == ""
+    assert sparkline([0, 50, 100], top=100) == "▁▅█"
+    assert sparkline([1, 2, 4]) == "▃▅█"
+    assert sparkline([0, 0]) == "▁▁"
+
+
+def shares(s: Snapshot, **own: float) -> Snapshot:
+    return replace(s, rows=tuple(replace(row, own_pct=own.get(row.function, row.own_pct)) for row in s.rows))
+
+
+def test_rows_rise_and_fall_between_refreshes_and_keep_a_minute() -> None:
+    trends = Trends(seconds=60)
+    first = snapshot(cpu_pct=50.0)
+    key = {row.function: row.key for row in first.rows}
+    trends.record(first, now=0.0)
+    assert trends.move(key["is_prime"]) == 0  # nothing to compare with yet
+    trends.record(shares(snapshot(cpu_pct=100.0), is_prime=40.0, render_response=19.5, handle_request=0.0), now=1.0)
+    assert trends.move(key["is_prime"]) == 1  # 35% -> 40%
+    assert trends.move(key["handle_request"]) == -1  # 1% -> 0%
+    assert trends.move(key["render_response"]) == 0  # 20% -> 19.5%: less than a point
+    assert trends.cpu_line() == "▅█"
+    trends.record(shares(snapshot(cpu_pct=0.0), is_prime=0.0), now=60.5)  # the first refresh is past the minute
+    assert len(trends.times) == 2 and trends.cpu_line() == "█▁"
+    assert trends.share_line(key["is_prime"]) == "█▁"
+    gone = replace(snapshot(), rows=snapshot().rows[1:])
+    trends.record(gone, now=61.0)
+    assert trends.share_line(snapshot().rows[0].key).endswith("▁")  # not in the table: 0
