@@ -6,6 +6,8 @@ import pytest
 
 from figures_fakes import PID, Stacks, book_with, counts, weight
 from pytop.core.callgraph import ROOT, SELF, call_graph
+from pytop.core.calltree import CUT, SMALLER, call_tree, hottest_path
+from pytop.core.calltree import ROOT as TREE_ROOT
 from pytop.core.records import STACK_FRAMES, STACK_INCOMPLETE
 
 NAMES = {1: ("main", "app.py"), 2: ("handle", "app.py"), 3: ("render", "app.py"), 4: ("query", "db.py"),
@@ -64,3 +66,29 @@ def test_by_line_by_thread_and_mode(stacks: Stacks) -> None:
     graph = call_graph(c, stacks.book, line_key, by_line=True, mode="wall", keep=lambda thread: thread == U)
     assert graph.total_seconds == 7.0
     assert [n.key for n in graph.callees] == [("query", "db.py", 40, PID)]
+
+
+def test_the_call_tree_merges_paths_from_the_start(stacks: Stacks) -> None:
+    c = counts(weight(stack_of(stacks, 3, 2, 1), T, cpu=3.0), weight(stack_of(stacks, 4, 2, 1), U, cpu=1.0),
+               weight(stack_of(stacks, 2, 1), T, cpu=1.0), weight(stack_of(stacks, 4, 1), T, cpu=5.5),
+               weight(stack_of(stacks, 4, 3, kind=STACK_FRAMES | STACK_INCOMPLETE), T, cpu=0.5))
+    tree = call_tree(c, stacks.book, by_line=False)
+    assert tree.key == TREE_ROOT and tree.total == pytest.approx(11.0)
+    (main, cut) = tree.children
+    assert main.key == key(1) and main.total == pytest.approx(10.5) and main.own == 0.0
+    assert [(n.key, n.total, n.own) for n in main.children] == [(key(4), 5.5, 5.5), (key(2), 5.0, 1.0)]
+    handle = main.children[1]
+    assert [(n.key, n.total) for n in handle.children] == [(key(3), 3.0), (key(4), 1.0)]
+    # A stack cut short hangs under its own node, not as if it were a thread's start.
+    assert cut.key == CUT and [n.key for n in cut.children] == [key(3)] and cut.children[0].children[0].own == 0.5
+    assert hottest_path(tree) == (key(1), key(4))
+    assert hottest_path(tree, through=key(3)) == (key(1), key(2), key(3))
+    only_u = call_tree(c, stacks.book, by_line=False, keep=lambda thread: thread == U)
+    assert only_u.total == pytest.approx(1.0)
+
+
+def test_the_call_tree_folds_tiny_branches(stacks: Stacks) -> None:
+    c = counts(weight(stack_of(stacks, 2, 1), T, cpu=10.0), weight(stack_of(stacks, 3, 1), T, cpu=0.001),
+               weight(stack_of(stacks, 4, 1), T, cpu=0.002))
+    (main,) = call_tree(c, stacks.book, by_line=False).children
+    assert [n.key for n in main.children] == [key(2), SMALLER] and main.children[1].total == pytest.approx(0.003)

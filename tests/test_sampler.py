@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import helpers
+from pytop.core import calltree
 from pytop.core.model import Snapshot
 from pytop.core.threads import ThreadBook
 from pytop.run import attach_child, info_of
@@ -94,6 +95,26 @@ def test_the_mode_switches_live_and_keeps_history(some_interp: dict[str, Any]) -
         sampler.stop()
     # The sleeper's second of wall time was counted while the view showed cpu time.
     assert "level_two" in functions(wall) and functions(wall)["level_two"].own_time > 0.8
+
+
+def test_the_call_tree_of_a_real_target(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        target = attach(t.pid)
+        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, delay=0.2))
+        got = Collected()
+        sampler.start(got)
+        helpers.wait_samples(sampler, 200)
+        sampler.set_tree(True)
+        shown = wait_for(got, lambda s: s.call_tree is not None)
+        sampler.set_tree(False)
+        hidden = wait_for(got, lambda s: s.call_tree is None)
+        sampler.stop()
+    tree = shown.call_tree
+    assert tree is not None and hidden.call_tree is None
+    assert tree.total == pytest.approx(shown.attributed, rel=1e-6)  # every counted stack, once
+    path = calltree.hottest_path(tree)
+    assert path[-1][0] in ("Worker.spinning", "spinning"), path  # the spinner's stack is the hot one
+    assert sum(child.total for child in tree.children) == pytest.approx(tree.total)
 
 
 def test_the_refresh_interval_changes_live(some_interp: dict[str, Any]) -> None:

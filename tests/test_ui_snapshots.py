@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -44,3 +45,21 @@ def test_callers_panel(snap_compare: Any) -> None:
 
 def test_filter_and_pause(snap_compare: Any) -> None:
     assert snap_compare(PytopApp(FakeSource()), press=["slash", *"web", "enter", "p"], terminal_size=SIZES[1])
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["120x30", "80x24"])
+def test_call_tree(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(PytopApp(FakeSource()), press=["T"], terminal_size=size)
+
+
+def test_trends(snap_compare: Any) -> None:
+    source = FakeSource()
+
+    async def rise(pilot: Any) -> None:
+        await pilot.pause()  # the first snapshot is in
+        rows = tuple(replace(row, own_pct=row.own_pct + 10 if row.function == "is_prime" else row.own_pct - 3)
+                     for row in snapshot().rows)
+        source.publish(snapshot(rows=rows, cpu_pct=40.0))  # type: ignore[misc]
+        await pilot.pause()
+
+    assert snap_compare(PytopApp(source), run_before=rise, press=["down"], terminal_size=SIZES[0])

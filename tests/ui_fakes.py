@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pytop.core.model import CallGraph, FunctionRow, Neighbour, Snapshot, TargetInfo, ThreadRow
+from pytop.core.model import CallGraph, FunctionRow, Neighbour, Snapshot, TargetInfo, ThreadRow, TreeNode
 
 TARGET = TargetInfo(4242, "python shop.py --port 8080", "3.12.1", "/srv/shop")
 
@@ -66,6 +66,24 @@ def snapshot(by_line: bool = False, scale: float = 1.0, **changes: object) -> Sn
     return Snapshot(**values)  # type: ignore[arg-type]
 
 
+
+def node(function: str, filename: str, total: float, own: float, *children: TreeNode) -> TreeNode:
+    return TreeNode((function, filename, 0, 4242), total, own, children)
+
+
+# Thread.run -> handle_request -> {query_database, render_response -> iterencode}; is_prime; ...
+TREE = TreeNode(("(all threads)", "", 0, 0), 50.1, 0.0, (
+    node("Thread.run", "/usr/lib/python3.12/threading.py", 50.1, 0.0,
+         node("handle_request", "/srv/shop/web.py", 30.0, 0.4,
+              node("query_database", "/srv/shop/db.py", 15.4, 15.4),
+              node("render_response", "/srv/shop/web.py", 14.2, 6.1,
+                   node("JSONEncoder.iterencode", "/usr/lib/python3.12/json/encoder.py", 8.1, 8.1))),
+         node("is_prime", "/srv/shop/reports.py", 12.5, 12.5),
+         node("query_database", "/srv/shop/db.py", 4.6, 4.6),
+         TreeNode(("(smaller calls)", "", 0, 0), 3.0, 3.0, ())),
+))
+
+
 class FakeSource:
     """Answers the app's requests with fixed snapshots, at once, on the calling thread."""
 
@@ -81,6 +99,7 @@ class FakeSource:
         self.process: object = None
         self.exports: list[str] = []
         self.delays: list[float] = []
+        self.tree = False
 
     def start(self, publish: Callable[[Snapshot], None]) -> None:
         self.publish = publish
@@ -122,10 +141,15 @@ class FakeSource:
     def set_delay(self, seconds: float) -> None:
         self.delays.append(seconds)
 
+    def set_tree(self, shown: bool) -> None:
+        self.tree = shown
+        self._send(self.current())
+
     def current(self, **changes: object) -> Snapshot:
         thread = next((t for t in THREADS if t.key == self.thread), None)
         graph = GRAPHS.get(self.focus) if self.focus else None  # type: ignore[call-overload]
-        return snapshot(self.by_line, thread_filter=thread, call_graph=graph, mode=self.mode, **changes)
+        return snapshot(self.by_line, thread_filter=thread, call_graph=graph, mode=self.mode,
+                        call_tree=TREE if self.tree else None, **changes)
 
     def _send(self, s: Snapshot) -> None:
         if self.publish is not None:

@@ -57,6 +57,16 @@ class CallGraph:
 
 
 @dataclass(frozen=True)
+class TreeNode:
+    """A node of the call tree: a function reached by one path of calls from a thread's start."""
+
+    key: RowKey
+    total: float  # seconds in it and below it, by this path
+    own: float  # seconds in it itself
+    children: tuple[TreeNode, ...]  # hottest first
+
+
+@dataclass(frozen=True)
 class ThreadRow:
     """One thread since the last reset (or several finished ones, folded)."""
 
@@ -126,6 +136,7 @@ class Snapshot:
     thread_filter: ThreadRow | None = None  # rows cover only this thread
     gc_pct: float | None = None  # share of the window's samples taken while the GC ran
     call_graph: CallGraph | None = None  # callers and callees of the selected function
+    call_tree: TreeNode | None = None  # the whole call tree, when the view shows it
     exported: tuple[str, ...] = ()  # files written by the latest export
     processes: tuple[int, ...] = ()  # pids sampled (more than one with --subprocesses)
     process_filter: int | None = None  # rows cover only this process

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from .aggregate import CPU, MODE_INDEX, OWN, TOTAL, WALL, Counts, FunctionTable, StackBook, mode_column
 from .callgraph import call_graph
+from .calltree import call_tree
 from .model import FunctionRow, RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow
 from .threads import ThreadBook, ThreadState
 
@@ -20,6 +21,7 @@ class View:
     thread: ThreadKey | None = None  # narrow to one thread
     process: int | None = None  # narrow to one process (pid)
     focus: RowKey | None = None  # callers and callees of this row
+    tree: bool = False  # the call tree is shown: build it
 
     @property
     def narrowed(self) -> bool:
@@ -139,6 +141,7 @@ def build(target: TargetInfo, figures: Figures, window_table: FunctionTable, vie
     graph = None
     if view.focus is not None:
         graph = call_graph(total, figures.book, view.focus, view.by_line, view.mode, keep)
+    tree = call_tree(total, figures.book, view.by_line, view.mode, keep) if view.tree else None
     col = mode_column(view.mode)
     return Snapshot(
         target=target,
@@ -175,6 +178,7 @@ def build(target: TargetInfo, figures: Figures, window_table: FunctionTable, vie
         thread_filter=next((r for r in rows if r.key == view.thread), None),
         gc_pct=_share(window.gc_samples, window.gc_known) if window.gc_known else None,
         call_graph=graph,
+        call_tree=tree,
         exported=c.exported,
         processes=c.processes,
         process_filter=view.process,

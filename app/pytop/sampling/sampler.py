@@ -129,6 +129,10 @@ class Sampler:
         """Follow the callers and callees of one function (a FunctionRow.key), or stop."""
         self._inbox.put(("focus", key))
 
+    def set_tree(self, shown: bool) -> None:
+        """Build the call tree in the snapshots (while the screen shows it), or stop."""
+        self._inbox.put(("tree", shown))
+
     def set_delay(self, seconds: float) -> None:
         """Seconds between snapshots, from the next one on."""
         self._inbox.put(("delay", seconds))
@@ -259,6 +263,8 @@ class Sampler:
             self.view = replace(self.view, process=value, thread=None)  # type: ignore[arg-type]
         elif kind == "focus":
             self.view = replace(self.view, focus=value)  # type: ignore[arg-type]
+        elif kind == "tree":
+            self.view = replace(self.view, tree=bool(value))
         elif kind == "delay" and isinstance(value, (int, float)) and value > 0:
             self.settings = replace(self.settings, delay=float(value))
         elif kind == "export":

@@ -23,6 +23,7 @@ from ..core.aggregate import MODES
 from ..core.model import RowKey, Snapshot, ThreadKey
 from ..report import format as fmt
 from .callers import CallersPanel
+from .calltree import CallTreeView
 from .filter import FilterBar, compile_filter, keep
 from .help import HelpScreen
 from .messages import SnapshotReady
@@ -46,6 +47,7 @@ class SnapshotSource(Protocol):
     def set_process(self, pid: int | None) -> None: ...
     def export(self, directory: str) -> None: ...
     def set_delay(self, seconds: float) -> None: ...
+    def set_tree(self, shown: bool) -> None: ...
 
 
 class PytopApp(App[None]):
@@ -65,6 +67,9 @@ class PytopApp(App[None]):
         Binding("m", "next_mode", "Mode",
                 tooltip="what times measure: cpu (the kernel's count), wall (every thread), gil (the GIL holder)"),
         Binding("r,R", "reset", "Reset", key_display="R", tooltip="reset all statistics"),
+        Binding("T", "toggle_tree", "Tree",
+                tooltip="the call tree: hot paths from the threads' start, opened along the hottest; from a "
+                        "function, along its hottest path (T or Esc: back to the table)"),
         Binding("t", "toggle_threads", "Threads",
                 tooltip="show or hide the threads; Enter on one shows only its functions"),
         Binding("a", "all_threads", "All threads", show=False, tooltip="all threads again"),
@@ -127,6 +132,7 @@ class PytopApp(App[None]):
         yield Banner(id="exited-banner")
         yield FunctionTable(id="functions")
         yield Static(id="detail")
+        yield CallTreeView(id="tree")
         yield CallersPanel(id="callers-panel")
         yield ThreadTable(id="threads")
         yield FilterBar(placeholder="filter: text or regular expression over function and file; Enter applies",
@@ -185,6 +191,9 @@ class PytopApp(App[None]):
         threads = self.query_one(ThreadTable)
         if threads.display:
             threads.show(s.thread_rows, s.thread_filter.key if s.thread_filter else None, several)
+        tree = self.query_one(CallTreeView)
+        if tree.display and s.call_tree is not None:
+            tree.show(s.call_tree, s.target.cwd, self.full_filenames)
         panel = self.query_one(CallersPanel)
         panel.display = s.call_graph is not None
         if s.call_graph is not None:
@@ -240,6 +249,18 @@ class PytopApp(App[None]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_help()))
+
+    def action_toggle_tree(self) -> None:
+        tree, table = self.query_one(CallTreeView), self.query_one(FunctionTable)
+        showing = not tree.display
+        if showing:
+            focus = self.snapshot.call_graph.focus if self.snapshot and self.snapshot.call_graph else None
+            tree.open_at(focus or table.current_key())
+        tree.display = showing
+        table.display = not showing
+        self.query_one("#detail", Static).display = not showing
+        (tree if showing else table).focus()
+        self.source.set_tree(showing)
 
     def action_toggle_threads(self) -> None:
         threads = self.query_one(ThreadTable)
@@ -313,6 +334,9 @@ class PytopApp(App[None]):
         self.query_one(FunctionTable).select_key(message.key)
 
     def action_close_panel(self) -> None:
+        if self.query_one(CallTreeView).display:
+            self.action_toggle_tree()
+            return
         if self.snapshot is not None and self.snapshot.call_graph is not None:
             self.source.set_focus(None)
             self.query_one(FunctionTable).focus()
