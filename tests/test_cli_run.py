@@ -54,7 +54,9 @@ def test_batch_json(some_interp: dict[str, Any]) -> None:
     functions = by_name(document)
     spinning = functions.get("Worker.spinning") or functions["spinning"]
     assert spinning["own"] > document["samples"] * 0.5
-    assert spinning["own_time"] > 0.7
+    # Its time is the spinner thread's CPU time as the kernel counts it (however busy the machine).
+    spinner = next(thread for thread in document["per_thread"] if thread["name"] == "spinner")
+    assert spinner["cpu_time"] > 0.1 and spinning["own_time"] == pytest.approx(spinner["cpu_time"], rel=0.1)
     assert "line" not in spinning
     assert "level_two" not in functions  # asleep: left out without --idle
 

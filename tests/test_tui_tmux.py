@@ -158,9 +158,13 @@ def test_picking_a_process_when_none_is_given(terminal: Terminal, some_interp: d
 def test_a_started_program_shows_its_exit_status_and_where_its_output_went(
         terminal: Terminal, some_interp: dict[str, Any]) -> None:
     script = helpers.stage(some_interp, "exiting.py")
-    terminal.type(f"cd / && {' '.join(helpers.PYTOP)} -- {' '.join(some_interp['argv'])} {script} 1.5 3")
+    terminal.type(f"cd / && {' '.join(helpers.PYTOP)} -- {' '.join(some_interp['argv'])} {script} 600 3")
+    screen = terminal.wait_text("churn")
+    pid = re.search(r"pid (\d+)", screen)
+    assert pid is not None and "[its output: /tmp/pytop-child-" in screen
+    os.kill(int(pid.group(1)), signal.SIGUSR1)  # now exit, with status 3
     screen = terminal.wait_text("exited with status 3")
-    assert "churn" in screen and "[its output: /tmp/pytop-child-" in screen
+    assert "churn" in screen
     terminal.keys("q")
     screen = terminal.wait_text("pytop: the program's output is in ")
     log = re.search(r"is in (/tmp/pytop-child-\S+\.log)", screen.replace("\n", ""))

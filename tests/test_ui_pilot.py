@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
-from pytop.core.model import FunctionRow
+from pytop.core.model import FunctionRow, Snapshot
 from pytop.ui.app import PytopApp
 from pytop.ui.callers import CallersPanel
 from pytop.ui.calltree import CallTreeView
@@ -379,3 +379,19 @@ async def test_call_tree_from_a_function_opens_its_hottest_path() -> None:
         tree = app.query_one(CallTreeView)
         assert "render_response" in str(tree.cursor_node.label)  # type: ignore[union-attr]
         assert any("handle_request" in line for line in tree_lines(app))
+
+
+async def test_a_row_without_history_has_no_detail_line() -> None:
+    """After the target exits, a new view (by line) brings rows no refresh recorded."""
+    class Ended(FakeSource):
+        def current(self, **changes: object) -> Snapshot:
+            return super().current(exited=True, exit_reason="process 4242 has exited", **changes)
+
+    source = Ended(snapshot(exited=True, exit_reason="process 4242 has exited"))
+    app = PytopApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "over the last minute" in str(app.query_one("#detail").render())
+        await pilot.press("L")
+        await pilot.pause()
+        assert str(app.query_one("#detail").render()).strip() == ""

@@ -208,12 +208,12 @@ class PytopApp(App[None]):
     def show_detail(self) -> None:
         """The row under the cursor over the last minute."""
         key = self.query_one(FunctionTable).current_key()
-        line = self.trends.share_line(key) if key else ""
+        shares = [share for _, share in self.trends.shares.get(key, ())] if key else []
         detail = self.query_one("#detail", Static)
-        if not key or not line:
+        if not key or not shares:  # a row not seen in a refresh yet (or after the end, another view)
             detail.update("")
             return
-        shares = [share for _, share in self.trends.shares.get(key, ())]
+        line = self.trends.share_line(key)
         text = Text(f" {key[0]}: %Own over the last minute ", style="dim")
         text.append(line, style="cyan")
         text.append(f"  now {fmt.percent(self.trends.latest.get(key, 0.0))}, high {fmt.percent(max(shares))}",
