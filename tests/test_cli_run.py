@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 
 import helpers
+import profile_proto
 
 BATCH_SCHEMA = {
     "type": "object",
@@ -159,3 +160,24 @@ def test_a_started_programs_log_is_kept_only_when_it_holds_something(tmp_path: A
     talking = Child([sys.executable, "-c", "print('hello'); raise SystemExit(4)"], quiet=True, log=str(chosen))
     assert talking.status(wait=10) == 4
     assert talking.finish_log() == str(chosen) and chosen.read_text() == "hello\n"
+
+
+def test_batch_pprof(some_interp: dict[str, Any], tmp_path: Any) -> None:
+    out = tmp_path / "profile.pb.gz"
+    began = time.time_ns()
+    with helpers.running(some_interp, "stacks.py") as t:
+        result = helpers.run_pytop("--batch", "--duration", "1.5", "--rate", "200", "--format", "pprof", "--output",
+                                   str(out), str(t.pid))
+    assert result.returncode == 0, result.stderr
+    p = profile_proto.read(out.read_bytes())
+    assert p.strings[0] == "" and p.sample_types == [("samples", "count"), ("cpu", "nanoseconds")]
+    assert p.period_type == ("cpu", "nanoseconds") and p.period == 5_000_000
+    assert began <= p.time_nanos <= time.time_ns() and 1.4e9 <= p.duration_nanos <= 3e9
+    assert p.comments and p.comments[0].startswith(f"pytop: pid {t.pid}")
+    spinner = [(frames, values) for frames, values, labels in p.samples if labels.get("thread_name") == "spinner"]
+    assert spinner and all(labels["pid"] == t.pid for _, _, labels in p.samples)
+    frames, values = max(spinner, key=lambda item: item[1][1])
+    assert frames[0][0] in ("Worker.spinning", "spinning") and frames[0][1].endswith("stacks.py")
+    assert frames[-1][0] in ("Thread._bootstrap", "_bootstrap")  # innermost first, the thread's start last
+    assert values[0] > 100 and values[1] > 0.1e9  # samples, and CPU nanoseconds
+    assert all(labels.get("thread_id") for _, _, labels in p.samples if labels.get("thread_name"))

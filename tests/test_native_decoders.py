@@ -7,11 +7,11 @@ import json
 import subprocess
 from typing import Any
 
-import line_reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import helpers
+import line_reference
 from pytop.native import decode_line, decode_text
 
 FORMATS = (1, 2, 3)  # co_lnotab (3.8-3.9), co_linetable (3.10), location table (3.11+)

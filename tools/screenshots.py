@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Make screenshots/*.svg from the real app watching the real demo workload.
 
-    python tools/screenshots.py   # writes screenshots/{main,help,by-line,threads,callers,exited}.svg
+    python tools/screenshots.py   # writes screenshots/{main,help,by-line,threads,callers,tree,exited}.svg
 
 It starts `python -m pytop.demo`, attaches with the real sampler, drives the app with Textual's
 pilot in a 120x32 terminal, and saves what the screen shows. The numbers are whatever the demo
@@ -48,7 +48,10 @@ async def shoot() -> None:
             await pilot.press("enter")  # callers and callees of the top function
             await asyncio.sleep(2.5)
             app.save_screenshot("callers.svg", str(OUT))
-            await pilot.press("escape")
+            await pilot.press("escape", "T")  # the call tree, opened along the hottest path
+            await asyncio.sleep(2.5)
+            app.save_screenshot("tree.svg", str(OUT))
+            await pilot.press("T")
             child.end()
             while not (app.snapshot and app.snapshot.exited):
                 await asyncio.sleep(0.1)

@@ -112,9 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     once.add_argument("--duration", type=positive, default=10.0, metavar="SECONDS",
                       help="with --batch: how long to sample (default 10)")
     once.add_argument("--json", action="store_true", help="with --dump or --batch: print JSON")
-    once.add_argument("--format", choices=("text", "json", "collapsed", "speedscope"),
-                      help="with --batch: the report's format (default text; collapsed stacks and "
-                           "speedscope JSON hold every stack sampled)")
+    once.add_argument("--format", choices=("text", "json", "collapsed", "speedscope", "pprof"),
+                      help="with --batch: the report's format (default text; collapsed stacks, speedscope "
+                           "JSON and pprof (gzipped profile.proto) hold every stack sampled)")
     once.add_argument("--output", metavar="FILE", help="with --batch: write the report to FILE")
     parser.add_argument("--version", action="version", version=f"pytop {__version__}")
     return parser
@@ -148,6 +148,8 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         raise errors.UsageError("--format and --output go with --batch")
     if args.json and args.format not in (None, "json"):
         raise errors.UsageError("--json and --format disagree")
+    if args.format == "pprof" and not args.output and sys.stdout.isatty():
+        raise errors.UsageError("--format pprof is binary: give --output FILE, or send it to a file or a pipe")
     if args.dump and args.batch:
         raise errors.UsageError("--dump and --batch do not go together")
     if args.child_output and not (command or args.demo):

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 import threading
+import time
 from dataclasses import replace
 
 import psutil
@@ -16,7 +17,7 @@ from .core.model import Snapshot, TargetInfo
 from .core.records import Frame, ProcessStacks, ThreadStack
 from .native import OS_STATE_EXACT, Sample, SampleError, ThreadSample, Unwinder
 from .report import dump as report_dump
-from .report import table
+from .report import pprof, table
 from .sampling import priority
 from .sampling.sampler import Sampler, Settings
 from .target.attach import Target, attach
@@ -147,17 +148,26 @@ def watch(args: argparse.Namespace, command: list[str]) -> int:
             snapshot = collect(sampler, args.duration)
             if snapshot.failure:
                 raise errors.PytopError(f"sampling failed: {snapshot.failure}")
-            report = table.render(snapshot, sampler.all_counts(), sampler.figures.book, sampler.thread_labels(),
-                                  args.format or ("json" if args.json else "text"), sort, args.full_filenames)
+            form = args.format or ("json" if args.json else "text")
+            if form == "pprof":
+                first = snapshot.sampled_from or time.monotonic() - snapshot.elapsed  # CLOCK_MONOTONIC
+                started = time.time_ns() - int((time.monotonic() - first) * 1e9)
+                report = pprof.profile(sampler.all_counts(), sampler.figures.book, snapshot.mode, args.rate, started,
+                                       int(snapshot.elapsed * 1e9), sampler.thread_of,
+                                       f"pytop: pid {snapshot.target.pid}, {snapshot.target.command}")
+            else:
+                report = table.render(snapshot, sampler.all_counts(), sampler.figures.book, sampler.thread_labels(),
+                                      form, sort, args.full_filenames).encode()
             if args.output:
                 try:
-                    with open(args.output, "w") as f:
+                    with open(args.output, "wb") as f:
                         f.write(report)
                 except OSError as exc:
                     raise errors.UsageError(f"cannot write {args.output}: {exc.strerror}") from None
                 print(f"pytop: wrote {args.output}", file=sys.stderr)
             else:
-                sys.stdout.write(report)
+                sys.stdout.buffer.write(report)
+                sys.stdout.flush()
             return shell_status(sampler.status)
         return run_live(target, settings, sort=sort, full_filenames=args.full_filenames, child=child,
                         stats_file=args.stats_file, follow_children=args.subprocesses, export_dir=args.output_dir)

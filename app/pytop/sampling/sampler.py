@@ -349,6 +349,11 @@ class Sampler:
                 window_seconds=1.0, elapsed=max(time.monotonic() - self.started, 1e-9),
                 rate_asked=self.settings.rate, exited=True, exit_reason=self.failure, failure=self.failure))
 
+    def thread_of(self, key: int) -> tuple[int | None, str | None]:
+        """A thread key's TID (None if unknown) and name."""
+        t = self.figures.threads.threads.get(key)
+        return (t.native_id or None, t.name) if t else (None, None)
+
     def thread_labels(self) -> dict[int, str]:
         labels = {}
         for t in self.figures.threads.threads.values():

@@ -1,0 +1,115 @@
+"""What was sampled as a pprof profile: gzipped `profile.proto` (github.com/google/pprof,
+proto/profile.proto), read by `go tool pprof`, Pyroscope, Parca and Grafana. Pure.
+
+One Sample per (thread, stack): values [samples, time in the mode's nanoseconds], labels pid,
+thread_id (the kernel's TID) and thread_name. Locations are one per (function, file, line), each
+with one Line of a Function per (function, file). The encoding is written here: the message is
+small and fixed, and a protobuf runtime would be a dependency for ten field numbers.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Callable
+
+from ..core.aggregate import MODE_INDEX, SAMPLES, Counts, StackBook
+
+# Field numbers of profile.proto.
+PROFILE_SAMPLE_TYPE, PROFILE_SAMPLE, PROFILE_LOCATION, PROFILE_FUNCTION, PROFILE_STRINGS = 1, 2, 4, 5, 6
+PROFILE_TIME, PROFILE_DURATION, PROFILE_PERIOD_TYPE, PROFILE_PERIOD, PROFILE_COMMENT = 9, 10, 11, 12, 13
+PROFILE_DEFAULT_TYPE = 14
+SAMPLE_LOCATION, SAMPLE_VALUE, SAMPLE_LABEL = 1, 2, 3
+LABEL_KEY, LABEL_STR, LABEL_NUM = 1, 2, 3
+LOCATION_ID, LOCATION_LINE = 1, 4
+LINE_FUNCTION, LINE_LINE = 1, 2
+FUNCTION_ID, FUNCTION_NAME, FUNCTION_SYSTEM_NAME, FUNCTION_FILENAME = 1, 2, 3, 4
+VALUE_TYPE, VALUE_UNIT = 1, 2
+
+
+def varint(value: int) -> bytes:
+    value &= (1 << 64) - 1  # int64: two's complement, as protobuf encodes negatives
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def number(field: int, value: int) -> bytes:
+    return varint(field << 3) + varint(value) if value else b""
+
+
+def message(field: int, body: bytes) -> bytes:
+    return varint(field << 3 | 2) + varint(len(body)) + body
+
+
+def packed(field: int, values: list[int]) -> bytes:
+    return message(field, b"".join(varint(v) for v in values)) if values else b""
+
+
+def label(key: int, field: int, value: int) -> bytes:
+    """A Label: `field` is LABEL_NUM for a number, LABEL_STR for a string index."""
+    return message(SAMPLE_LABEL, number(LABEL_KEY, key) + number(field, value))
+
+
+class Strings:
+    """The string table: index 0 is the empty string, as the format requires."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {"": 0}
+
+    def __call__(self, text: str) -> int:
+        return self.index.setdefault(text, len(self.index))
+
+    def encoded(self) -> bytes:
+        return b"".join(message(PROFILE_STRINGS, text.encode("utf-8")) for text in self.index)
+
+
+def profile(counts: Counts, book: StackBook, mode: str, rate: float, start_ns: int, duration_ns: int,
+            thread_of: Callable[[int], tuple[int | None, str | None]], comment: str) -> bytes:
+    """thread_of: a thread key's TID and name. Returns the gzipped profile."""
+    strings = Strings()
+    unit = strings("nanoseconds")
+    kind = strings(mode)
+    functions: dict[tuple[str, str], int] = {}
+    locations: dict[tuple[str, str, int], int] = {}
+    body = bytearray()
+    body += message(PROFILE_SAMPLE_TYPE, number(VALUE_TYPE, strings("samples")) + number(VALUE_UNIT, strings("count")))
+    body += message(PROFILE_SAMPLE_TYPE, number(VALUE_TYPE, kind) + number(VALUE_UNIT, unit))
+    index = MODE_INDEX[mode]
+    for (thread, stack), tally in sorted(counts.stacks.items()):
+        info = book.info(stack)
+        if info is None or not (tally[SAMPLES] or tally[index]):
+            continue
+        ids = []
+        for function, filename, line in info.frames:  # innermost first, as pprof wants
+            where = (function, filename, max(line, 0))
+            if where not in locations:
+                locations[where] = len(locations) + 1
+                functions.setdefault((function, filename), len(functions) + 1)
+            ids.append(locations[where])
+        tid, name = thread_of(thread)
+        labels = label(strings("pid"), LABEL_NUM, info.pid)
+        if tid:
+            labels += label(strings("thread_id"), LABEL_NUM, tid)
+        if name:
+            labels += label(strings("thread_name"), LABEL_STR, strings(name))
+        values = [tally[SAMPLES], tally[index]]
+        body += message(PROFILE_SAMPLE, packed(SAMPLE_LOCATION, ids) + packed(SAMPLE_VALUE, values) + labels)
+    for (function, filename, line), location in locations.items():
+        line_record = number(LINE_FUNCTION, functions[(function, filename)]) + number(LINE_LINE, line)
+        body += message(PROFILE_LOCATION, number(LOCATION_ID, location) + message(LOCATION_LINE, line_record))
+    for (function, filename), function_id in functions.items():
+        name_index = strings(function)
+        body += message(PROFILE_FUNCTION, number(FUNCTION_ID, function_id) + number(FUNCTION_NAME, name_index)
+                        + number(FUNCTION_SYSTEM_NAME, name_index) + number(FUNCTION_FILENAME, strings(filename)))
+    body += number(PROFILE_TIME, start_ns) + number(PROFILE_DURATION, duration_ns)
+    body += message(PROFILE_PERIOD_TYPE, number(VALUE_TYPE, kind) + number(VALUE_UNIT, unit))
+    body += number(PROFILE_PERIOD, round(1e9 / rate) if rate else 0)
+    body += number(PROFILE_COMMENT, strings(comment))
+    body += number(PROFILE_DEFAULT_TYPE, kind)
+    return gzip.compress(bytes(body) + strings.encoded())
