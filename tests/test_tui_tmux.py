@@ -159,9 +159,10 @@ def test_a_started_program_shows_its_exit_status_and_where_its_output_went(
         terminal: Terminal, some_interp: dict[str, Any]) -> None:
     script = helpers.stage(some_interp, "exiting.py")
     terminal.type(f"cd / && {' '.join(helpers.PYTOP)} -- {' '.join(some_interp['argv'])} {script} 600 3")
-    screen = terminal.wait_text("churn")
+    # One screen with both (a capture can catch the screen mid-redraw).
+    screen = terminal.wait_for(lambda s: "churn" in s and "[its output: /tmp/pytop-child-" in s, "the log's path")
     pid = re.search(r"pid (\d+)", screen)
-    assert pid is not None and "[its output: /tmp/pytop-child-" in screen
+    assert pid is not None
     os.kill(int(pid.group(1)), signal.SIGUSR1)  # now exit, with status 3
     screen = terminal.wait_text("exited with status 3")
     assert "churn" in screen

@@ -33,6 +33,7 @@ DRAIN_SECONDS = 0.2  # how often the engine is drained between refreshes
 DISCOVERY_SECONDS = 1.0  # how often to look for new subprocesses
 STOP_SECONDS = 5.0  # how long stop() waits for the engine's thread
 BEHIND_SHOWN_FROM = 0.05  # seconds behind schedule worth a banner
+BEHIND_JUDGED_FROM = 0.2  # seconds of ticks a window needs before it can say sampling is behind
 BEHIND_HOLD_SECONDS = 3.0  # the banner stays this long after the last window that was behind
 EXIT_STATUS_WAIT = 1.0  # a started program whose memory is gone is ending: time to reap it
 
@@ -306,10 +307,14 @@ class Sampler:
     def _publish(self, exited: bool = False, reason: str | None = None) -> None:
         self.publish(self._close_window(exited, reason))
 
-    def _behind(self, window: Counts, seconds: float) -> float:
+    def _behind(self, window: Counts) -> float:
         """Seconds behind schedule, held for BEHIND_HOLD_SECONDS after the last window that was,
         so that the banner does not blink on and off."""
-        deficit = schedule_deficit(window.ticks, window.given_up, seconds, self.settings.rate, self._lag)
+        # Judged over the window's own ticks, first to last: the first window also holds the
+        # engine's start (it showed "0.1 s behind" for the first 3 s of every run).
+        span = window.last_at - window.first_at if window.ticks > 1 else 0.0
+        deficit = schedule_deficit(window.ticks - 1, window.given_up, span, self.settings.rate, self._lag) if (
+            span >= BEHIND_JUDGED_FROM or window.given_up) else 0.0
         now = time.monotonic()
         if deficit >= BEHIND_SHOWN_FROM:
             self._behind_shown, self._behind_until = deficit, now + BEHIND_HOLD_SECONDS
@@ -332,7 +337,7 @@ class Sampler:
         seconds = max(now - self._window_started, 1e-9)
         circumstances = Circumstances(
             window_seconds=seconds, elapsed=max(now - self.started, 1e-9), rate_asked=self.settings.rate,
-            behind=self._behind(f.window, seconds), rss=self.processes.rss(), exited=exited, exit_reason=reason,
+            behind=self._behind(f.window), rss=self.processes.rss(), exited=exited, exit_reason=reason,
             exported=self.exported, processes=self.processes.alive, sampler_cpu=self._sampler_cpu,
             stacks_dropped=self._dropped, last_error=self.last_error, failure=self.failure, exit_status=self.status)
         snapshot = build(self.target, f, window_table, self.view, circumstances)
