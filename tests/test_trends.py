@@ -37,3 +37,9 @@ def test_rows_rise_and_fall_between_refreshes_and_keep_a_minute() -> None:
     gone = replace(snapshot(), rows=snapshot().rows[1:])
     trends.record(gone, now=61.0)
     assert trends.share_line(snapshot().rows[0].key).endswith("▁")  # not in the table: 0
+
+
+def test_a_long_history_is_averaged_into_a_fixed_width() -> None:
+    assert sparkline([0.0] * 30 + [100.0] * 30, top=100, width=4) == "▁▁██"
+    assert sparkline([0.0, 100.0] * 30, top=100, width=6) == "▅" * 6  # each bar: the mean of ten
+    assert len(sparkline(range(600))) == 20

@@ -13,11 +13,21 @@ from ..core.model import RowKey, Snapshot
 HISTORY_SECONDS = 60.0
 BARS = "▁▂▃▄▅▆▇█"
 MOVE_POINTS = 1.0  # a row rose or fell when its %Own moved by at least this many points
+WIDTH = 20  # bars in a sparkline: a minute of 1 s refreshes is averaged into this many
 
 
-def sparkline(values: Iterable[float], top: float | None = None) -> str:
-    """One bar per value, scaled to `top` (the largest value if not given); empty if no values."""
-    values = list(values)
+def squeeze(values: list[float], width: int) -> list[float]:
+    """At most `width` values: consecutive ones averaged, the latest kept last."""
+    if len(values) <= width:
+        return values
+    edges = [round(i * len(values) / width) for i in range(width + 1)]
+    return [sum(values[a:b]) / (b - a) for a, b in zip(edges, edges[1:])]
+
+
+def sparkline(values: Iterable[float], top: float | None = None, width: int = WIDTH) -> str:
+    """One bar per value (averaged down to `width` bars), scaled to `top` (the largest value if
+    not given); empty if no values."""
+    values = squeeze(list(values), width)
     if not values:
         return ""
     top = max(top or 0.0, max(values), 1e-12)
