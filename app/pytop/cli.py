@@ -154,9 +154,10 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         raise errors.UsageError("--dump and --batch do not go together")
     if args.child_output and not (command or args.demo):
         raise errors.UsageError("--child-output goes with -- COMMAND or --demo")
-    args.output_dir = os.path.abspath(args.output_dir or os.getcwd())
-    if not os.path.isdir(args.output_dir) or not os.access(args.output_dir, os.W_OK):
-        raise errors.UsageError(f"--output-dir: {args.output_dir} is not a directory pytop can write to")
+    if args.output_dir:  # the default, the current directory, is only checked when e is pressed
+        args.output_dir = os.path.abspath(args.output_dir)
+        if not os.path.isdir(args.output_dir) or not os.access(args.output_dir, os.W_OK):
+            raise errors.UsageError(f"--output-dir: {args.output_dir} is not a directory pytop can write to")
     args.mode = mode_of(args)
     if args.dump and pid is None:
         raise errors.UsageError("--dump needs the PID of a running process")
