@@ -174,3 +174,22 @@ def test_a_started_program_shows_its_exit_status_and_where_its_output_went(
         assert '"threads"' in Path(log.group(1)).read_text()  # the target's readiness line, printed
     finally:
         Path(log.group(1)).unlink()
+
+
+def test_a_vanished_terminal_ends_pytop_and_its_program(some_interp: dict[str, Any]) -> None:
+    """The terminal's server killed (SIGHUP): Textual's shutdown could block for ever writing to
+    it (1 time in 2), leaving pytop, and the program it started, running."""
+    terminal = Terminal()
+    try:
+        script = helpers.stage(some_interp, "exiting.py")
+        terminal.type(f"cd / && {' '.join(helpers.PYTOP)} -- {' '.join(some_interp['argv'])} {script} 600")
+        screen = terminal.wait_text("churn")
+        pid = re.search(r"pid (\d+)", screen)
+        assert pid is not None
+        program = psutil.Process(int(pid.group(1)))
+        pytop = program.parent()
+        assert pytop is not None and "pytop" in " ".join(pytop.cmdline()), pytop
+    finally:
+        terminal.close()
+    gone, alive = psutil.wait_procs([program, pytop], timeout=15)
+    assert not alive, [p.cmdline() for p in alive]

@@ -41,6 +41,13 @@ def notes_for(child_log: str | None) -> tuple[str, ...]:
     return (f"[its output: {child_log}]",) if child_log else ()
 
 
+def last_words(sampler: Sampler, child: Child | None) -> None:
+    """Before a hung shutdown is cut short: a started program must not outlive pytop."""
+    sampler.stop(1.0)
+    if child:
+        child.end()
+
+
 def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: bool,
              child: Child | None = None, stats_file: str | None = None, follow_children: bool = False,
              export_dir: str | None = None) -> int:
@@ -52,7 +59,7 @@ def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: b
                       child.status if child else None)
     app = PytopApp(sampler, sort=sort, by_line=settings.by_line, mode=settings.mode, full_filenames=full_filenames,
                    notes=notes_for(child.log_path if child else None), handle_signals=True, export_dir=export_dir,
-                   delay=settings.delay)
+                   delay=settings.delay, last_words=lambda: last_words(sampler, child))
     try:
         app.run()
     finally:

@@ -11,6 +11,8 @@ import asyncio
 import os
 import re
 import signal
+import threading
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -31,6 +33,7 @@ from .threads import ThreadTable
 from .trends import Trends
 from .widgets import SORT_COLUMNS, Banner, FunctionTable, ProcessHeader
 
+SHUTDOWN_GRACE_SECONDS = 5.0  # after a signal, the longest the process waits for a clean shutdown
 REFRESH_STEPS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)  # seconds between refreshes, for + and -
 
 
@@ -103,9 +106,11 @@ class PytopApp(App[None]):
 
     def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: str = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), handle_signals: bool = False,
-                 export_dir: str | None = None, delay: float = 1.0):
+                 export_dir: str | None = None, delay: float = 1.0, last_words: Callable[[], None] | None = None):
         """export_dir: where the e key writes (default: the current directory); delay: seconds
-        between refreshes, as the source starts with."""
+        between refreshes, as the source starts with; last_words: what must be done before the
+        process ends if a signal's shutdown hangs (see on_signal)."""
+        self.last_words = last_words
         super().__init__()
         self.export_dir = export_dir
         self.delay = delay
@@ -148,8 +153,23 @@ class PytopApp(App[None]):
         if self.handle_signals:  # SIGTERM or a closed terminal: leave the terminal as it was
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGHUP):
-                loop.add_signal_handler(sig, self.exit)
+                loop.add_signal_handler(sig, self.on_signal, sig)
         self.source.start(self.publish)
+
+    def on_signal(self, signum: int) -> None:
+        """SIGTERM, or SIGHUP when the terminal went away. Textual's shutdown writes to the
+        terminal, and with the terminal gone it can block for ever (1 time in 2 when a tmux
+        server was killed): the process ends after SHUTDOWN_GRACE_SECONDS regardless."""
+        threading.Thread(target=self._end_anyway, args=(signum,), name="pytop-shutdown", daemon=True).start()
+        self.exit()
+
+    def _end_anyway(self, signum: int) -> None:
+        time.sleep(SHUTDOWN_GRACE_SECONDS)
+        try:
+            if self.last_words is not None:
+                self.last_words()
+        finally:
+            os._exit(128 + signum)
 
     def publish(self, snapshot: Snapshot) -> None:
         """Called from the sampler thread: post_message is the thread-safe way in."""
