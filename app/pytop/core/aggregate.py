@@ -12,7 +12,7 @@ thread without Python, threads that ended between samples) counts as one pseudo-
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -150,6 +150,20 @@ class Counts:
             tally = self.stacks.pop((thread, stack))
             into = self.stacks.setdefault((threads[thread], stack), new_tally())
             add_into(into, tally)
+
+
+def timed_stacks(counts: Counts, book: StackBook, mode: str,
+                 keep: Callable[[int], bool] | None = None) -> Iterator[tuple[StackInfo, float]]:
+    """Every counted stack with time in `mode`, decoded, and its seconds; keep: which threads'
+    stacks count (None: all)."""
+    index = MODE_INDEX[mode]
+    for (thread, stack), tally in counts.stacks.items():
+        seconds = tally[index] / 1e9
+        if not seconds or (keep is not None and not keep(thread)):
+            continue
+        info = book.info(stack)
+        if info is not None:
+            yield info, seconds
 
 
 # A function's figures: [own samples, own cpu, own wall, own gil, total samples, total cpu,

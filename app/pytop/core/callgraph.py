@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .aggregate import MODE_INDEX, Counts, StackBook
+from .aggregate import Counts, StackBook, timed_stacks
 from .model import CallGraph, Neighbour, RowKey
 
 ROOT: RowKey = ("(thread start)", "", 0, 0)  # the caller of an outermost frame
@@ -21,17 +21,10 @@ SELF: RowKey = ("(itself)", "", 0, 0)  # the "callee" of samples taken in the fu
 def call_graph(counts: Counts, book: StackBook, focus: RowKey, by_line: bool, mode: str = "cpu",
                keep: Callable[[int], bool] | None = None) -> CallGraph:
     """keep: which threads' stacks count (None: all)."""
-    index = MODE_INDEX[mode]
     total = 0.0
     callers: dict[RowKey, float] = {}
     callees: dict[RowKey, float] = {}
-    for (thread, stack), tally in counts.stacks.items():
-        seconds = tally[index] / 1e9
-        if not seconds or (keep is not None and not keep(thread)):
-            continue
-        info = book.info(stack)
-        if info is None:
-            continue
+    for info, seconds in timed_stacks(counts, book, mode, keep):
         keys = [(function, filename, line if by_line else 0, info.pid) for function, filename, line in info.frames]
         at = [i for i, key in enumerate(keys) if key == focus]
         if not at:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .aggregate import MODE_INDEX, Counts, StackBook
+from .aggregate import Counts, StackBook, timed_stacks
 from .model import RowKey, TreeNode
 
 ROOT: RowKey = ("(all threads)", "", 0, 0)
@@ -32,15 +32,8 @@ class _Building:
 def call_tree(counts: Counts, book: StackBook, by_line: bool, mode: str = "cpu",
               keep: Callable[[int], bool] | None = None) -> TreeNode:
     """keep: which threads' stacks count (None: all)."""
-    index = MODE_INDEX[mode]
     root = _Building()
-    for (thread, stack), tally in counts.stacks.items():
-        seconds = tally[index] / 1e9
-        if not seconds or (keep is not None and not keep(thread)):
-            continue
-        info = book.info(stack)
-        if info is None:
-            continue
+    for info, seconds in timed_stacks(counts, book, mode, keep):
         node = root
         node.total += seconds
         if info.incomplete:
