@@ -179,12 +179,16 @@ static void drop_waiting(engine_thread *t) {
     }
 }
 
+static void pending_clear(engine_thread *t) {
+    t->pending_count = 0;
+    t->pending_total = t->pending_wait = 0;
+}
+
 static void give_cpu(pytop_engine *e, engine_thread *t, uint64_t ns) {
     drop_waiting(t);
     if (t->pending_total) split(e, t->key, t->pending, t->pending_count, t->pending_total, ns);
     else add_cpu(e, t->key, t->stack, ns);
-    t->pending_count = 0;
-    t->pending_total = t->pending_wait = 0;
+    pending_clear(t);
 }
 
 /* The CPU a thread born since the previous sample used before it was first read: its whole
@@ -312,8 +316,7 @@ void account_ends(pytop_engine *e, uint32_t p) {
         t->dirty = true;
         account_flush(e, t);
         remember_ended(P, t);
-        t->pending_count = 0;
-        t->pending_total = t->pending_wait = 0;
+        pending_clear(t);
     }
 }
 
@@ -445,19 +448,25 @@ static engine_thread *unseen_thread(pytop_engine *e, uint32_t p) {
     return t;
 }
 
+/* How long an ended thread was seen running since its count last moved. */
+static uint64_t ended_weight(const ended_thread *x) {
+    uint64_t weight = 0;
+    for (uint32_t k = 0; k < x->pending_count; k++) weight += x->pending[k].weight_ns;
+    return weight;
+}
+
 /* Where the CPU of threads that ended between samples goes (see the top of the file). */
 static void place_rest(pytop_engine *e, uint32_t p, uint64_t rest) {
     engine_process *P = &e->processes[p];
     uint64_t runs = 0, cpu = 0;
     for (uint32_t i = 0; i < P->ended_count; i++) {
-        for (uint32_t k = 0; k < P->ended[i].pending_count; k++) runs += P->ended[i].pending[k].weight_ns;
+        runs += ended_weight(&P->ended[i]);
         cpu += P->ended[i].cpu;
     }
     if (runs) { /* the tails: where they were last seen running */
         uint64_t left = rest;
         for (uint32_t i = 0; i < P->ended_count; i++) {
-            uint64_t mine = 0;
-            for (uint32_t k = 0; k < P->ended[i].pending_count; k++) mine += P->ended[i].pending[k].weight_ns;
+            uint64_t mine = ended_weight(&P->ended[i]);
             if (!mine) continue;
             uint64_t share = (uint64_t)((double)rest * (double)mine / (double)runs);
             if (share > left) share = left;

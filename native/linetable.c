@@ -110,9 +110,9 @@ static void decode_locations(builder *b, const uint8_t *p, size_t length, int32_
         } else if (code >= LOC_ONE_LINE0 && code < LOC_NO_COLUMNS) {
             delta = code - LOC_ONE_LINE0;
         }
-        int64_t start = end, next_line = line + delta;
-        if (next_line > INT32_MAX || next_line < INT32_MIN || end + 16 > INT32_MAX) break; /* ends before it */
-        end += ((head & 7) + 1) * 2;
+        int64_t start = end, next_line = line + delta, entry_bytes = ((head & 7) + 1) * 2;
+        if (next_line > INT32_MAX || next_line < INT32_MIN || end + entry_bytes > INT32_MAX) break; /* ends before it */
+        end += entry_bytes;
         line = next_line;
         emit(b, (int32_t)start, code == LOC_NONE ? -1 : (int32_t)line);
         while (pos < length && !(p[pos] & 128)) pos++; /* skip the entry's other bytes */
