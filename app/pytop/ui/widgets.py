@@ -123,10 +123,12 @@ class FunctionTable(DataTable[object]):
             self.show_pids = show_pids
             self.clear()
             self._rows = {}
+            self._moves = {}
         wanted = {self.row_key(row): row for row in rows}
         for key in [k for k in self._rows if k not in wanted]:
             self.remove_row(key)
             del self._rows[key]
+            self._moves.pop(key, None)
         for key, row in wanted.items():
             old = self._rows.get(key)
             move = trends.move(row.key) if trends is not None else 0
