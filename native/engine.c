@@ -64,7 +64,7 @@ pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status) {
 }
 
 int pytop_engine_add(pytop_engine *e, pytop_unwinder *u, uint32_t *process) {
-    if (!e || !u || !process) return PYTOP_ERR_ARGS;
+    if (!e || !u || !process || !u->pid) return PYTOP_ERR_ARGS; /* an image is read, not sampled */
     pthread_mutex_lock(&e->lock);
     int status = PYTOP_OK;
     pytop_unwinder **adding = NULL;

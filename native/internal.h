@@ -3,6 +3,7 @@
  * only the files listed before it (no circles):
  *
  *   status.c     error text and status codes
+ *   image.c      a memory image (a core file's segments) read like a live process
  *   remote.c     reading target memory: direct reads, the per-sample arena and prefetch
  *   linetable.c  line-table decoders (pure: bytes in, line ranges out)
  *   text.c       CPython str objects to UTF-8 (pure decoding plus the remote read)
@@ -96,14 +97,33 @@ static inline bool fatal_status(int status) {
 }
 uint64_t monotonic_ns(void);
 
-/* ---- remote.c --------------------------------------------------------------------------- */
-
 typedef struct range {
     uint64_t addr;
     uint64_t len;
     const uint8_t *data; /* NULL while not (or not successfully) read */
     bool grows;          /* frames: next time, read a little more (the stack may have grown) */
 } range;
+
+/* ---- image.c ---------------------------------------------------------------------------- */
+
+struct iovec;
+typedef struct memory_image {
+    pytop_region *regions; /* a copy of the caller's list; the bytes stay the caller's */
+    uint32_t count;
+    range *log;            /* reads asked for since open (bounded), for the fuzzer's aim */
+    uint32_t log_count, log_cap;
+} memory_image;
+
+/* Check (sorted, apart, non-empty) and copy the list of regions. */
+int image_init(memory_image *m, const pytop_region *regions, uint32_t count);
+void image_free(memory_image *m);
+/* process_vm_readv on the image: local[i] gets remote_iov[i]; bytes read in all, stopping at
+ * the first range not read in full; -1 with errno EFAULT when nothing could be read. */
+long image_readv(memory_image *m, const struct iovec *local, const struct iovec *remote_iov, size_t n);
+/* The logged reads as (address, length) pairs, at most `capacity`; returns how many there are. */
+uint32_t image_reads(const memory_image *m, uint64_t *pairs, uint32_t capacity);
+
+/* ---- remote.c --------------------------------------------------------------------------- */
 
 typedef struct arena_block {
     struct arena_block *next;
@@ -115,6 +135,7 @@ typedef struct arena_block {
  * remote_begin_sample(): they point into the prefetch buffer or into an arena. */
 typedef struct remote {
     int pid;
+    memory_image *image;  /* when set, reads come from it, never from a process */
     uint32_t syscalls;
     /* What this sample read (to prefetch next time) and what was prefetched for it. */
     range *touched;
@@ -143,6 +164,8 @@ enum view_flags {
 };
 
 void remote_init(remote *r, int pid);
+/* Reads from `image` (owned by the caller) instead of a process. */
+void remote_init_image(remote *r, memory_image *image);
 void remote_free(remote *r);
 /* Start a sample: drop last sample's views and prefetch what it touched in one syscall. */
 int remote_begin_sample(remote *r);
@@ -518,7 +541,8 @@ typedef struct known_threads {
 } known_threads;
 
 struct pytop_unwinder {
-    int pid;
+    int pid;                /* 0 for an image: nothing reads /proc, ptrace or a process */
+    memory_image image;
     pytop_layout L;
     uint64_t runtime;
     int max_depth;

@@ -153,6 +153,23 @@ enum pytop_option {
  * on failure. Nothing is read from the target until the first pytop_collect(). */
 pytop_unwinder *pytop_open(int pid, const pytop_layout *layout, uint64_t runtime_address,
                            int *status);
+/* A memory image read instead of a live process: a core file's segments. */
+typedef struct pytop_region {
+    uint64_t address;     /* where the bytes were in the process */
+    uint64_t size;
+    const uint8_t *data;  /* the bytes, owned by the caller */
+} pytop_region;
+
+/* Like pytop_open, on a memory image: `regions` sorted by address, apart, non-empty. The list
+ * is copied; the bytes stay the caller's and must outlive the unwinder. Reads never leave the
+ * regions, and nothing reads /proc or any process: no kernel figures (OS state 0 only), no
+ * --blocking, no engine. */
+pytop_unwinder *pytop_open_image(const pytop_region *regions, uint32_t count, const pytop_layout *layout,
+                                 uint64_t runtime_address, int *status);
+/* The reads an image unwinder was asked for since it opened, as (address, length) pairs in
+ * `pairs` (2 * capacity integers); returns how many there are (the first 65536 are kept). For
+ * the fuzzer: it mutates what the unwinder reads. */
+uint32_t pytop_image_reads(pytop_unwinder *u, uint64_t *pairs, uint32_t capacity);
 int pytop_set_option(pytop_unwinder *u, int option, int64_t value);
 /* Take one sample of every thread. On PYTOP_OK `out` describes it; on failure
  * pytop_last_error() says what went wrong. */

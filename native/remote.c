@@ -1,5 +1,6 @@
 /*
- * Reading the target's memory with process_vm_readv, and never anything else.
+ * Reading the target's memory with process_vm_readv, and never anything else (or a memory
+ * image, image.c, read the same way).
  *
  * One syscall costs about as much as reading a page, so a sample is built to need few of them:
  * every access is remembered ("touched"), and the next sample starts by reading all of last
@@ -54,6 +55,17 @@ void remote_init(remote *r, int pid) {
     memset(r, 0, sizeof *r);
     r->pid = pid;
     r->failure_limit = MAX_FAILED_READS_PER_SAMPLE;
+}
+
+void remote_init_image(remote *r, memory_image *image) {
+    remote_init(r, 0);
+    r->image = image;
+}
+
+/* The one place target memory is read: the process, or the image standing in for it. */
+static ssize_t source_readv(remote *r, const struct iovec *local, const struct iovec *remote_iov, size_t n) {
+    if (r->image) return image_readv(r->image, local, remote_iov, n);
+    return process_vm_readv(r->pid, local, n, remote_iov, n, 0);
 }
 
 static void arena_release(remote *r, size_t keep) {
@@ -120,7 +132,7 @@ int remote_read(remote *r, uint64_t addr, void *buf, size_t len) {
     struct iovec local = {buf, len};
     struct iovec remote_iov = {(void *)(uintptr_t)addr, len};
     r->syscalls++;
-    ssize_t n = process_vm_readv(r->pid, &local, 1, &remote_iov, 1, 0);
+    ssize_t n = source_readv(r, &local, &remote_iov, 1);
     int status = n < 0 ? status_from_errno(errno) : (size_t)n == len ? PYTOP_OK : PYTOP_ERR_READ;
     if (status == PYTOP_ERR_READ) r->failed_reads++;
     return status;
@@ -135,7 +147,7 @@ static long readv_batch(remote *r, const range *want, uint8_t **bufs, size_t cou
         remote_iov[i] = (struct iovec){(void *)(uintptr_t)want[i].addr, want[i].len};
     }
     r->syscalls++;
-    ssize_t got = process_vm_readv(r->pid, local, n, remote_iov, n, 0);
+    ssize_t got = source_readv(r, local, remote_iov, n);
     if (got < 0) {
         int status = status_from_errno(errno);
         if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION) return -status;

@@ -14,10 +14,36 @@
 
 #include "internal.h"
 
+static bool layout_usable(const pytop_layout *layout, uint64_t runtime_address) {
+    return layout && runtime_address &&
+           (layout->frame_model == PYTOP_FRAMES_OBJECTS || layout->frame_model == PYTOP_FRAMES_INTERPRETER);
+}
+
+/* The parts every unwinder has, once u->mem reads from the right place. */
+static pytop_unwinder *finish_open(pytop_unwinder *u, const pytop_layout *layout, uint64_t runtime_address,
+                                   int *status) {
+    u->L = *layout;
+    u->runtime = runtime_address;
+    u->max_depth = DEFAULT_MAX_DEPTH;
+    u->reuse_stacks = true;
+    u->stop.pid = u->pid;
+    if (codes_init(&u->codes, &u->mem, &u->L) != PYTOP_OK) {
+        image_free(&u->image);
+        free(u);
+        *status = PYTOP_ERR_NOMEM;
+        return NULL;
+    }
+    tasks_init(&u->os, u->pid);
+    if (!u->pid) u->os.mode = 0; /* an image has no kernel to ask */
+    names_init(&u->thread_names, &u->mem, &u->L, runtime_address);
+    samples_init(&u->samples);
+    *status = PYTOP_OK;
+    return u;
+}
+
 pytop_unwinder *pytop_open(int pid, const pytop_layout *layout, uint64_t runtime_address,
                            int *status) {
-    if (pid <= 0 || !layout || !runtime_address ||
-        (layout->frame_model != PYTOP_FRAMES_OBJECTS && layout->frame_model != PYTOP_FRAMES_INTERPRETER)) {
+    if (pid <= 0 || !layout_usable(layout, runtime_address)) {
         *status = PYTOP_ERR_ARGS;
         return NULL;
     }
@@ -27,22 +53,32 @@ pytop_unwinder *pytop_open(int pid, const pytop_layout *layout, uint64_t runtime
         return NULL;
     }
     u->pid = pid;
-    u->L = *layout;
-    u->runtime = runtime_address;
-    u->max_depth = DEFAULT_MAX_DEPTH;
-    u->reuse_stacks = true;
-    u->stop.pid = pid;
     remote_init(&u->mem, pid);
-    if (codes_init(&u->codes, &u->mem, &u->L) != PYTOP_OK) {
-        free(u);
+    return finish_open(u, layout, runtime_address, status);
+}
+
+pytop_unwinder *pytop_open_image(const pytop_region *regions, uint32_t count, const pytop_layout *layout,
+                                 uint64_t runtime_address, int *status) {
+    if (!layout_usable(layout, runtime_address)) {
+        *status = PYTOP_ERR_ARGS;
+        return NULL;
+    }
+    pytop_unwinder *u = calloc(1, sizeof *u);
+    if (!u) {
         *status = PYTOP_ERR_NOMEM;
         return NULL;
     }
-    tasks_init(&u->os, pid);
-    names_init(&u->thread_names, &u->mem, &u->L, runtime_address);
-    samples_init(&u->samples);
-    *status = PYTOP_OK;
-    return u;
+    *status = image_init(&u->image, regions, count);
+    if (*status != PYTOP_OK) {
+        free(u);
+        return NULL;
+    }
+    remote_init_image(&u->mem, &u->image);
+    return finish_open(u, layout, runtime_address, status);
+}
+
+uint32_t pytop_image_reads(pytop_unwinder *u, uint64_t *pairs, uint32_t capacity) {
+    return u && pairs ? image_reads(&u->image, pairs, capacity) : 0;
 }
 
 int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
@@ -52,7 +88,7 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
         u->max_depth = (int)value;
         return PYTOP_OK;
     case PYTOP_OPT_OS_STATE:
-        if (value < 0 || value > 2) return PYTOP_ERR_ARGS;
+        if (value < 0 || value > 2 || (value && !u->pid)) return PYTOP_ERR_ARGS;
         u->os.mode = (int)value;
         return PYTOP_OK;
     case PYTOP_OPT_REUSE_STACKS:
@@ -60,7 +96,7 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
         u->reuse_stacks = value == 1;
         return PYTOP_OK;
     case PYTOP_OPT_BLOCKING:
-        if (value < 0 || value > 1) return PYTOP_ERR_ARGS;
+        if (value < 0 || value > 1 || (value && !u->pid)) return PYTOP_ERR_ARGS;
         if (!value && u->stop.enabled) blocking_detach_all(&u->stop);
         u->stop.enabled = value == 1;
         return PYTOP_OK;
@@ -168,7 +204,9 @@ int pytop_thread_name(pytop_unwinder *u, uint64_t thread_id, char *out, size_t c
     return PYTOP_OK;
 }
 
-int pytop_process_cpu(pytop_unwinder *u, uint64_t *cpu_ns) { return tasks_process_cpu(&u->os, cpu_ns); }
+int pytop_process_cpu(pytop_unwinder *u, uint64_t *cpu_ns) {
+    return u->pid ? tasks_process_cpu(&u->os, cpu_ns) : PYTOP_ERR_STATE;
+}
 
 const char *pytop_last_error(pytop_unwinder *u) { return u->error; }
 
@@ -181,6 +219,7 @@ void pytop_close(pytop_unwinder *u) {
     samples_free(&u->samples);
     tracking_free(&u->track);
     names_free(&u->thread_names);
+    image_free(&u->image);
     free(u->known.tstates);
     free(u->stop.tracees);
     free(u);

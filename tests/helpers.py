@@ -117,11 +117,13 @@ def wait_until_asleep(pid: int, tids: list[int], timeout: float = 20) -> None:
 
 
 @contextlib.contextmanager
-def running(interp: dict[str, Any], script: str, *args: str, timeout: float = 60) -> Iterator[RunningTarget]:
-    """Start `script` under `interp`, wait for its JSON readiness line, kill it afterwards."""
+def running(interp: dict[str, Any], script: str, *args: str, timeout: float = 60,
+            cwd: str = "/") -> Iterator[RunningTarget]:
+    """Start `script` under `interp`, wait for its JSON readiness line, kill it afterwards. (A
+    chroot's interpreter starts in the chroot's root whatever `cwd` says.)"""
     path = stage(interp, script)
     proc = subprocess.Popen([*interp["argv"], path, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=target_env(), cwd="/")
+                            stderr=subprocess.PIPE, env=target_env(), cwd=cwd)
     try:
         line = _read_line(proc, timeout)
         if not line:

@@ -4,6 +4,7 @@
     pytop [options] -- CMD [ARGS]   start CMD, watch it, end it on exit
     pytop --demo                    watch the bundled demo workload
     pytop --dump [--json] PID       print every thread's stack once
+    pytop --dump --core FILE        ... as a core file holds them
     pytop --batch [--duration S] [--json] PID   no screen: sample, then print the table
 """
 
@@ -108,6 +109,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="on exit, write sampling statistics (samples, late, errors, rate) as JSON")
     once = parser.add_argument_group("without a screen")
     once.add_argument("--dump", action="store_true", help="print every thread's stack once and exit")
+    once.add_argument("--core", metavar="FILE",
+                      help="with --dump: read the stacks from a core file (gcore's or the kernel's) instead of "
+                           "a running process")
+    once.add_argument("--executable", metavar="PATH",
+                      help="with --core: the program the core came from, when it is no longer at the path the "
+                           "core records")
+    once.add_argument("--sysroot", metavar="DIR",
+                      help="with --core: the root the process saw (a chroot's or a container's), under which "
+                           "pytop finds the files the core names")
     once.add_argument("--batch", action="store_true", help="sample for --duration seconds, print the table")
     once.add_argument("--duration", type=positive, default=10.0, metavar="SECONDS",
                       help="with --batch: how long to sample (default 10)")
@@ -135,11 +145,11 @@ def has_terminal() -> bool:
 
 def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
     pid = args.pid_option or args.pid
-    sources = sum([pid is not None, bool(command), args.demo])
+    sources = sum([pid is not None, bool(command), args.demo, bool(args.core)])
     if sources == 0 and (args.dump or args.batch or not has_terminal()):
         raise errors.UsageError("which process? give a PID, a command after --, or --demo (see pytop --help)")
     if sources > 1:
-        raise errors.UsageError("give only one of a PID, a command after --, or --demo")
+        raise errors.UsageError("give only one of a PID, a command after --, --demo or --core")
     if args.json and not (args.dump or args.batch):
         raise errors.UsageError("--json goes with --dump or --batch")
     if args.blocking and args.nonblocking:
@@ -159,8 +169,14 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         if not os.path.isdir(args.output_dir) or not os.access(args.output_dir, os.W_OK):
             raise errors.UsageError(f"--output-dir: {args.output_dir} is not a directory pytop can write to")
     args.mode = mode_of(args)
-    if args.dump and pid is None:
-        raise errors.UsageError("--dump needs the PID of a running process")
+    if args.core and not args.dump:
+        raise errors.UsageError("--core goes with --dump (pytop --dump --core FILE)")
+    if (args.executable or args.sysroot) and not args.core:
+        raise errors.UsageError("--executable and --sysroot go with --core")
+    if args.core and args.blocking:
+        raise errors.UsageError("--blocking is for a running process, not a core file")
+    if args.dump and pid is None and not args.core:
+        raise errors.UsageError("--dump needs the PID of a running process, or --core FILE")
     if not (args.dump or args.batch) and not has_terminal():
         raise errors.UsageError("the live view needs a terminal; without one, use --batch --duration "
                                 "SECONDS for a report, or --dump for the stacks")
@@ -175,7 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from . import run
 
         if args.dump:
-            return run.dump(args.pid_option or args.pid, args.json, args.blocking)
+            return run.dump(args.pid_option or args.pid, args.json, args.blocking, args.core, args.executable,
+                            args.sysroot)
         if not (args.pid_option or args.pid or command or args.demo):
             from .ui.picker import PickerApp
 

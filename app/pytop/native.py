@@ -12,9 +12,9 @@ from __future__ import annotations
 import errno
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from . import errors
 from ._native import ffi, lib
@@ -162,22 +162,74 @@ def _status_error(pid: int, status: int, message: str) -> Exception:
     return SampleError(status, message or STATUS_NAMES.get(status, "sample failed"))
 
 
+class ImageRegion(Protocol):
+    """`size` bytes the process had at `address`, at `offset` in `buffer` (an mmap or a bytearray)."""
+
+    @property
+    def address(self) -> int: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def buffer(self) -> Any: ...
+
+    @property
+    def offset(self) -> int: ...
+
+
+def _c_layout(layout: dict[str, int]) -> Any:
+    c_layout = ffi.new("pytop_layout *")
+    for name, value in layout.items():
+        if hasattr(c_layout, name):
+            setattr(c_layout, name, value)
+    return c_layout
+
+
 class Unwinder:
     """Samples every thread of one process, when called. Used from one thread at a time."""
 
     def __init__(self, pid: int, layout: dict[str, int], runtime_address: int):
-        self.pid = pid
-        c_layout = ffi.new("pytop_layout *")
-        for name, value in layout.items():
-            if hasattr(c_layout, name):
-                setattr(c_layout, name, value)
         status = ffi.new("int *")
-        handle = lib.pytop_open(pid, c_layout, runtime_address, status)
+        self._pinned: list[Any] = []
+        self._adopt(pid, lib.pytop_open(pid, _c_layout(layout), runtime_address, status), status[0])
+
+    @classmethod
+    def on_image(cls, pid: int, regions: Sequence[ImageRegion], layout: dict[str, int],
+                 runtime_address: int) -> Unwinder:
+        """An unwinder reading a memory image (a core file's) instead of process `pid`: each
+        region's bytes are `size` bytes at `offset` in its `buffer` (an mmap or a bytearray),
+        pinned, not copied, until close()."""
+        self = cls.__new__(cls)
+        pinned: dict[int, Any] = {}
+        c_regions = ffi.new("pytop_region[]", len(regions))
+        for c_region, region in zip(c_regions, regions):
+            base = pinned.get(id(region.buffer))
+            if base is None:
+                base = pinned[id(region.buffer)] = ffi.from_buffer("uint8_t[]", region.buffer)
+            if region.offset < 0 or region.offset + region.size > len(base):
+                raise ValueError(f"region at {region.address:#x} runs past its buffer")
+            c_region.address, c_region.size, c_region.data = region.address, region.size, base + region.offset
+        self._pinned = list(pinned.values())
+        status = ffi.new("int *")
+        handle = lib.pytop_open_image(c_regions, len(regions), _c_layout(layout), runtime_address, status)
+        self._adopt(pid, handle, status[0])
+        return self
+
+    def _adopt(self, pid: int, handle: Any, status: int) -> None:
+        self.pid = pid
         if handle == ffi.NULL:
-            raise errors.AttachFailed(f"cannot start the unwinder: {STATUS_NAMES.get(status[0])}")
+            self._release_pinned()
+            raise errors.AttachFailed(f"cannot start the unwinder: {STATUS_NAMES.get(status)}")
         self._handle: Any = ffi.gc(handle, lib.pytop_close)
         self._out = ffi.new("pytop_sample *")
         self._codes: dict[int, CodeInfo] = {0: UNKNOWN}
+
+    def image_reads(self, capacity: int = 1 << 16) -> list[tuple[int, int]]:
+        """An image unwinder's reads since it opened, as (address, length): what the fuzzer aims at."""
+        pairs = ffi.new("uint64_t[]", 2 * capacity)
+        count = min(lib.pytop_image_reads(self.handle, pairs, capacity), capacity)
+        return [(pairs[2 * i], pairs[2 * i + 1]) for i in range(count)]
 
     @property
     def handle(self) -> Any:
@@ -268,6 +320,13 @@ class Unwinder:
         if self._handle is not None:
             ffi.release(self._handle)  # runs pytop_close now
             self._handle = None
+        self._release_pinned()
+
+    def _release_pinned(self) -> None:
+        """Let go of an image's buffers (an mmap cannot close while they are pinned)."""
+        for cdata in self._pinned:
+            ffi.release(cdata)
+        self._pinned = []
 
 
 # The drain's structs as laid out in C (see pytop.h).

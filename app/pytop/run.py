@@ -20,7 +20,7 @@ from .report import dump as report_dump
 from .report import pprof, table
 from .sampling import priority
 from .sampling.sampler import Sampler, Settings
-from .target.attach import Target, attach
+from .target.attach import Target, attach, attach_core
 from .target.launch import Child, attach_when_ready, demo_command
 
 
@@ -94,7 +94,11 @@ def stacks_of(target: Target, sample: Sample) -> ProcessStacks:
     threads = tuple(ThreadStack(t.thread_id, t.native_id, unwinder.thread_name(t.thread_id), t.gil, t.active,
                                 t.os_state, t.interp_id, t.error, t.truncated, frames(t))
                     for t in sample.threads if not t.unclaimed)
-    return ProcessStacks(target.pid, target.cmdline, str(target.version), sample.gc_collecting, threads)
+    core = target.core
+    if core is None:
+        return ProcessStacks(target.pid, target.cmdline, str(target.version), sample.gc_collecting, threads)
+    return ProcessStacks(target.pid, target.cmdline, str(target.version), sample.gc_collecting, threads,
+                         core.path, core.signal, core.first_tid if core.signal else 0)
 
 
 def collect(sampler: Sampler, duration: float) -> Snapshot:
@@ -117,23 +121,28 @@ def collect(sampler: Sampler, duration: float) -> Snapshot:
     return final[0] if final else sampler.final_snapshot()
 
 
-def dump(pid: int, as_json: bool, blocking: bool = False) -> int:
-    target = attach(pid)
+def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | None = None,
+         executable: str | None = None, sysroot: str | None = None) -> int:
+    """Every thread's stack once, from process `pid` or from a core file."""
+    target = attach_core(core, executable, sysroot) if core else attach(pid or 0)
+    where = f"core file {core}" if core else f"process {pid}"
     try:
-        target.unwinder.set_os_state_mode(OS_STATE_EXACT)  # one sample: every thread's letter, read now
-        target.unwinder.set_blocking(blocking)
-        for _ in range(5):  # a torn read is retried; a target that keeps tearing is reported
+        if not core:
+            target.unwinder.set_os_state_mode(OS_STATE_EXACT)  # one sample: every thread's letter, read now
+            target.unwinder.set_blocking(blocking)
+        for _ in range(1 if core else 5):  # a torn read is retried; a target that keeps tearing is reported
             try:
                 sample = target.unwinder.sample()
                 break
             except SampleError as exc:
                 last = exc
         else:
-            raise errors.AttachFailed(f"cannot read the stacks of process {pid}: {last}")
+            raise errors.AttachFailed(f"cannot read the stacks of {where}: {last}")
         stacks = stacks_of(target, sample)
         text = report_dump.as_json(stacks) if as_json else report_dump.as_text(stacks)
     finally:
-        target.unwinder.set_blocking(False)
+        if not core:
+            target.unwinder.set_blocking(False)
         target.close()
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0

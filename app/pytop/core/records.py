@@ -44,6 +44,9 @@ class ProcessStacks:
     python_version: str
     gc_collecting: bool | None
     threads: tuple[ThreadStack, ...]
+    core_file: str | None = None  # read from this core file, not from the live process
+    core_signal: int = 0  # the signal the core was dumped on (0: none, as with gcore)
+    core_signal_tid: int = 0  # ... taken by this thread
 
 
 # ---- What the native engine hands over at each drain (see native/pytop.h) ------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from dataclasses import asdict
 from typing import Any
 
@@ -23,25 +24,46 @@ def as_json(stacks: ProcessStacks) -> str:
         "gc_collecting": stacks.gc_collecting,
         "threads": [thread_record(t) for t in stacks.threads],
     }
+    if stacks.core_file:
+        document["core_file"] = stacks.core_file
+        document["core_signal"] = _signal_name(stacks.core_signal) if stacks.core_signal else None
+        document["core_signal_thread"] = stacks.core_signal_tid or None
     return json.dumps(document, indent=2, ensure_ascii=False)
 
 
-def _state(thread: ThreadStack) -> str:
-    parts = ["active" if thread.active else "idle"]
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _state(thread: ThreadStack, signalled: int) -> str:
+    known = thread.os_state not in ("", "?")  # a core file, or a thread the kernel no longer knew
+    parts = ["active" if thread.active else "idle"] if known else []
     if thread.gil:
         parts.append("holds the GIL")
-    if thread.os_state:
+    if known:
         parts.append(f"OS state {thread.os_state}")
-    return ", ".join(parts)
+    if signalled and thread.native_id == signalled:
+        parts.append("took the signal")
+    return ", ".join(parts) or "state not recorded"
+
+
+def _heading(stacks: ProcessStacks) -> list[str]:
+    if not stacks.core_file:
+        return [f"Process {stacks.pid}: {stacks.command}"]
+    how = f", dumped on {_signal_name(stacks.core_signal)}" if stacks.core_signal else ""
+    return [f"Process {stacks.pid}: {stacks.command}", f"From core file {stacks.core_file}{how}"]
 
 
 def as_text(stacks: ProcessStacks) -> str:
-    lines = [f"Process {stacks.pid}: {stacks.command}", f"Python v{stacks.python_version}", ""]
+    lines = [*_heading(stacks), f"Python v{stacks.python_version}", ""]
     for thread in stacks.threads:
         label = f"Thread {thread.thread_id:#x} (TID {thread.native_id or '?'})"
         if thread.name:
             label += f' "{thread.name}"'
-        lines.append(f"{label}: {_state(thread)}")
+        lines.append(f"{label}: {_state(thread, stacks.core_signal_tid)}")
         if thread.error:
             lines.append(f"    (stack incomplete: {thread.error})")
         for frame in thread.frames:

@@ -6,16 +6,17 @@ the user (no such process, not Python, permission, unsupported version, exited m
 
 from __future__ import annotations
 
-import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psutil
 
 from .. import errors
-from ..native import Unwinder, read_memory
+from ..native import Unwinder
 from . import layouts
-from .locate import PythonVersion, Runtime, locate_runtime
+from .core import CoreFile
+from .locate import PythonVersion, Runtime, find_runtime, locate_runtime
+from .memory import LiveProcess, MemorySource
 
 # How far into glibc's (or musl's) struct pthread to look for the thread's kernel TID.
 PTHREAD_SCAN_BYTES = 2048
@@ -29,9 +30,12 @@ class Target:
     runtime: Runtime
     layout: dict[str, int]
     unwinder: Unwinder
+    core: CoreFile | None = field(default=None)  # what the unwinder reads, when not a live process
 
     def close(self) -> None:
         self.unwinder.close()
+        if self.core is not None:
+            self.core.close()
 
 
 def command_line(pid: int) -> str:
@@ -42,42 +46,38 @@ def command_line(pid: int) -> str:
     return " ".join(parts) if parts else f"pid {pid}"
 
 
-def _u64(pid: int, address: int) -> int:
-    return int.from_bytes(read_memory(pid, address, 8), "little")
+def _u64(source: MemorySource, address: int) -> int:
+    return int.from_bytes(source.read(address, 8), "little")
 
 
-def _thread_ids(pid: int, runtime: int, layout: dict[str, int]) -> list[int]:
+def _thread_ids(source: MemorySource, runtime: int, layout: dict[str, int]) -> list[int]:
     """pthread_t of every thread of the main interpreter (attach time, simple reads). A thread
     state freed while the list is walked ends the walk: its memory no longer points back to the
     interpreter."""
-    interp = _u64(pid, runtime + layout["rt_interpreters_head"])
+    interp = _u64(source, runtime + layout["rt_interpreters_head"])
     ids: list[int] = []
-    tstate = _u64(pid, interp + layout["is_threads_head"]) if interp else 0
-    while tstate and len(ids) < 4096 and _u64(pid, tstate + layout["ts_interp"]) == interp:
-        ids.append(_u64(pid, tstate + layout["ts_thread_id"]))
-        tstate = _u64(pid, tstate + layout["ts_next"])
+    tstate = _u64(source, interp + layout["is_threads_head"]) if interp else 0
+    while tstate and len(ids) < 4096 and _u64(source, tstate + layout["ts_interp"]) == interp:
+        ids.append(_u64(source, tstate + layout["ts_thread_id"]))
+        tstate = _u64(source, tstate + layout["ts_next"])
     return ids
 
 
-def _read_prefix(pid: int, address: int) -> bytes:
+def _read_prefix(source: MemorySource, address: int) -> bytes:
     for size in (PTHREAD_SCAN_BYTES, 1024, 512):
         try:
-            return read_memory(pid, address, size)
+            return source.read(address, size)
         except OSError:
             continue
     return b""
 
 
-def _task_ids(pid: int) -> set[int]:
-    return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
-
-
-def calibrate_pthread_tid(pid: int, runtime: int, layout: dict[str, int], attempts: int = 5) -> int:
+def calibrate_pthread_tid(source: MemorySource, runtime: int, layout: dict[str, int], attempts: int = 5) -> int:
     """The offset of the TID in struct pthread, -1 if not found; a look spoilt by threads that
     changed under it (a read of freed memory, too few agreeing) is tried again."""
     for _ in range(attempts):
         try:
-            offset = _pthread_tid_offset(pid, runtime, layout)
+            offset = _pthread_tid_offset(source, runtime, layout)
         except (ProcessLookupError, PermissionError):
             raise
         except OSError:
@@ -87,7 +87,7 @@ def calibrate_pthread_tid(pid: int, runtime: int, layout: dict[str, int], attemp
     return -1
 
 
-def _pthread_tid_offset(pid: int, runtime: int, layout: dict[str, int]) -> int:
+def _pthread_tid_offset(source: MemorySource, runtime: int, layout: dict[str, int]) -> int:
     """Before 3.11 a thread state knows its pthread_t but not its TID. The libc keeps the TID
     inside struct pthread at an offset of its own: find the offset where the main thread's
     struct holds the pid and the other Python threads' structs hold TIDs of the process.
@@ -97,14 +97,15 @@ def _pthread_tid_offset(pid: int, runtime: int, layout: dict[str, int]) -> int:
     offset most threads agree on wins, if most of them do. A thread can also start and end
     between the two listings of TIDs: the kernel then clears the TID in its struct, so a value
     that is not a listed TID counts against an offset only if it is still there afterwards."""
-    before = _task_ids(pid)
-    main = _u64(pid, runtime + layout["rt_main_thread"])
-    others = [t for t in _thread_ids(pid, runtime, layout) if t and t != main]
-    block = _read_prefix(pid, main) if main else b""
+    before = source.task_ids()
+    main = _u64(source, runtime + layout["rt_main_thread"])
+    others = [t for t in _thread_ids(source, runtime, layout) if t and t != main]
+    block = _read_prefix(source, main) if main else b""
+    pid = source.pid
     candidates = [off for off in range(0, len(block) - 3, 4) if struct.unpack_from("<i", block, off)[0] == pid]
-    found = {off: [(thread, _i32(pid, thread + off)) for thread in others] for off in candidates}
-    tids = before | _task_ids(pid)
-    values = {off: [v for thread, v in pairs if v is not None and (v in tids or _i32(pid, thread + off) == v)]
+    found = {off: [(thread, _i32(source, thread + off)) for thread in others] for off in candidates}
+    tids = before | source.task_ids()
+    values = {off: [v for thread, v in pairs if v is not None and (v in tids or _i32(source, thread + off) == v)]
               for off, pairs in found.items()}
     if not candidates:
         return -1
@@ -114,26 +115,31 @@ def _pthread_tid_offset(pid: int, runtime: int, layout: dict[str, int]) -> int:
     return best if read == 0 or score[best] * 4 >= read * 3 else -1
 
 
-def _i32(pid: int, address: int) -> int | None:
+def _i32(source: MemorySource, address: int) -> int | None:
     """The int at `address`, None if it cannot be read (the thread's struct is gone: it ended)."""
     try:
-        return int(struct.unpack("<i", read_memory(pid, address, 4))[0])
+        return int(struct.unpack("<i", source.read(address, 4))[0])
     except OSError:
         return None
+
+
+def build_layout(source: MemorySource, runtime: Runtime) -> dict[str, int]:
+    """The target's offsets: per version, from its own debug block where it has one (3.13+),
+    and the TID's place in struct pthread before 3.11. OSErrors come out as they are."""
+    version = runtime.version
+    size = layouts.debug_offsets_size(version.minor_key)
+    debug_block = source.read(runtime.runtime_address, size) if size else None
+    layout = layouts.layout_for(version.minor_key, str(version), version.hex, debug_block)
+    if layout["ts_native_thread_id"] < 0:
+        layout["pthread_tid"] = calibrate_pthread_tid(source, runtime.runtime_address, layout)
+    return layout
 
 
 def attach(pid: int) -> Target:
     """Find and prepare to sample process `pid`'s Python threads."""
     runtime = locate_runtime(pid)
-    version = runtime.version
-    debug_block = None
-    size = layouts.debug_offsets_size(version.minor_key)
     try:
-        if size:
-            debug_block = read_memory(pid, runtime.runtime_address, size)
-        layout = layouts.layout_for(version.minor_key, str(version), version.hex, debug_block)
-        if layout["ts_native_thread_id"] < 0:
-            layout["pthread_tid"] = calibrate_pthread_tid(pid, runtime.runtime_address, layout)
+        layout = build_layout(LiveProcess(pid), runtime)
     except ProcessLookupError:
         raise errors.TargetExited(f"process {pid} exited while pytop was attaching") from None
     except PermissionError:
@@ -141,4 +147,24 @@ def attach(pid: int) -> Target:
     except OSError as exc:
         raise errors.AttachFailed(f"cannot read the Python runtime of process {pid}: {exc}") from None
     unwinder = Unwinder(pid, layout, runtime.runtime_address)
-    return Target(pid, command_line(pid), version, runtime, layout, unwinder)
+    return Target(pid, command_line(pid), runtime.version, runtime, layout, unwinder)
+
+
+def attach_core(path: str, executable: str | None = None, sysroot: str | None = None) -> Target:
+    """Prepare to read the Python threads of the process a core file was dumped from."""
+    core = CoreFile(path, executable, sysroot)
+    try:
+        runtime = find_runtime(core)
+        if runtime is None:
+            raise errors.NotPython(f"core file {path} does not hold a Python process's memory (no Python "
+                                   "runtime found in the files it had mapped; if the program has moved "
+                                   "since, say where with --executable, or --sysroot for a container's)")
+        layout = build_layout(core, runtime)
+        unwinder = Unwinder.on_image(core.pid, core.regions, layout, runtime.runtime_address)
+    except OSError as exc:
+        core.close()
+        raise errors.AttachFailed(f"cannot read the Python runtime in core file {path}: {exc}") from None
+    except BaseException:
+        core.close()
+        raise
+    return Target(core.pid, core.command or f"pid {core.pid}", runtime.version, runtime, layout, unwinder, core)

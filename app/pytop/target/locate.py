@@ -16,9 +16,9 @@ import struct
 from dataclasses import dataclass
 
 from .. import errors
-from ..native import read_memory
 from .elf import ElfImage
-from .procmaps import Mapping, basename, files_in_order, open_mapped_file, read_maps
+from .memory import LiveProcess, MemorySource
+from .procmaps import Mapping, basename, files_in_order
 
 DEBUG_COOKIE = b"xdebugpy"
 _NAME_VERSION = re.compile(r"python(3)\.(\d+)")
@@ -65,13 +65,10 @@ class Runtime:
     debug_offsets: bytes | None  # the _Py_DebugOffsets block (3.13+)
 
 
-def _candidates(pid: int, by_file: dict[str, list[Mapping]]) -> list[str]:
+def _candidates(source: MemorySource, by_file: dict[str, list[Mapping]]) -> list[str]:
     libs = [p for p in by_file if basename(p).startswith("libpython")]
     named = [p for p in by_file if basename(p).startswith("python") and p not in libs]
-    try:
-        exe = os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)")
-    except OSError:
-        exe = ""
+    exe = source.executable()
     rest = [exe] if exe in by_file and exe not in libs + named else []
     return libs + named + rest
 
@@ -81,9 +78,9 @@ def _version_from_name(path: str) -> PythonVersion | None:
     return PythonVersion(3, int(match.group(2))) if match else None
 
 
-def _find_in(pid: int, path: str, mappings: list[Mapping]) -> Runtime | None:
+def _find_in(source: MemorySource, path: str, mappings: list[Mapping]) -> Runtime | None:
     try:
-        image = ElfImage.open(open_mapped_file(pid, mappings[0]))
+        image = ElfImage.open(source.open_file(mappings[0]))
     except (OSError, ValueError):
         return None
     try:
@@ -95,22 +92,22 @@ def _find_in(pid: int, path: str, mappings: list[Mapping]) -> Runtime | None:
         if ".PyRuntime" in image.sections and image.sections[".PyRuntime"]:
             runtime = image.sections[".PyRuntime"] + bias
         if runtime is None:
-            runtime = _scan_for_cookie(pid, mappings)
+            runtime = _scan_for_cookie(source, mappings)
         if runtime is None:
             return None
-        version, debug = _version(pid, runtime, symbols, path, image)
+        version, debug = _version(source, runtime, symbols, path, image)
         return Runtime(path, runtime, version, symbols, debug)
     finally:
         image.close()
 
 
-def _scan_for_cookie(pid: int, mappings: list[Mapping]) -> int | None:
+def _scan_for_cookie(source: MemorySource, mappings: list[Mapping]) -> int | None:
     """3.13+ without symbols or section: _PyRuntime starts with the debug cookie."""
     for m in mappings:
         if "w" not in m.perms or m.end - m.start > 64 << 20:
             continue
         try:
-            data = read_memory(pid, m.start, m.end - m.start)
+            data = source.read(m.start, m.end - m.start)
         except OSError:
             continue
         at = data.find(DEBUG_COOKIE)
@@ -121,13 +118,13 @@ def _scan_for_cookie(pid: int, mappings: list[Mapping]) -> int | None:
     return None
 
 
-def _version(pid: int, runtime: int, symbols: dict[str, int], path: str,
+def _version(source: MemorySource, runtime: int, symbols: dict[str, int], path: str,
              image: ElfImage) -> tuple[PythonVersion, bytes | None]:
-    head = read_memory(pid, runtime, 16)
+    head = source.read(runtime, 16)
     if head[:8] == DEBUG_COOKIE:
         return PythonVersion.from_hex(struct.unpack_from("<Q", head, 8)[0]), None
     if "Py_Version" in symbols:
-        (value,) = struct.unpack("<I", read_memory(pid, symbols["Py_Version"], 4))
+        (value,) = struct.unpack("<I", source.read(symbols["Py_Version"], 4))
         return PythonVersion.from_hex(value), None
     named = _version_from_name(path)
     found = image.version_string(named.minor if named else None)
@@ -147,29 +144,42 @@ def _exited(pid: int) -> bool:
         return True
 
 
+def find_runtime(source: MemorySource) -> Runtime | None:
+    """The Python runtime in `source`'s files, or None. OSErrors other than a missing or
+    unreadable file of one candidate (the process gone, permission) come out as they are."""
+    for path in _candidates(source, files := files_in_order(source.mappings())):
+        try:
+            found = _find_in(source, path, files[path])
+        except (PermissionError, ProcessLookupError):
+            raise
+        except OSError:
+            continue
+        if found:
+            return found
+    return None
+
+
 def locate_runtime(pid: int) -> Runtime:
     """Find the Python runtime of process `pid`, or raise a PytopError saying why not."""
     if not os.path.exists(f"/proc/{pid}"):
         raise errors.NoSuchProcess(f"no process with pid {pid}")
     if _exited(pid):
         raise errors.TargetExited(f"process {pid} has exited")
+    source = LiveProcess(pid)
     try:
-        by_file = files_in_order(read_maps(pid))
+        source.mappings()
     except PermissionError:
         raise errors.permission_denied(pid, "reading the memory maps of") from None
     except (FileNotFoundError, ProcessLookupError):
         raise errors.NoSuchProcess(f"no process with pid {pid} (it has exited)") from None
-    for path in _candidates(pid, by_file):
-        try:
-            found = _find_in(pid, path, by_file[path])
-        except PermissionError:
-            raise errors.permission_denied(pid, "reading the memory of") from None
-        except ProcessLookupError:
-            raise errors.TargetExited(f"process {pid} exited while pytop was attaching") from None
-        except OSError:
-            continue
-        if found:
-            return found
+    try:
+        found = find_runtime(source)
+    except PermissionError:
+        raise errors.permission_denied(pid, "reading the memory of") from None
+    except (ProcessLookupError, FileNotFoundError):
+        raise errors.TargetExited(f"process {pid} exited while pytop was attaching") from None
+    if found:
+        return found
     if _exited(pid):
         raise errors.TargetExited(f"process {pid} exited while pytop was attaching")
     raise errors.NotPython(f"process {pid} does not look like a Python process "

@@ -13,7 +13,7 @@ class Mapping:
     end: int
     perms: str
     offset: int
-    inode: int
+    inode: int  # -1: not known (a core file does not record inodes)
     path: str
 
     @property

@@ -1,0 +1,230 @@
+"""A core file as a stand-in for the process it was dumped from (`pytop --dump --core FILE`).
+
+An ELF core holds the process's memory as PT_LOAD segments, the files it had mapped (NT_FILE),
+one NT_PRSTATUS note per thread (its TID) and one NT_PRPSINFO (pid, command). Segments a dumper
+left out (gdb's gcore, and the kernel by default, skip read-only file-backed ones such as code
+and constants) are read from the mapped files themselves, as the process saw them: the same
+paths, or `--executable` for the program when it has moved.
+
+The memory comes to the native unwinder as (address, bytes) regions over mmaps of the core
+and of those files: nothing is copied, and the unwinder's reads never leave them. A core of a
+process in a chroot or a container names its files as that process saw them: `--sysroot`
+says where that root is now.
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+import os
+from dataclasses import dataclass
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.segments import NoteSegment
+
+from .. import errors
+from .procmaps import Mapping
+
+PF_X, PF_W, PF_R = 1, 2, 4
+MAX_FILE_MAPPINGS = 1 << 16
+
+
+@dataclass(frozen=True)
+class Region:
+    """`size` bytes the process had at `address`, found at `offset` in `buffer`."""
+
+    address: int
+    size: int
+    buffer: mmap.mmap | bytearray
+    offset: int
+
+    @property
+    def end(self) -> int:
+        return self.address + self.size
+
+
+@dataclass(frozen=True)
+class _Load:
+    address: int
+    size: int  # in memory
+    offset: int  # in the core file
+    stored: int  # bytes the core holds (0: left out)
+    perms: str
+
+
+def _perms(flags: int) -> str:
+    return ("r" if flags & PF_R else "-") + ("w" if flags & PF_W else "-") + ("x" if flags & PF_X else "-") + "p"
+
+
+def _cut(start: int, end: int, covered: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of [start, end) outside the sorted, disjoint `covered` ranges."""
+    pieces = []
+    at = start
+    for lo, hi in covered:
+        if hi <= at or lo >= end:
+            continue
+        if lo > at:
+            pieces.append((at, lo))
+        at = max(at, hi)
+    if at < end:
+        pieces.append((at, end))
+    return pieces
+
+
+class CoreFile:
+    """A `MemorySource` (see memory.py) read from a core file."""
+
+    def __init__(self, path: str, executable: str | None = None, sysroot: str | None = None):
+        self.path = path
+        self._executable_override = executable
+        self._sysroot = sysroot.rstrip("/") if sysroot else ""
+        self._files: dict[str, mmap.mmap | None] = {}
+        try:
+            self._file = open(path, "rb")
+        except OSError as exc:
+            raise errors.AttachFailed(f"cannot open the core file {path}: {exc.strerror}") from None
+        try:
+            self._core = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            self._parse(ELFFile(self._file))
+        except (ELFError, ValueError, OSError, KeyError, TypeError) as exc:
+            self.close()
+            raise errors.AttachFailed(f"{path} is not a core file pytop can read ({exc})") from None
+        self.regions = self._build_regions()
+        self._starts = [r.address for r in self.regions]
+
+    # ---- parsing ----------------------------------------------------------------------------
+
+    def _parse(self, elf: ELFFile) -> None:
+        if elf["e_type"] != "ET_CORE":
+            raise ValueError("not an ELF core file")
+        if elf.elfclass != 64 or elf["e_machine"] != "EM_X86_64":
+            raise ValueError("pytop reads x86-64 cores only")
+        self._loads: list[_Load] = []
+        self._mappings: list[Mapping] = []
+        self._tids: list[int] = []
+        self.pid = 0
+        self.command = ""
+        self.signal = 0  # the signal the first thread listed had when dumped (the one that crashed)
+        notes: list[NoteSegment] = []
+        for segment in elf.iter_segments():
+            if segment["p_type"] == "PT_LOAD" and segment["p_memsz"]:
+                stored = min(segment["p_filesz"], segment["p_memsz"], max(0, len(self._core) - segment["p_offset"]))
+                self._loads.append(_Load(segment["p_vaddr"], segment["p_memsz"], segment["p_offset"], stored,
+                                         _perms(segment["p_flags"])))
+            elif isinstance(segment, NoteSegment):
+                notes.append(segment)
+        self._loads.sort(key=lambda load: load.address)
+        if not self._loads:
+            raise ValueError("no memory segments")
+        for segment in notes:  # after the segments: a mapping takes its permissions from them
+            for note in segment.iter_notes():
+                self._note(note["n_type"], note["n_desc"])
+
+    def _note(self, kind: str, desc: object) -> None:
+        if kind == "NT_PRSTATUS" and isinstance(desc, bytes) and len(desc) >= 36:
+            if not self._tids:
+                self.signal = int.from_bytes(desc[12:14], "little")  # pr_cursig
+            self._tids.append(int.from_bytes(desc[32:36], "little", signed=True))  # pr_pid
+        elif kind == "NT_PRPSINFO":
+            self.pid = int(desc["pr_pid"])  # type: ignore[index]
+            self.command = bytes(desc["pr_psargs"]).split(b"\0", 1)[0].decode(errors="replace").strip()  # type: ignore[index]
+        elif kind == "NT_FILE":
+            page = int(desc["page_size"])  # type: ignore[index]
+            entries = desc["Elf_Nt_File_Entry"][:MAX_FILE_MAPPINGS]  # type: ignore[index]
+            names = desc["filename"]  # type: ignore[index]
+            for entry, name in zip(entries, names):
+                start, end = int(entry["vm_start"]), int(entry["vm_end"])
+                if end > start:
+                    path = bytes(name).decode(errors="surrogateescape").removesuffix(" (deleted)")
+                    self._mappings.append(Mapping(start, end, self._perms_at(start), int(entry["page_offset"]) * page,
+                                                  -1, path))
+
+    def _perms_at(self, address: int) -> str:
+        for load in self._loads:
+            if load.address <= address < load.address + load.size:
+                return load.perms
+        return "r--p"  # not in any segment: a read-only mapping the dumper left out
+
+    # ---- memory -----------------------------------------------------------------------------
+
+    def _build_regions(self) -> list[Region]:
+        """The core's stored bytes first; what it left out, from the mapped files."""
+        regions = [Region(load.address, load.stored, self._core, load.offset) for load in self._loads if load.stored]
+        stored = [(r.address, r.end) for r in regions]
+        for m in sorted(self._mappings, key=lambda m: m.start):
+            data = self._mapped(m)
+            if data is None:
+                continue
+            for lo, hi in _cut(m.start, m.end, stored):
+                at = m.offset + (lo - m.start)
+                size = min(hi - lo, len(data) - at)  # a mapping can run past the file's end
+                if size > 0:
+                    regions.append(Region(lo, size, data, at))
+        regions.sort(key=lambda r: r.address)
+        return regions
+
+    def _mapped(self, mapping: Mapping) -> mmap.mmap | None:
+        path = self._local_path(mapping.path)
+        if path not in self._files:
+            try:
+                with open(path, "rb") as f:
+                    self._files[path] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):
+                self._files[path] = None  # gone or empty: its bytes are simply not there
+        return self._files[path]
+
+    def _local_path(self, path: str) -> str:
+        if self._executable_override and path == self.executable():
+            return self._executable_override
+        return self._sysroot + path
+
+    def read(self, address: int, length: int) -> bytes:
+        out = bytearray()
+        at = address
+        while len(out) < length:
+            i = bisect.bisect_right(self._starts, at) - 1
+            region = self.regions[i] if i >= 0 else None
+            if region is None or at >= region.end:
+                raise OSError(14, f"cannot read {length} bytes at {address:#x}: not in the core file")
+            n = min(region.end - at, length - len(out))
+            start = region.offset + (at - region.address)
+            out += region.buffer[start:start + n]
+            at += n
+        return bytes(out)
+
+    # ---- the rest of a MemorySource -----------------------------------------------------------
+
+    def describe(self) -> str:
+        return f"core file {self.path}"
+
+    def mappings(self) -> list[Mapping]:
+        return list(self._mappings)
+
+    def open_file(self, mapping: Mapping) -> str:
+        path = self._local_path(mapping.path)
+        if not os.path.exists(path):
+            raise FileNotFoundError(path)
+        return path
+
+    def executable(self) -> str:
+        """The program: the file mapped first (the kernel and gdb list the executable first)."""
+        return self._mappings[0].path if self._mappings else ""
+
+    def task_ids(self) -> set[int]:
+        return set(self._tids)
+
+    @property
+    def first_tid(self) -> int:
+        """The thread listed first: the one that took the signal, in a kernel's core."""
+        return self._tids[0] if self._tids else 0
+
+    def close(self) -> None:
+        for data in self._files.values():
+            if data is not None:
+                data.close()
+        self._files.clear()
+        core = getattr(self, "_core", None)
+        if core is not None:
+            core.close()
+        self._file.close()
