@@ -3,7 +3,9 @@
 `memory PIDS`: fuzz the decoders, sample each target until it has been sampled SAMPLES times
 (names included), then run the engine over all of them (see run_engine); a memory error or
 undefined behaviour aborts the process with a report. `threads PIDS`: the engine only, under
-ThreadSanitizer: its thread, processes added while it runs, drains from two threads, stop."""
+ThreadSanitizer: its thread, processes added while it runs, drains from two threads, stop.
+`fuzz-core SECONDS PROGRESS CORE[=SYSROOT]...`: the whole unwinder on mutated images of each core
+(core_fuzz.py), SECONDS each; PROGRESS gets the iteration about to run."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import time
 import pytop._native
 from pytop import errors
 from pytop.native import Engine, EngineConfig, SampleError, decode_line, decode_text
-from pytop.target.attach import attach
+from pytop.target.attach import attach, attach_core
 
 SAMPLES = 150
 
@@ -86,12 +88,32 @@ def run_engine(pids: list[int], seconds: float) -> int:
     return drained[0]
 
 
+def fuzz_cores(seconds: float, progress_path: str, specs: list[str]) -> None:
+    from core_fuzz import Fuzzer
+
+    progress = os.open(progress_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    for seed, spec in enumerate(specs, start=1):
+        path, _, sysroot = spec.partition("=")
+        target = attach_core(path, sysroot=sysroot or None)
+        try:
+            stats = Fuzzer(target, seed).run(seconds, progress)
+        finally:
+            target.close()
+        print(f"core {path}: {stats.iterations} iterations, {stats.samples_ok} samples read, "
+              f"{stats.frames} frames, {stats.names} names, slowest {stats.slowest * 1000:.1f} ms, "
+              f"aimed at {stats.aimed_at} bytes; outcomes {dict(stats.outcomes.most_common(6))}", flush=True)
+
+
 def main() -> int:
-    mode, pids = sys.argv[1], [int(pid) for pid in sys.argv[2:]]
+    mode = sys.argv[1]
     # The sanitized build, not an installed one, and the sanitizer's runtime really loaded.
     assert pytop._native.__file__.startswith(os.environ["PYTHONPATH"]), pytop._native.__file__
     with open("/proc/self/maps") as maps:
-        assert ("libasan" if mode == "memory" else "libtsan") in maps.read()
+        assert ("libtsan" if mode == "threads" else "libasan") in maps.read()
+    if mode == "fuzz-core":
+        fuzz_cores(float(sys.argv[2]), sys.argv[3], sys.argv[4:])
+        return 0
+    pids = [int(pid) for pid in sys.argv[2:]]
     if mode == "memory":
         fuzz_decoders(random.Random(20261122))
         for pid in pids:

@@ -1,6 +1,7 @@
 """pytop's C code built with sanitizers and run against real targets. With AddressSanitizer and
-UndefinedBehaviorSanitizer: the unwinder and the engine on every interpreter, and the decoders
-on fuzzed input; a memory error or undefined behaviour fails the test with the report. With
+UndefinedBehaviorSanitizer: the unwinder and the engine on every interpreter, the decoders on
+fuzzed input, and the whole unwinder on mutated core images of real targets (core_fuzz.py); a
+memory error, undefined behaviour or a hang fails the test with the report. With
 ThreadSanitizer: the engine's thread against drains from two threads, processes added while
 it runs, and stop; a data race fails the test with the report."""
 
@@ -14,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cores
 import pytest
 
 import helpers
@@ -40,20 +42,28 @@ def compiler_file(name: str) -> str:
                           check=True).stdout.strip()
 
 
-def test_native_code_under_asan_and_ubsan(tmp_path: Path) -> None:
+MEMORY_ENV = {"ASAN_OPTIONS": "detect_leaks=0:exitcode=99",
+              "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1:exitcode=98"}
+FUZZ_SECONDS_PER_CORE = 6.0  # the suite's budget; tools/fuzz_cores.py runs for longer
+
+
+@pytest.fixture(scope="module")
+def memory_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_sanitized(tmp_path_factory.mktemp("asan"), MEMORY)
+
+
+def test_native_code_under_asan_and_ubsan(tmp_path: Path, memory_build: Path) -> None:
     found, complaints = interpreters()
     missing = [name for name in helpers.EXPECTED if name not in found]
     if missing and helpers.IN_CI:
         pytest.fail(f"interpreters missing: {missing}: {complaints}")
-    pythonpath = build_sanitized(tmp_path, MEMORY)
+    pythonpath = memory_build
     plan = [(name, "stacks.py", ()) for name in found]
     plan += [(name, "deep.py", ("3000",)) for name in ("pyenv-3.10", "pyenv-3.12", "sid-3.14-loader") if name in found]
     with contextlib.ExitStack() as stack:
         pids = [stack.enter_context(helpers.running(found[name], script, *args)).pid
                 for name, script, args in plan]
-        env = dict(os.environ, PYTHONPATH=str(pythonpath), LD_PRELOAD=compiler_file("libasan.so"),
-                   ASAN_OPTIONS="detect_leaks=0:exitcode=99",
-                   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=98")
+        env = dict(os.environ, PYTHONPATH=str(pythonpath), LD_PRELOAD=compiler_file("libasan.so"), **MEMORY_ENV)
         result = subprocess.run([sys.executable, str(helpers.ROOT / "tests" / "sanitized_driver.py"), "memory",
                                  *map(str, pids)], capture_output=True, text=True, env=env,
                                 cwd=tmp_path, timeout=900)
@@ -62,6 +72,38 @@ def test_native_code_under_asan_and_ubsan(tmp_path: Path) -> None:
     assert result.returncode == 0, report[-6000:]
     assert report.count(f"{150} samples") == len(pids), report
     assert "engine: " in report and "engine: 0 weights" not in report, report[-3000:]
+
+
+def test_whole_unwinder_fuzzed_on_core_images(tmp_path: Path, memory_build: Path) -> None:
+    """One object-frame, one interpreter-frame and one debug-offsets target (in a chroot), each
+    dumped by the kernel; the driver mutates what the unwinder reads and samples again, for a
+    fixed time per core."""
+    found, _ = interpreters()
+    specs = []
+    for name in helpers.SOME:
+        if name not in found:
+            continue
+        interp = found[name]
+        with helpers.running(interp, "stacks.py", cwd=str(tmp_path)) as target:
+            core = cores.kernel_core(target, interp, tmp_path)
+        specs.append(f"{core}={interp['root']}" if interp["launch"] == "chroot" else str(core))
+    progress = tmp_path / "progress"
+    env = dict(os.environ, PYTHONPATH=str(memory_build), LD_PRELOAD=compiler_file("libasan.so"), **MEMORY_ENV)
+    result = subprocess.run([sys.executable, str(helpers.ROOT / "tests" / "sanitized_driver.py"), "fuzz-core",
+                             str(FUZZ_SECONDS_PER_CORE), str(progress), *specs],
+                            capture_output=True, text=True, env=env, cwd=tmp_path,
+                            timeout=120 + 10 * FUZZ_SECONDS_PER_CORE * len(specs))
+    report = result.stdout + result.stderr
+    last = progress.read_text().splitlines()[-1:] if progress.exists() else []
+    assert "AddressSanitizer" not in report and "runtime error" not in report, (last, report[-6000:])
+    assert result.returncode == 0, (last, report[-6000:])
+    lines = [line for line in result.stdout.splitlines() if line.startswith("core ")]
+    assert len(lines) == len(specs) == len(helpers.SOME), report
+    for line in lines:  # every core was really fuzzed, and its clean parts read
+        iterations = int(line.split(": ", 1)[1].split()[0])
+        assert iterations >= 200 and " 0 samples read" not in line, line
+        slowest = float(line.split("slowest ")[1].split()[0])
+        assert slowest < 2000, f"an iteration took {slowest} ms: {line}"
 
 
 def test_engine_under_tsan(tmp_path: Path) -> None:

@@ -215,6 +215,11 @@ class CoreFile:
         return set(self._tids)
 
     @property
+    def core_bytes(self) -> mmap.mmap:
+        """The core file itself, as the regions of the memory it holds point into it."""
+        return self._core
+
+    @property
     def first_tid(self) -> int:
         """The thread listed first: the one that took the signal, in a kernel's core."""
         return self._tids[0] if self._tids else 0
