@@ -229,6 +229,23 @@ static int load(code_cache *c, uint64_t addr, uint32_t *id) {
     return PYTOP_OK;
 }
 
+int codes_add_pseudo(code_cache *c, char *name, const char *filename, uint32_t *id) {
+    code_entry *entries = c->count < UINT32_MAX / 2
+                              ? grow_array(c->entries, &c->cap, c->count + 1ull, sizeof *entries, 256)
+                              : NULL;
+    char *file = strdup(filename);
+    if (!entries || !file) {
+        free(name);
+        free(file);
+        return PYTOP_ERR_NOMEM;
+    }
+    c->entries = entries;
+    c->entries[c->count++] = (code_entry){.name = name, .qualname = name, .filename = file,
+                                          .code_bytes = INT32_MAX, .memo_offset = INT32_MIN, .pseudo = true};
+    *id = c->count;
+    return PYTOP_OK;
+}
+
 static void add_due(code_cache *c, uint32_t id) {
     for (uint32_t i = 0; i < c->due_count; i++)
         if (c->due[i] == id) return;

@@ -59,7 +59,7 @@ static int walk_objects(remote *mem, const pytop_layout *L, sample_pair *s, int 
 }
 
 static int walk_interpreter(remote *mem, const pytop_layout *L, sample_pair *s, int max_depth,
-                            const thread_frames *tf, pytop_thread *t) {
+                            const thread_frames *tf, pytop_thread *t, uint64_t mark, int32_t *marked) {
     uint64_t frame = tf->top_frame;
     size_t need = (size_t)L->fr_header_size;
     /* Frames of the current data-stack chunk lie between its first slot and the stack top. */
@@ -88,6 +88,7 @@ static int walk_interpreter(remote *mem, const pytop_layout *L, sample_pair *s, 
             uint64_t first = code + (uint64_t)L->co_code_adaptive;
             status = samples_push_frame(s, code, (int64_t)(instr - first));
             if (status != PYTOP_OK) return status;
+            if (frame == mark) *marked = depth;
             t->outer_frame = frame;
             depth++;
         }
@@ -97,7 +98,8 @@ static int walk_interpreter(remote *mem, const pytop_layout *L, sample_pair *s, 
 }
 
 int frames_walk(remote *mem, const pytop_layout *L, sample_pair *s, int max_depth,
-                const thread_frames *tf, pytop_thread *t) {
+                const thread_frames *tf, pytop_thread *t, uint64_t mark, int32_t *marked) {
+    *marked = -1;
     if (L->frame_model == PYTOP_FRAMES_OBJECTS) return walk_objects(mem, L, s, max_depth, tf->top_frame, t);
-    return walk_interpreter(mem, L, s, max_depth, tf, t);
+    return walk_interpreter(mem, L, s, max_depth, tf, t, mark, marked);
 }

@@ -10,6 +10,7 @@
  *   objects.c    other remote objects: ints, dicts, modules, instance attributes
  *   names.c      thread names from the `threading` module's registry
  *   codes.c      the code-object cache: remote address -> id, names, line ranges
+ *   asyncio.c    which asyncio task a thread runs (3.14+), as a pseudo-frame
  *   samplebuf.c  one sample's threads and frames, and the previous sample's
  *   frames.c     walking one thread's frames (PyFrameObject or _PyInterpreterFrame)
  *   tasks.c      each thread as the kernel reports it (/proc/PID/task/TID): CPU time, state
@@ -303,6 +304,7 @@ typedef struct code_entry {
     line_ranges lines;
     int32_t memo_offset, memo_line; /* the last lookup: stacks repeat offsets */
     bool stale;             /* replaced by a newer object at the same address */
+    bool pseudo;            /* no code object: a name pytop gives part of a stack (a task) */
 } code_entry;
 
 typedef struct code_cache {
@@ -339,6 +341,37 @@ int32_t codes_line(code_cache *c, uint32_t id, int32_t byte_offset);
 const code_entry *codes_get(const code_cache *c, uint32_t id);
 /* Is code `id` threading's Thread._bootstrap, the outermost frame of a threading.Thread? */
 bool codes_is_thread_bootstrap(const code_cache *c, uint32_t id);
+/* A new entry for a pseudo-frame named `name` (taken over, malloc'd) in file `filename`: it has
+ * no address, no lines and is never checked against the target. */
+int codes_add_pseudo(code_cache *c, char *name, const char *filename, uint32_t *id);
+
+/* ---- asyncio.c -------------------------------------------------------------------------- */
+
+/* A raw frame with this offset is a pseudo-frame: its code id is set already, its line is 0. */
+#define PSEUDO_FRAME_OFFSET INT32_MIN
+#define TASK_RECENT 1024       /* (task, name object) pairs remembered, by hash */
+#define MAX_TASK_NAMES 4096    /* distinct task names given ids; later ones share one */
+
+typedef struct task_recent {
+    uint64_t task, name;
+    uint32_t id;
+} task_recent;
+
+typedef struct task_book {
+    task_recent recent[TASK_RECENT];
+    uint32_t *by_text;         /* open addressing over task-name entries' ids, by name */
+    uint32_t text_mask, text_count;
+    uint32_t unnamed_id, other_id;
+    uint64_t str_types[4], other_types[4]; /* type objects whose instances are / are not str */
+} task_book;
+
+void task_book_free(task_book *b);
+/* The task thread state `ts` is running, if any (its loop running, a task set): the address of
+ * the task's coroutine frame (which the thread's walk passes through) and the id of the task's
+ * pseudo-frame. *frame = 0 when there is none or it cannot be read (never an error: the stack
+ * is then shown without it). */
+void asyncio_running_task(remote *mem, code_cache *codes, const pytop_layout *L, task_book *b, uint64_t ts,
+                          uint64_t *frame, uint32_t *id);
 
 /* ---- samplebuf.c ------------------------------------------------------------------------ */
 
@@ -385,9 +418,10 @@ typedef struct thread_frames {
     uint64_t stack_top; /* 3.11+: datastack_top */
 } thread_frames;
 
-/* Walk `t`'s frames into s->cur (raw), innermost first, at most `max_depth` Python frames. */
+/* Walk `t`'s frames into s->cur (raw), innermost first, at most `max_depth` Python frames.
+ * When a frame is at address `mark`, *marked is its index among t's frames (else -1). */
 int frames_walk(remote *mem, const pytop_layout *L, sample_pair *s, int max_depth,
-                const thread_frames *tf, pytop_thread *t);
+                const thread_frames *tf, pytop_thread *t, uint64_t mark, int32_t *marked);
 
 /* ---- tasks.c ---------------------------------------------------------------------------- */
 
@@ -555,6 +589,8 @@ struct pytop_unwinder {
     blocking stop;
     sample_pair samples;
     known_threads known;
+    bool tasks;             /* asyncio tasks as pseudo-frames (3.14+) */
+    task_book task_names;
     int32_t gc_collecting;
     double taken_at;
     char error[ERROR_TEXT_BYTES];

@@ -68,6 +68,10 @@ typedef struct pytop_layout {
     int32_t dict_values_values, dict_values_capacity, dict_values_valid;
     int32_t long_digits, long_tag, long_shift;
     int32_t managed_dict, managed_values, tpflags_managed_dict, tpflags_inline_values;
+    /* asyncio (3.14+): a thread's running loop and task, a task's coroutine and name, where a
+     * coroutine keeps its frame. */
+    int32_t ts_asyncio_running_loop, ts_asyncio_running_task, task_coro, task_name, gen_iframe;
+    int32_t tpflags_unicode_subclass;
 } pytop_layout;
 
 /* Per-thread flags. */
@@ -145,8 +149,11 @@ enum pytop_option {
     PYTOP_OPT_REUSE_STACKS = 4,    /* 1 (default): keep the stacks of threads that have not run */
     PYTOP_OPT_BLOCKING = 5,        /* 1: stop the target's threads (ptrace) while sampling; 0: release them.
                                       Set, sample and release from one thread: ptrace belongs to it */
-    PYTOP_OPT_IDLE_CHECK = 6       /* at most this many samples between two reads of an idle
+    PYTOP_OPT_IDLE_CHECK = 6,      /* at most this many samples between two reads of an idle
                                       thread's kernel figures (default 1: every sample) */
+    PYTOP_OPT_TASKS = 7            /* 1: a thread running an asyncio task (3.14+) gets a pseudo-frame
+                                      named for the task outside the task's coroutine frame; its
+                                      code info has filename "<asyncio task>" */
 };
 
 /* Attach to `pid` whose _PyRuntime lives at `runtime_address`. Returns NULL and sets *status
@@ -180,6 +187,10 @@ int pytop_collect(pytop_unwinder *u, pytop_sample *out);
 int pytop_bench_collect(pytop_unwinder *u, uint32_t count, uint64_t *good, uint64_t *threads,
                         uint64_t *syscalls);
 int pytop_describe_code(pytop_unwinder *u, uint32_t code_id, pytop_code_info *out);
+/* The id of the code object at `address` (read the first time) and the line of its bytecode
+ * byte `offset` (-1: none), for frames outside a thread's stack (a suspended coroutine's).
+ * Call it after pytop_collect(), from the thread that samples. */
+int pytop_code_at(pytop_unwinder *u, uint64_t address, int32_t offset, uint32_t *code_id, int32_t *line);
 /* The name `threading` gives the thread with this id (Thread.name), as NUL-terminated UTF-8 in
  * `out`; PYTOP_ERR_ARGS when the target has no such thread in threading's registry. */
 int pytop_thread_name(pytop_unwinder *u, uint64_t thread_id, char *out, size_t capacity);

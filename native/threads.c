@@ -150,6 +150,7 @@ static int resolve_ids(pytop_unwinder *u, pytop_thread *t) {
     uint32_t last_id = 0;
     for (uint32_t i = t->first_frame; i < t->first_frame + t->frame_count; i++) {
         const raw_frame *raw = &b->raw[i];
+        if (raw->offset == PSEUDO_FRAME_OFFSET) continue; /* its id is set already */
         if (raw->code != last_code) { /* recursion repeats one code object */
             int status = PYTOP_OK;
             for (uint32_t k = 0; k < c->bad_count; k++)
@@ -175,7 +176,23 @@ static int resolve_ids(pytop_unwinder *u, pytop_thread *t) {
     return PYTOP_OK;
 }
 
-/* Walk the frames of `t` and map them to code ids; on failure t->status says why. */
+/* Put pseudo-frame `id` among t's frames at `index` (innermost first), moving the outer ones. */
+static int insert_pseudo_frame(pytop_unwinder *u, pytop_thread *t, uint32_t index, uint32_t id) {
+    sample_pair *s = &u->samples;
+    int status = samples_push_frame(s, 0, 0); /* room for one more */
+    if (status != PYTOP_OK) return status;
+    sample_buf *b = s->cur;
+    uint32_t at = t->first_frame + index, end = b->frame_count - 1;
+    memmove(b->raw + at + 1, b->raw + at, (end - at) * sizeof *b->raw);
+    memmove(b->frames + at + 1, b->frames + at, (end - at) * sizeof *b->frames);
+    b->raw[at] = (raw_frame){0, PSEUDO_FRAME_OFFSET};
+    b->frames[at] = (pytop_frame){id, 0};
+    t->frame_count++;
+    return PYTOP_OK;
+}
+
+/* Walk the frames of `t` and map them to code ids; on failure t->status says why. With tasks
+ * on, the asyncio task it is running goes in as a pseudo-frame outside the task's coroutine. */
 static int read_stack(pytop_unwinder *u, pytop_thread *t) {
     thread_frames tf;
     u->samples.cur->frame_count = t->first_frame; /* drop what an earlier attempt left */
@@ -183,20 +200,29 @@ static int read_stack(pytop_unwinder *u, pytop_thread *t) {
     t->outer_frame = 0;
     int status = thread_frames_of(u, t->tstate, &tf);
     t->top_frame = tf.top_frame;
-    if (status == PYTOP_OK) status = frames_walk(&u->mem, &u->L, &u->samples, u->max_depth, &tf, t);
+    uint64_t task_frame = 0;
+    uint32_t task_id = 0;
+    int32_t marked = -1;
+    if (status == PYTOP_OK && u->tasks)
+        asyncio_running_task(&u->mem, &u->codes, &u->L, &u->task_names, t->tstate, &task_frame, &task_id);
+    if (status == PYTOP_OK)
+        status = frames_walk(&u->mem, &u->L, &u->samples, u->max_depth, &tf, t, task_frame, &marked);
     t->frame_count = u->samples.cur->frame_count - t->first_frame;
     if (status == PYTOP_OK) {
         status = resolve_ids(u, t);
         if (status == PYTOP_OK) status = t->status;
     }
+    if (status == PYTOP_OK && marked >= 0 && task_id) status = insert_pseudo_frame(u, t, (uint32_t)marked + 1, task_id);
     t->status = status;
     return status;
 }
 
 /* How many bytes of a PyThreadState the walk reads: its fields come in one read. */
-static size_t tstate_span(const pytop_layout *L) {
+static size_t tstate_span(const pytop_unwinder *u) {
+    const pytop_layout *L = &u->L;
+    int32_t loop = u->tasks ? L->ts_asyncio_running_loop : -1, task = u->tasks ? L->ts_asyncio_running_task : -1;
     int32_t fields[] = {L->ts_next, L->ts_interp, L->ts_thread_id, L->ts_native_thread_id, L->ts_unique_id,
-                        L->ts_frame, L->ts_cframe, L->ts_datastack_chunk, L->ts_datastack_top};
+                        L->ts_frame, L->ts_cframe, L->ts_datastack_chunk, L->ts_datastack_top, loop, task};
     int32_t end = 0;
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         if (fields[i] >= 0 && fields[i] + 8 > end) end = fields[i] + 8;
@@ -218,7 +244,7 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
     uint64_t thread_id = 0, owner = 0, unique_id = 0;
     if (!plausible_pointer(ts)) return PYTOP_ERR_CORRUPT;
     int status;
-    if (!remote_view_kept(&u->mem, ts, tstate_span(L), &status)) return status;
+    if (!remote_view_kept(&u->mem, ts, tstate_span(u), &status)) return status;
     status = read_u64(u, ts + (uint64_t)L->ts_next, next);
     if (status == PYTOP_OK) status = read_u64(u, ts + (uint64_t)L->ts_thread_id, &thread_id);
     if (status == PYTOP_OK) status = read_u64(u, ts + (uint64_t)L->ts_interp, &owner);
@@ -370,7 +396,7 @@ static const pytop_thread *known_before(const pytop_unwinder *u, uint32_t i) {
 /* The states of `count` threads at `tstates`, in one syscall (and, where the innermost frame
  * hangs off a C-stack struct, 3.11-3.12, its pointer in a second one). */
 static void read_states(pytop_unwinder *u, uint64_t *tstates, size_t count) {
-    remote_keep_many(&u->mem, tstates, count, tstate_span(&u->L));
+    remote_keep_many(&u->mem, tstates, count, tstate_span(u));
     if (u->L.ts_cframe < 0) return;
     size_t m = 0;
     for (size_t i = 0; i < count; i++) {
@@ -486,7 +512,8 @@ static int resolve_all(pytop_unwinder *u) {
         if (t->flags & PYTOP_THREAD_UNCHANGED) continue;
         for (uint32_t i = t->first_frame; i < t->first_frame + t->frame_count; i++) {
             int32_t offset = b->raw[i].offset;
-            b->frames[i].line = offset == INT32_MAX ? -1 : codes_line(&u->codes, b->frames[i].code_id, offset);
+            if (offset == PSEUDO_FRAME_OFFSET) b->frames[i].line = 0;
+            else b->frames[i].line = offset == INT32_MAX ? -1 : codes_line(&u->codes, b->frames[i].code_id, offset);
         }
     }
     return PYTOP_OK;

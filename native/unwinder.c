@@ -104,6 +104,14 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
         if (value < 1 || value > 1000000) return PYTOP_ERR_ARGS;
         u->os.idle_check = (uint32_t)value;
         return PYTOP_OK;
+    case PYTOP_OPT_TASKS:
+        if (value < 0 || value > 1) return PYTOP_ERR_ARGS;
+        if (value && (u->L.frame_model != PYTOP_FRAMES_INTERPRETER || u->L.ts_asyncio_running_loop < 0 ||
+                      u->L.ts_asyncio_running_task < 0 || u->L.task_coro < 0 || u->L.task_name < 0 ||
+                      u->L.gen_iframe < 0))
+            return PYTOP_ERR_ARGS; /* before 3.14 a thread state does not say which task runs */
+        u->tasks = value == 1;
+        return PYTOP_OK;
     default: return PYTOP_ERR_ARGS;
     }
 }
@@ -194,6 +202,15 @@ int pytop_describe_code(pytop_unwinder *u, uint32_t code_id, pytop_code_info *ou
     return PYTOP_OK;
 }
 
+int pytop_code_at(pytop_unwinder *u, uint64_t address, int32_t offset, uint32_t *code_id, int32_t *line) {
+    if (!u || !code_id || !line) return PYTOP_ERR_ARGS;
+    if (!plausible_pointer(address)) return PYTOP_ERR_CORRUPT;
+    int status = codes_lookup(&u->codes, address, code_id);
+    if (status != PYTOP_OK) return status;
+    *line = codes_line(&u->codes, *code_id, offset);
+    return PYTOP_OK;
+}
+
 int pytop_thread_name(pytop_unwinder *u, uint64_t thread_id, char *out, size_t capacity) {
     if (!u || !out || capacity == 0) return PYTOP_ERR_ARGS;
     int status;
@@ -219,6 +236,7 @@ void pytop_close(pytop_unwinder *u) {
     samples_free(&u->samples);
     tracking_free(&u->track);
     names_free(&u->thread_names);
+    task_book_free(&u->task_names);
     image_free(&u->image);
     free(u->known.tstates);
     free(u->stop.tracees);

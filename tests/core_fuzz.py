@@ -94,7 +94,9 @@ class Fuzzer:
 
     def _open(self) -> Unwinder:
         t = self.target
-        return Unwinder.on_image(t.pid, self.image.regions, t.layout, t.runtime.runtime_address)
+        unwinder = Unwinder.on_image(t.pid, self.image.regions, t.layout, t.runtime.runtime_address)
+        unwinder.set_tasks(True)  # asyncio tasks (3.14+) are part of the walk
+        return unwinder
 
     def _word(self, rng: random.Random, at: int, old: int) -> int:
         kind = rng.randrange(7)

@@ -17,7 +17,7 @@ import time
 
 import pytop._native
 from pytop import errors
-from pytop.native import Engine, EngineConfig, SampleError, decode_line, decode_text
+from pytop.native import Engine, EngineConfig, SampleError, Unwinder, decode_line, decode_text
 from pytop.target.attach import attach, attach_core
 
 SAMPLES = 150
@@ -35,6 +35,7 @@ def fuzz_decoders(rng: random.Random) -> None:
 
 def sample(pid: int) -> int:
     target = attach(pid)
+    target.unwinder.set_tasks(True)  # asyncio tasks as pseudo-frames where the version has them
     taken = 0
     try:
         while taken < SAMPLES:
@@ -54,12 +55,17 @@ def sample(pid: int) -> int:
     return taken
 
 
+def with_tasks(unwinder: Unwinder) -> Unwinder:
+    unwinder.set_tasks(True)  # as the sampler does
+    return unwinder
+
+
 def run_engine(pids: list[int], seconds: float) -> int:
     """The engine on every target: the first added before it starts, the others while it runs,
     drained meanwhile from this thread and another one, stopped while it works. Returns the
     weights drained."""
     engine = Engine(EngineConfig(rate=2000, realtime=False, period=0.05))
-    engine.add(attach(pids[0]).unwinder)
+    engine.add(with_tasks(attach(pids[0]).unwinder))
     engine.start()
     drained = [0]
     done = threading.Event()
@@ -72,7 +78,7 @@ def run_engine(pids: list[int], seconds: float) -> int:
     other.start()
     for pid in pids[1:]:
         try:
-            engine.add(attach(pid).unwinder)
+            engine.add(with_tasks(attach(pid).unwinder))
         except errors.PytopError:
             continue  # exited meanwhile
         drained[0] += len(engine.drain().weights)

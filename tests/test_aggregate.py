@@ -135,3 +135,22 @@ def test_a_thread_that_ended_unnamed_and_without_python_is_folded_at_once() -> N
     figures = Figures(threads=book)
     row = next(iter(thread_rows(figures, "cpu", 1.0)))
     assert row.folded and row.threads == 1 and row.label == "1 finished thread" and row.samples == 2
+
+
+def test_task_pseudo_frames_are_read_only_while_tasks_are_shown() -> None:
+    from pytop.core.aggregate import StackBook
+    from pytop.core.records import FRAME, TASK_FILENAME, Code, Stack
+
+    book = StackBook()
+    unnamed_task = Code(0, 3, "(unnamed task)", "(unnamed task)", TASK_FILENAME, 0)
+    book.learn([Code(0, 1, "spin", "spin", "app.py", 1), Code(0, 2, "crunch", "crunch", TASK_FILENAME, 0),
+                unnamed_task, Code(0, 4, "run", "run", "loop.py", 9)],
+               [Stack(1, 0, 0, FRAME.pack(1, 5) + FRAME.pack(2, 0) + FRAME.pack(4, 10)),
+                Stack(2, 0, 0, FRAME.pack(1, 6) + FRAME.pack(3, 0) + FRAME.pack(4, 10))])
+    hidden = book.info(1)
+    assert hidden is not None and [f[0] for f in hidden.frames] == ["spin", "run"]
+    assert book.show_tasks(True) and not book.show_tasks(True)  # says when the reading changes
+    shown, unnamed = book.info(1), book.info(2)
+    assert shown is not None and [f[0] for f in shown.frames] == ["spin", "task crunch", "run"]
+    assert unnamed is not None and unnamed.frames[1][0] == "(unnamed task)"
+    assert book.show_tasks(False) and [f[0] for f in book.info(1).frames] == ["spin", "run"]  # type: ignore[union-attr]

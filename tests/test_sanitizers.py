@@ -60,6 +60,7 @@ def test_native_code_under_asan_and_ubsan(tmp_path: Path, memory_build: Path) ->
     pythonpath = memory_build
     plan = [(name, "stacks.py", ()) for name in found]
     plan += [(name, "deep.py", ("3000",)) for name in ("pyenv-3.10", "pyenv-3.12", "sid-3.14-loader") if name in found]
+    plan += [(name, "async_tasks.py", ()) for name in ("sid-3.14-loader", "sid-3.15-chroot") if name in found]
     with contextlib.ExitStack() as stack:
         pids = [stack.enter_context(helpers.running(found[name], script, *args)).pid
                 for name, script, args in plan]
@@ -75,16 +76,17 @@ def test_native_code_under_asan_and_ubsan(tmp_path: Path, memory_build: Path) ->
 
 
 def test_whole_unwinder_fuzzed_on_core_images(tmp_path: Path, memory_build: Path) -> None:
-    """One object-frame, one interpreter-frame and one debug-offsets target (in a chroot), each
-    dumped by the kernel; the driver mutates what the unwinder reads and samples again, for a
-    fixed time per core."""
+    """One object-frame, one interpreter-frame and one debug-offsets target (in a chroot), and an
+    asyncio program, each dumped by the kernel; the driver mutates what the unwinder reads and
+    samples again, for a fixed time per core."""
     found, _ = interpreters()
     specs = []
-    for name in helpers.SOME:
+    plan = [(name, "stacks.py") for name in helpers.SOME] + [("sid-3.14-loader", "async_tasks.py")]
+    for name, script in plan:
         if name not in found:
             continue
         interp = found[name]
-        with helpers.running(interp, "stacks.py", cwd=str(tmp_path)) as target:
+        with helpers.running(interp, script, cwd=str(tmp_path)) as target:
             core = cores.kernel_core(target, interp, tmp_path)
         specs.append(f"{core}={interp['root']}" if interp["launch"] == "chroot" else str(core))
     progress = tmp_path / "progress"
@@ -98,7 +100,7 @@ def test_whole_unwinder_fuzzed_on_core_images(tmp_path: Path, memory_build: Path
     assert "AddressSanitizer" not in report and "runtime error" not in report, (last, report[-6000:])
     assert result.returncode == 0, (last, report[-6000:])
     lines = [line for line in result.stdout.splitlines() if line.startswith("core ")]
-    assert len(lines) == len(specs) == len(helpers.SOME), report
+    assert len(lines) == len(specs) == len(plan), report
     for line in lines:  # every core was really fuzzed, and its clean parts read
         iterations = int(line.split(": ", 1)[1].split()[0])
         assert iterations >= 200 and " 0 samples read" not in line, line

@@ -145,6 +145,9 @@ class FakeSource:
         self.tree = shown
         self._send(self.current())
 
+    def set_tasks(self, shown: bool) -> None:
+        self.tasks = shown
+
     def current(self, **changes: object) -> Snapshot:
         thread = next((t for t in THREADS if t.key == self.thread), None)
         graph = GRAPHS.get(self.focus) if self.focus else None  # type: ignore[call-overload]

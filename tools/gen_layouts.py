@@ -167,6 +167,25 @@ FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     ("managed_values", "-4 * (long)sizeof(PyObject *)", ((3, 11), (3, 11))),
     ("tpflags_managed_dict", "Py_TPFLAGS_MANAGED_DICT", since((3, 11))),
     ("tpflags_inline_values", "Py_TPFLAGS_INLINE_VALUES", since((3, 13))),
+    # asyncio (3.14+): each thread's running loop and task, and the lists of its tasks (a thread's
+    # own, and the interpreter's for tasks of threads that ended); a coroutine's embedded frame,
+    # its state and, while it awaits, the awaited object on its value stack; sets (awaited_by).
+    ("ts_asyncio_running_loop", "offsetof(_PyThreadStateImpl, asyncio_running_loop)", since((3, 14))),
+    ("ts_asyncio_running_task", "offsetof(_PyThreadStateImpl, asyncio_running_task)", since((3, 14))),
+    ("ts_asyncio_tasks_head", "offsetof(_PyThreadStateImpl, asyncio_tasks_head)", since((3, 14))),
+    ("is_asyncio_tasks_head", "offsetof(PyInterpreterState, asyncio_tasks_head)", since((3, 14))),
+    ("gen_iframe", "offsetof(PyGenObject, gi_iframe)", since((3, 14))),
+    ("gen_frame_state", "offsetof(PyGenObject, gi_frame_state)", since((3, 14))),
+    ("gen_state_suspended_yield_from", "FRAME_SUSPENDED_YIELD_FROM", since((3, 14))),
+    ("gen_state_cleared", "FRAME_CLEARED", since((3, 14))),
+    ("fr_stackpointer", "offsetof(_PyInterpreterFrame, stackpointer)", since((3, 14))),
+    ("set_used", "offsetof(PySetObject, used)", ALL),
+    ("set_mask", "offsetof(PySetObject, mask)", ALL),
+    ("set_table", "offsetof(PySetObject, table)", ALL),
+    ("set_entry_size", "sizeof(setentry)", ALL),
+    ("set_entry_hash", "offsetof(setentry, hash)", ALL),
+    ("tpflags_long_subclass", "Py_TPFLAGS_LONG_SUBCLASS", ALL),
+    ("tpflags_unicode_subclass", "Py_TPFLAGS_UNICODE_SUBCLASS", ALL),
 ]
 
 # Bit fields of PyASCIIObject.state, found by setting each one and looking at the word.
@@ -246,6 +265,8 @@ PROLOGUE = r"""
 #  include "internal/pycore_interpframe.h"
 #  include "internal/pycore_stackref.h"
 #  include "internal/pycore_debug_offsets.h"
+#  include "internal/pycore_tstate.h"
+#  include "internal/pycore_genobject.h"
 #endif
 #if PY_VERSION_HEX < 0x030B0000
 #  include "longintrepr.h"

@@ -85,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
                           help="do not raise pytop's scheduling priority (by default, when allowed, "
                                "its sampler takes a real-time priority so samples come on time "
                                "even when the target keeps every core busy)")
+    sampling.add_argument("--async", dest="tasks", action="store_true",
+                          help="asyncio (CPython 3.14+): show the task each sample ran, as 'task NAME' between "
+                               "the event loop's frames and the task's coroutines (the A key toggles it); with "
+                               "--dump: also print every task, its state and what it awaits")
     sampling.add_argument("--blocking", action="store_true",
                           help="stop every thread of the target (ptrace) while its stacks are read, for "
                                "exact stacks. It costs: each sample pauses the target for about 10-20 us "
@@ -192,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.dump:
             return run.dump(args.pid_option or args.pid, args.json, args.blocking, args.core, args.executable,
-                            args.sysroot)
+                            args.sysroot, args.tasks)
         if not (args.pid_option or args.pid or command or args.demo):
             from .ui.picker import PickerApp
 

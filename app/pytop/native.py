@@ -249,6 +249,11 @@ class Unwinder:
         or has it read again (for benchmarks of the full walk)."""
         self._option(lib.PYTOP_OPT_REUSE_STACKS, int(reuse))
 
+    def set_tasks(self, enabled: bool) -> bool:
+        """Put the asyncio task each thread runs into its stack as a pseudo-frame (filename
+        records.TASK_FILENAME). False when the target cannot say which task runs (before 3.14)."""
+        return bool(lib.pytop_set_option(self.handle, lib.PYTOP_OPT_TASKS, int(enabled)) == lib.PYTOP_OK)
+
     def set_blocking(self, blocking: bool) -> None:
         """Stop the target's threads (ptrace) while each sample is read, or release them. The
         thread that calls this must be the one that samples: ptrace belongs to a thread."""
@@ -294,6 +299,14 @@ class Unwinder:
             )
             self._codes[code_id] = info
         return info
+
+    def code_at(self, address: int, offset: int) -> tuple[CodeInfo, int] | None:
+        """The code object at `address` and the line of its bytecode byte `offset`, for a frame
+        that is not on a thread's stack (a suspended coroutine's); None if it cannot be read."""
+        code_id, line = ffi.new("uint32_t *"), ffi.new("int32_t *")
+        if lib.pytop_code_at(self.handle, address, max(-2, min(offset, 2**31 - 1)), code_id, line) != lib.PYTOP_OK:
+            return None
+        return self.code(code_id[0]), int(line[0])
 
     def thread_name(self, thread_id: int) -> str | None:
         """The name `threading` gives the thread, read from the target; None if it has none."""

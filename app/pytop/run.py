@@ -20,8 +20,10 @@ from .report import dump as report_dump
 from .report import pprof, table
 from .sampling import priority
 from .sampling.sampler import Sampler, Settings
+from .target import asyncio_tasks
 from .target.attach import Target, attach, attach_core
 from .target.launch import Child, attach_when_ready, demo_command
+from .target.memory import LiveProcess
 
 
 def info_of(target: Target) -> TargetInfo:
@@ -59,7 +61,7 @@ def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: b
                       child.status if child else None)
     app = PytopApp(sampler, sort=sort, by_line=settings.by_line, mode=settings.mode, full_filenames=full_filenames,
                    notes=notes_for(child.log_path if child else None), handle_signals=True, export_dir=export_dir,
-                   delay=settings.delay, last_words=lambda: last_words(sampler, child))
+                   delay=settings.delay, last_words=lambda: last_words(sampler, child), tasks=settings.tasks)
     try:
         app.run()
     finally:
@@ -122,11 +124,15 @@ def collect(sampler: Sampler, duration: float) -> Snapshot:
 
 
 def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | None = None,
-         executable: str | None = None, sysroot: str | None = None) -> int:
-    """Every thread's stack once, from process `pid` or from a core file."""
+         executable: str | None = None, sysroot: str | None = None, tasks: bool = False) -> int:
+    """Every thread's stack once, from process `pid` or from a core file; with `tasks`, every
+    asyncio task too."""
     target = attach_core(core, executable, sysroot) if core else attach(pid or 0)
     where = f"core file {core}" if core else f"process {pid}"
     try:
+        if tasks and not asyncio_tasks.supported(target.layout):
+            raise errors.UsageError(f"--async needs CPython 3.14 or newer ({where} runs {target.version}: its "
+                                    "threads do not list their asyncio tasks)")
         if not core:
             target.unwinder.set_os_state_mode(OS_STATE_EXACT)  # one sample: every thread's letter, read now
             target.unwinder.set_blocking(blocking)
@@ -139,6 +145,10 @@ def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | Non
         else:
             raise errors.AttachFailed(f"cannot read the stacks of {where}: {last}")
         stacks = stacks_of(target, sample)
+        if tasks:
+            source = target.core or LiveProcess(target.pid)
+            found = asyncio_tasks.read_tasks(source, target.runtime.runtime_address, target.layout, target.unwinder)
+            stacks = replace(stacks, tasks=tuple(found))
         text = report_dump.as_json(stacks) if as_json else report_dump.as_text(stacks)
     finally:
         if not core:
@@ -155,8 +165,11 @@ def watch(args: argparse.Namespace, command: list[str]) -> int:
     try:
         target = attach_when_ready(child) if child else attach(args.pid_option or args.pid)
         sort = table.SORT_CHOICES[args.sort]
+        if args.tasks and target.version.minor_key < (3, 14) and not args.subprocesses:
+            raise errors.UsageError(f"--async needs CPython 3.14 or newer (process {target.pid} runs "
+                                    f"{target.version}: its threads do not say which asyncio task they run)")
         settings = Settings(rate=args.rate, delay=args.delay, mode=args.mode, by_line=args.by_line,
-                            realtime=not args.no_priority, blocking=args.blocking)
+                            realtime=not args.no_priority, blocking=args.blocking, tasks=args.tasks)
         if args.batch:
             settings = replace(settings, delay=args.duration + 3600, quick_start=False)
             sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if args.subprocesses else None,

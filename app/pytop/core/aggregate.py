@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .model import RowKey
-from .records import FRAME, PSEUDO_FUNCTIONS, STACK_INCOMPLETE, Code, Drain, Stack, Weight
+from .records import FRAME, PSEUDO_FUNCTIONS, STACK_INCOMPLETE, TASK_FILENAME, Code, Drain, Stack, Weight
 
 MODES = ("cpu", "wall", "gil")
 # A tally: [samples, running samples, cpu ns, wall ns, gil ns]
@@ -47,17 +47,32 @@ class StackInfo(NamedTuple):
 
 
 class StackBook:
-    """What the engine's code ids and stack ids stand for, learned once from the drains."""
+    """What the engine's code ids and stack ids stand for, learned once from the drains. Stacks
+    of asyncio programs (3.14+) hold a pseudo-frame per running task, outside its coroutine;
+    they are read with it while `tasks` is on, without it otherwise."""
 
-    def __init__(self) -> None:
+    def __init__(self, tasks: bool = False) -> None:
         self.names: dict[tuple[int, int], tuple[str, str]] = {}  # (process, code id) -> (function, file)
         self.stacks: dict[int, Stack] = {}
         self.pids: dict[int, int] = {}  # engine process index -> pid
+        self.tasks = tasks
         self._info: dict[int, StackInfo] = {}
+
+    def show_tasks(self, tasks: bool) -> bool:
+        """Read stacks with or without their task pseudo-frames; True if that changed (every
+        table made from the stacks must then be made anew)."""
+        if tasks == self.tasks:
+            return False
+        self.tasks = tasks
+        self._info.clear()
+        return True
 
     def learn(self, codes: Iterable[Code], stacks: Iterable[Stack]) -> None:
         for code in codes:
-            self.names[(code.process, code.code_id)] = (code.qualname, code.filename)
+            name = code.qualname
+            if code.filename == TASK_FILENAME and not name.startswith("("):
+                name = f"task {name}"
+            self.names[(code.process, code.code_id)] = (name, code.filename)
         for stack in stacks:
             self.stacks[stack.stack] = stack
 
@@ -80,6 +95,8 @@ class StackBook:
     def _decode(self, stack: Stack) -> StackInfo:
         pid = self.pids.get(stack.process, stack.process)
         frames = tuple((*self.name(stack.process, code_id), line) for code_id, line in FRAME.iter_unpack(stack.frames))
+        if not self.tasks:
+            frames = tuple(frame for frame in frames if frame[1] != TASK_FILENAME)
         if not frames:
             frames = ((PSEUDO_FUNCTIONS.get(stack.kind & ~STACK_INCOMPLETE, "(no Python frame)"), "", 0),)
         functions = tuple(dict.fromkeys((function, filename, 0, pid) for function, filename, _ in frames))

@@ -38,6 +38,18 @@ class ThreadStack:
 
 
 @dataclass(frozen=True)
+class AsyncTask:
+    """One asyncio task of a 3.14+ target (what `pytop --dump --async` prints)."""
+
+    address: int
+    name: str
+    thread: int  # kernel TID of the thread whose list holds it; 0: a thread that has ended
+    running: bool
+    coroutines: tuple[Frame, ...]  # innermost first: the await chain from the task's coroutine
+    awaited_by: tuple[int, ...]  # addresses of the tasks waiting for it
+
+
+@dataclass(frozen=True)
 class ProcessStacks:
     pid: int
     command: str
@@ -47,6 +59,7 @@ class ProcessStacks:
     core_file: str | None = None  # read from this core file, not from the live process
     core_signal: int = 0  # the signal the core was dumped on (0: none, as with gcore)
     core_signal_tid: int = 0  # ... taken by this thread
+    tasks: tuple[AsyncTask, ...] | None = None  # with --async: every asyncio task
 
 
 # ---- What the native engine hands over at each drain (see native/pytop.h) ------------------
@@ -55,6 +68,8 @@ class ProcessStacks:
 # a flag: outer frames are missing (cut at the depth limit, or torn), so no caller edges.
 STACK_FRAMES, STACK_EMPTY, STACK_NATIVE, STACK_UNSEEN, STACK_OVERFLOW = 0, 1, 2, 3, 4
 STACK_INCOMPLETE = 8
+# The file the native core gives an asyncio task's pseudo-frame (PYTOP_OPT_TASKS).
+TASK_FILENAME = "<asyncio task>"
 PSEUDO_FUNCTIONS = {
     STACK_EMPTY: "(no Python frame)",
     STACK_NATIVE: "(thread without Python)",

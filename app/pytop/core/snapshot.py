@@ -22,6 +22,7 @@ class View:
     process: int | None = None  # narrow to one process (pid)
     focus: RowKey | None = None  # callers and callees of this row
     tree: bool = False  # the call tree is shown: build it
+    tasks: bool = False  # asyncio tasks (3.14+) as frames of their own, outside their coroutines
 
     @property
     def narrowed(self) -> bool:

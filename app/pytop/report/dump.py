@@ -7,12 +7,21 @@ import signal
 from dataclasses import asdict
 from typing import Any
 
-from ..core.records import ProcessStacks, ThreadStack
+from ..core.records import AsyncTask, ProcessStacks, ThreadStack
+
+MAX_TREE_DEPTH = 64
 
 
 def thread_record(thread: ThreadStack) -> dict[str, Any]:
     record = asdict(thread)
     record["frames"] = [asdict(frame) for frame in thread.frames]
+    return record
+
+
+def task_record(task: AsyncTask) -> dict[str, Any]:
+    record = asdict(task)
+    record["coroutines"] = [asdict(frame) for frame in task.coroutines]
+    record["awaited_by"] = list(task.awaited_by)
     return record
 
 
@@ -24,6 +33,8 @@ def as_json(stacks: ProcessStacks) -> str:
         "gc_collecting": stacks.gc_collecting,
         "threads": [thread_record(t) for t in stacks.threads],
     }
+    if stacks.tasks is not None:
+        document["tasks"] = [task_record(t) for t in stacks.tasks]
     if stacks.core_file:
         document["core_file"] = stacks.core_file
         document["core_signal"] = _signal_name(stacks.core_signal) if stacks.core_signal else None
@@ -72,4 +83,43 @@ def as_text(stacks: ProcessStacks) -> str:
         if thread.truncated:
             lines.append("    ... (stack cut at the depth limit)")
         lines.append("")
+    if stacks.tasks is not None:
+        lines += task_tree(stacks.tasks)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _task_line(task: AsyncTask) -> str:
+    chain = " > ".join(f"{f.function} ({f.filename}:{f.line})" if f.line > 0 else f.function
+                       for f in reversed(task.coroutines))
+    running = " [running]" if task.running else ""
+    return f"{task.name}{running}: {chain}" if chain else f"{task.name}{running}"
+
+
+def task_tree(tasks: tuple[AsyncTask, ...]) -> list[str]:
+    """The await graph as a tree: tasks nobody awaits at the top, under each task the tasks
+    it awaits (a task awaited by two shows under both; a cycle is cut where it closes)."""
+    by_address = {t.address: t for t in tasks}
+    awaits: dict[int, list[AsyncTask]] = {}
+    for task in tasks:
+        for waiter in task.awaited_by:
+            if waiter in by_address:
+                awaits.setdefault(waiter, []).append(task)
+    roots = [t for t in tasks if not any(w in by_address for w in t.awaited_by)]
+    running = sum(t.running for t in tasks)
+    lines = [f"Asyncio tasks: {len(tasks)}, {running} running"]
+
+    def walk(task: AsyncTask, prefix: str, last: bool, path: frozenset[int]) -> None:
+        lines.append(f"{prefix}{'└── ' if last else '├── '}{_task_line(task)}")
+        inner = prefix + ("    " if last else "│   ")
+        if task.address in path or len(path) >= MAX_TREE_DEPTH:
+            lines.append(f"{inner}└── (a cycle: it awaits a task that awaits it)")
+            return
+        children = awaits.get(task.address, [])
+        for i, child in enumerate(children):
+            walk(child, inner, i == len(children) - 1, path | {task.address})
+
+    for i, root in enumerate(roots):
+        walk(root, "", i == len(roots) - 1, frozenset())
+    if tasks and not roots:
+        lines.append("(every task awaits another: the graph is one cycle)")
+    return lines

@@ -47,6 +47,7 @@ class Settings:
     quick_start: bool = True  # refresh early while the first samples arrive
     realtime: bool = True  # take a real-time priority when allowed
     blocking: bool = False  # stop the target's threads while each sample is read
+    tasks: bool = False  # start with asyncio tasks shown (the A key toggles them)
 
 
 def schedule_deficit(ticks: int, given_up: int, seconds: float, rate: float, lag: float) -> float:
@@ -72,9 +73,11 @@ class Sampler:
         self.publish: Callable[[Snapshot], None] = lambda snapshot: None
         self.engine = Engine(EngineConfig(rate=settings.rate, realtime=settings.realtime, blocking=settings.blocking))
         self.figures = Figures()
-        self.figures.book.pids[self.engine.add(unwinder)] = target.pid
+        self.figures.book.show_tasks(settings.tasks)
+        self._add_process(unwinder, target.pid)
         self.processes = ProcessSet(target.pid, attach)
-        self.view = View(mode=settings.mode, by_line=settings.by_line)
+        self.view = View(mode=settings.mode, by_line=settings.by_line, tasks=settings.tasks)
+        self._retable = False  # the totals table is made anew at the next window (tasks toggled)
         self.exported: tuple[str, ...] = ()
         self.failure: str | None = None
         self.end: str | None = None
@@ -133,6 +136,10 @@ class Sampler:
     def set_tree(self, shown: bool) -> None:
         """Build the call tree in the snapshots (while the screen shows it), or stop."""
         self._inbox.put(("tree", shown))
+
+    def set_tasks(self, shown: bool) -> None:
+        """Show asyncio tasks as frames of their own (3.14+ targets), or hide them."""
+        self._inbox.put(("tasks", shown))
 
     def set_delay(self, seconds: float) -> None:
         """Seconds between snapshots, from the next one on."""
@@ -203,6 +210,13 @@ class Sampler:
         assert self._last_window is not None  # the exited snapshot was built
         window, window_table, circumstances = self._last_window
         f = self.figures
+        if self._retable:  # tasks shown or hidden since: both tables read the stacks anew
+            f.totals = FunctionTable(f.book)
+            f.totals.add_counts(f.total)
+            window_table = FunctionTable(f.book)
+            window_table.add_counts(window)
+            self._last_window = (window, window_table, circumstances)
+            self._retable = False
         current, f.window = f.window, window
         try:
             return build(self.target, f, window_table, self.view, replace(circumstances, exported=self.exported))
@@ -266,6 +280,9 @@ class Sampler:
             self.view = replace(self.view, focus=value)  # type: ignore[arg-type]
         elif kind == "tree":
             self.view = replace(self.view, tree=bool(value))
+        elif kind == "tasks":
+            self.view = replace(self.view, tasks=bool(value), focus=None)  # a task's row may be gone
+            self._retable = self.figures.book.show_tasks(bool(value)) or self._retable
         elif kind == "delay" and isinstance(value, (int, float)) and value > 0:
             self.settings = replace(self.settings, delay=float(value))
         elif kind == "export":
@@ -297,10 +314,17 @@ class Sampler:
             self.end = d.end  # every process has gone (not: pytop was asked to stop)
         return d
 
+    def _add_process(self, unwinder: Unwinder, pid: int) -> None:
+        """Hand a process to the engine. Its asyncio tasks are always recorded where the target
+        says which task runs (3.14+): the view shows or hides them (cheap: no read without a
+        running loop, and a task's name is read once)."""
+        unwinder.set_tasks(True)
+        self.figures.book.pids[self.engine.add(unwinder)] = pid
+
     def _discover(self) -> None:
         for pid, unwinder in self.processes.discover():
             try:
-                self.figures.book.pids[self.engine.add(unwinder)] = pid
+                self._add_process(unwinder, pid)
             except RuntimeError:
                 unwinder.close()  # the engine has ended: nothing more to sample
 
@@ -329,7 +353,12 @@ class Sampler:
         assert f.totals is not None
         window_table = FunctionTable(f.book)
         window_table.add_counts(f.window)
-        f.totals.merge(window_table)
+        if self._retable:  # the stacks read differently now: count everything again
+            f.totals = FunctionTable(f.book)
+            f.totals.add_counts(f.total)
+            self._retable = False
+        else:
+            f.totals.merge(window_table)
         moved = f.threads.fold_finished()
         if moved:
             f.total.fold(moved)

@@ -51,6 +51,7 @@ class SnapshotSource(Protocol):
     def export(self, directory: str) -> None: ...
     def set_delay(self, seconds: float) -> None: ...
     def set_tree(self, shown: bool) -> None: ...
+    def set_tasks(self, shown: bool) -> None: ...
 
 
 class PytopApp(App[None]):
@@ -85,6 +86,8 @@ class PytopApp(App[None]):
                 tooltip="refresh the screen more often"),
         Binding("minus", "refresh_rate(1)", "Slower", key_display="-", show=False,
                 tooltip="refresh the screen less often"),
+        Binding("A", "toggle_tasks", "Tasks", show=False,
+                tooltip="asyncio tasks (CPython 3.14+): show each task as a frame above its coroutines, and back"),
         Binding("p", "pause", "Pause", tooltip="pause the screen (sampling goes on); p again shows what came in"),
         Binding("e", "export", "Export",
                 tooltip="export everything since the reset: collapsed stacks and speedscope JSON, here"),
@@ -106,7 +109,8 @@ class PytopApp(App[None]):
 
     def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: str = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), handle_signals: bool = False,
-                 export_dir: str | None = None, delay: float = 1.0, last_words: Callable[[], None] | None = None):
+                 export_dir: str | None = None, delay: float = 1.0, last_words: Callable[[], None] | None = None,
+                 tasks: bool = False):
         """export_dir: where the e key writes (default: the current directory); delay: seconds
         between refreshes, as the source starts with; last_words: what must be done before the
         process ends if a signal's shutdown hangs (see on_signal)."""
@@ -119,6 +123,7 @@ class PytopApp(App[None]):
         self.initial_sort = sort
         self.by_line = by_line
         self.mode = mode
+        self.tasks = tasks  # asyncio tasks shown (the source starts with the same)
         self.full_filenames = full_filenames
         self.notes = list(notes)
         self.snapshot: Snapshot | None = None  # on screen
@@ -258,6 +263,12 @@ class PytopApp(App[None]):
     def action_toggle_lines(self) -> None:
         self.by_line = not self.by_line
         self.source.set_by_line(self.by_line)
+
+    def action_toggle_tasks(self) -> None:
+        self.tasks = not self.tasks
+        self.source.set_tasks(self.tasks)
+        self.notify("asyncio tasks shown as frames (CPython 3.14+ targets)" if self.tasks else "asyncio tasks hidden",
+                    timeout=3)
 
     def action_reset(self) -> None:
         self.source.reset()

@@ -14,6 +14,18 @@ from ... import errors
 from .generated import DEBUG_OFFSETS, LAYOUTS
 
 SUPPORTED = tuple(sorted(LAYOUTS))
+# asyncio's TaskObj is private to Modules/_asynciomodule.c (no header has it). These are its
+# offsets as 3.14 and 3.15 publish them in their `.AsyncioDebug` section (the same in both,
+# read off Debian's 3.14.10 and 3.15.2); tests/test_asyncio.py holds them to a live target's
+# own section. The rest of what --async reads comes from the headers (generated.py).
+ASYNCIO_TASK = {
+    version: {"task_awaited_by": 96, "task_is_task": 108, "task_awaited_by_is_set": 109, "task_coro": 128,
+              "task_name": 136, "task_node": 152}
+    for version in ((3, 14), (3, 15))
+}
+# Where a suspended coroutine keeps the object it awaits: the top of its value stack in 3.14,
+# one below in 3.15 (whose SEND leaves a null on top): _PyGen_yf's _PyFrame_StackPeek.
+AWAITED_DEPTH = {(3, 14): 1, (3, 15): 2}
 FRAMES_OBJECTS, FRAMES_INTERPRETER = 1, 2
 LINES_LNOTAB, LINES_310, LINES_LOCATIONS = 1, 2, 3
 
@@ -56,6 +68,9 @@ def layout_for(version: tuple[int, int], version_text: str, version_hex: int,
         raise errors.UnsupportedVersion(
             f"Python {version_text} is not supported: pytop reads CPython {supported_range()}")
     layout = dict(LAYOUTS[version])
+    for name in ASYNCIO_TASK[(3, 14)]:
+        layout[name] = ASYNCIO_TASK.get(version, {}).get(name, -1)
+    layout["awaited_depth"] = AWAITED_DEPTH.get(version, -1)
     if debug_block is not None:
         layout.update(from_debug_offsets(version, debug_block))
     layout.update(_model(version))

@@ -1,0 +1,189 @@
+"""Every asyncio task of a CPython 3.14+ target: its name, whether it runs, its coroutines and
+the tasks that await it (`pytop --dump --async`, from a running process or a core file).
+
+3.14 keeps each thread's tasks on a list in its thread state (the tasks of a thread that has
+ended move to the interpreter's), each thread's running task, and on every task the tasks that
+await it (`awaited_by`: one, or a set). A task's coroutine embeds its frame; while it awaits
+another coroutine, that one is on top of its value stack (see layouts.AWAITED_DEPTH), and so
+on down to the innermost await. Code objects and lines come from the unwinder, as in a sample.
+
+Read once, in Python: this is a one-shot report, not the sampling path. Every list, chain and
+set is bounded; memory that does not make sense ends that part of the walk, not the report.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ..core.records import AsyncTask, Frame
+from ..native import Unwinder, decode_text
+from .memory import MemorySource
+
+MAX_TASKS = 100_000
+MAX_CHAIN = 256
+MAX_SET_SLOTS = 1 << 16
+MAX_NAME_CHARS = 200
+
+
+def supported(layout: dict[str, int]) -> bool:
+    return all(layout.get(k, -1) >= 0 for k in ("ts_asyncio_tasks_head", "task_node", "gen_iframe", "awaited_depth"))
+
+
+class TaskReader:
+    def __init__(self, source: MemorySource, layout: dict[str, int], unwinder: Unwinder):
+        self.source = source
+        self.L = layout
+        self.unwinder = unwinder
+        self.tag_mask = ~max(layout.get("fr_executable_tag_bits", 0), 0) & 0xFFFFFFFFFFFFFFFF
+
+    # ---- memory --------------------------------------------------------------------------
+
+    def u64(self, address: int) -> int:
+        return int.from_bytes(self.source.read(address, 8), "little")
+
+    def i64(self, address: int) -> int:
+        return int.from_bytes(self.source.read(address, 8), "little", signed=True)
+
+    def i8(self, address: int) -> int:
+        return int.from_bytes(self.source.read(address, 1), "little", signed=True)
+
+    def _type_flags(self, obj: int) -> int:
+        return self.u64(self.u64(obj + self.L["ob_type"]) + self.L["tp_flags"])
+
+    def text(self, obj: int) -> str | None:
+        """A str object's text (cut at MAX_NAME_CHARS)."""
+        L = self.L
+        length = self.i64(obj + L["str_length"])
+        state = int.from_bytes(self.source.read(obj + L["str_state"], 4), "little")
+
+        def bits(name: str) -> int:
+            return state >> L[f"str_{name}_shift"] & ((1 << L[f"str_{name}_width"]) - 1)
+
+        kind, compact, ascii = bits("kind"), bits("compact"), bits("ascii")
+        if length < 0 or kind not in (1, 2, 4) or not compact:
+            return None
+        count = min(length, MAX_NAME_CHARS)
+        data = self.source.read(obj + (L["str_ascii_size"] if ascii else L["str_compact_size"]), count * kind)
+        return decode_text(kind, data, count)
+
+    def integer(self, obj: int) -> int | None:
+        """A small int object's value (a task's counter name)."""
+        L = self.L
+        if L.get("long_tag", -1) < 0:
+            return None
+        tag = self.u64(obj + L["long_tag"])
+        ndigits = tag >> 3
+        if ndigits > 4:
+            return None
+        digits = self.source.read(obj + L["long_digits"], 4 * ndigits)
+        value = sum(int(d) << (L["long_shift"] * i) for i, (d,) in enumerate(struct.iter_unpack("<I", digits)))
+        return -value if tag & 3 == 2 else value
+
+    # ---- tasks ---------------------------------------------------------------------------
+
+    def name(self, task: int) -> str:
+        obj = self.u64(task + self.L["task_name"])
+        flags = self._type_flags(obj)
+        if flags & self.L["tpflags_unicode_subclass"]:
+            return self.text(obj) or "?"
+        if flags & self.L["tpflags_long_subclass"]:
+            number = self.integer(obj)
+            return f"Task-{number}" if number is not None else "Task-?"
+        return "?"
+
+    def _frame(self, frame: int) -> Frame | None:
+        L = self.L
+        code = self.u64(frame + L["fr_code"]) & self.tag_mask
+        instr = self.u64(frame + L["fr_instr_ptr"])
+        found = self.unwinder.code_at(code, instr - (code + L["co_code_adaptive"]))
+        if found is None:
+            return None
+        info, line = found
+        return Frame(info.qualname, info.filename, line)
+
+    def chain(self, coro: int) -> tuple[Frame, ...]:
+        """The coroutine's frame, then what it awaits, and so on: innermost last here."""
+        L = self.L
+        frames: list[Frame] = []
+        seen: set[int] = set()
+        coro_type = self.u64(coro + L["ob_type"])
+        while coro and coro not in seen and len(frames) < MAX_CHAIN:
+            seen.add(coro)
+            state = self.i8(coro + L["gen_frame_state"])
+            if state == L["gen_state_cleared"]:
+                break
+            frame = coro + L["gen_iframe"]
+            found = self._frame(frame)
+            if found is None:
+                break
+            frames.append(found)
+            if state != L["gen_state_suspended_yield_from"]:
+                break
+            top = self.u64(frame + L["fr_stackpointer"])
+            awaited = self.u64(top - 8 * L["awaited_depth"]) & self.tag_mask
+            if not awaited or self.u64(awaited + L["ob_type"]) != coro_type:
+                break  # a future, a gathering future: the chain ends; tasks link by awaited_by
+            coro = awaited
+        return tuple(frames)
+
+    def awaited_by(self, task: int) -> tuple[int, ...]:
+        L = self.L
+        waiter = self.u64(task + L["task_awaited_by"])
+        if not waiter:
+            return ()
+        if not self.source.read(task + L["task_awaited_by_is_set"], 1)[0]:
+            return (waiter,)
+        mask, table = self.i64(waiter + L["set_mask"]), self.u64(waiter + L["set_table"])
+        if not 0 <= mask < MAX_SET_SLOTS or not table:
+            return ()
+        size = L["set_entry_size"]
+        raw = self.source.read(table, (mask + 1) * size)
+        found = []
+        for at in range(0, len(raw), size):
+            key = int.from_bytes(raw[at:at + 8], "little")
+            hashed = int.from_bytes(raw[at + L["set_entry_hash"]:at + L["set_entry_hash"] + 8], "little", signed=True)
+            if key and hashed != -1:  # -1: a deleted entry's dummy
+                found.append(key)
+        return tuple(found)
+
+    def _list(self, head: int) -> list[int]:
+        tasks: list[int] = []
+        node = self.u64(head)
+        while node and node != head and len(tasks) < MAX_TASKS:
+            tasks.append(node - self.L["task_node"])
+            node = self.u64(node)
+        return tasks
+
+    def _threads(self, runtime: int) -> list[tuple[int, int]]:
+        """(thread state, TID) of the main interpreter's threads."""
+        L = self.L
+        interp = self.u64(runtime + L["rt_interpreters_head"])
+        found: list[tuple[int, int]] = []
+        tstate = self.u64(interp + L["is_threads_head"]) if interp else 0
+        while tstate and len(found) < 4096 and self.u64(tstate + L["ts_interp"]) == interp:
+            found.append((tstate, self.u64(tstate + L["ts_native_thread_id"])))
+            tstate = self.u64(tstate + L["ts_next"])
+        return found
+
+    def read(self, runtime: int) -> list[AsyncTask]:
+        """Every task of the main interpreter, thread by thread, then the orphans."""
+        L = self.L
+        listed: list[tuple[int, int, bool]] = []
+        for tstate, tid in self._threads(runtime):
+            running = self.u64(tstate + L["ts_asyncio_running_task"]) \
+                if self.u64(tstate + L["ts_asyncio_running_loop"]) else 0
+            listed += [(task, tid, task == running) for task in self._list(tstate + L["ts_asyncio_tasks_head"])]
+        interp = self.u64(runtime + L["rt_interpreters_head"])
+        listed += [(task, 0, False) for task in self._list(interp + L["is_asyncio_tasks_head"])]
+        out = []
+        for task, tid, running in listed[:MAX_TASKS]:
+            try:
+                coroutines = tuple(reversed(self.chain(self.u64(task + L["task_coro"]))))
+                out.append(AsyncTask(task, self.name(task), tid, running, coroutines, self.awaited_by(task)))
+            except OSError:
+                continue  # a task that went away while being read
+        return out
+
+
+def read_tasks(source: MemorySource, runtime: int, layout: dict[str, int], unwinder: Unwinder) -> list[AsyncTask]:
+    return TaskReader(source, layout, unwinder).read(runtime)

@@ -1,0 +1,196 @@
+"""asyncio tasks (CPython 3.14+): `--dump --async` against CPython's own `python -m asyncio
+pstree` on the same target, from a running process and from a core file; `--async` in a run,
+where each task's time must be its coroutine's; the offsets pytop keeps for asyncio's private
+TaskObj against the `.AsyncioDebug` section each interpreter publishes; a clear error before
+3.14."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import cores
+import pytest
+from elftools.elf.elffile import ELFFile
+
+import helpers
+from conftest import interpreters
+from pytop.target.layouts import ASYNCIO_TASK, layout_for
+
+ASYNC = ["sid-3.14-loader", "sid-3.14-chroot", "sid-3.15-loader", "sid-3.15-chroot"]
+TREE_CHARS = "│├└─ "
+
+
+def _async_interp(name: str) -> dict[str, Any]:
+    found, complaints = interpreters()
+    if name not in found:
+        if helpers.IN_CI:
+            pytest.fail(f"{name} missing: {complaints}")
+        pytest.skip(f"{name} is not provisioned")
+    return found[name]
+
+
+def cpython_pstree(interp: dict[str, Any], pid: int) -> dict[str, list[str]]:
+    """CPython's own view of the target's tasks: task name -> its coroutines, outermost first,
+    as "function file:line" (python -m asyncio pstree, run by the target's Python version; for
+    a chroot's target from outside it, where /proc is)."""
+    reader = _async_interp(interp["name"].replace("-chroot", "-loader"))
+    result = subprocess.run([*reader["argv"], "-m", "asyncio", "pstree", str(pid)], capture_output=True,
+                            text=True, timeout=60, env=helpers.target_env())
+    assert result.returncode == 0, result.stderr
+    chains: dict[str, list[str]] = {}
+    current = None
+    for line in result.stdout.splitlines():
+        text = line.lstrip(TREE_CHARS)
+        if text.startswith("(T) "):
+            current = text[4:].strip()
+            chains[current] = []
+        elif text.strip() and current is not None:
+            chains[current].append(" ".join(text.split()))
+    return chains
+
+
+def ours(document: dict[str, Any]) -> dict[str, list[str]]:
+    """The same from pytop's JSON."""
+    def where(frame: dict[str, Any]) -> str:
+        return f"{frame['function']} {frame['filename']}:{frame['line']}"
+
+    return {task["name"]: [where(f) for f in reversed(task["coroutines"])] for task in document["tasks"]}
+
+
+def _parents(document: dict[str, Any]) -> dict[str, set[str]]:
+    names = {task["address"]: task["name"] for task in document["tasks"]}
+    return {task["name"]: {names[a] for a in task["awaited_by"] if a in names} for task in document["tasks"]}
+
+
+def _check_graph(document: dict[str, Any]) -> None:
+    parents = _parents(document)
+    assert parents["crunch"] == parents["parent"] == {"Task-1"}, parents
+    assert parents["child-1"] == parents["child-2"] == {"parent"}, parents
+    assert parents["Task-1"] == set()
+    running = [task["name"] for task in document["tasks"] if task["running"]]
+    assert running in ([], ["crunch"]), running  # crunch runs most of the time, yields now and then
+
+
+@pytest.mark.parametrize("name", ASYNC)
+def test_dump_async_agrees_with_cpythons_pstree(name: str) -> None:
+    interp = _async_interp(name)
+    with helpers.running(interp, "async_tasks.py") as target:
+        expected = cpython_pstree(interp, target.pid)
+        result = helpers.run_pytop("--dump", "--async", "--json", str(target.pid))
+        text = helpers.run_pytop("--dump", "--async", str(target.pid))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    got = ours(document)
+    assert set(got) == set(expected) >= set(target.info["tasks"]), (got, expected)
+    for task, chain in expected.items():
+        if task != "crunch":  # it runs: its line moves between the two looks
+            assert got[task] == chain, task
+    _check_graph(document)
+    assert text.returncode == 0, text.stderr
+    assert re.search(r"^Asyncio tasks: 6, [01] running$", text.stdout, re.M), text.stdout
+    child = r"^    │   ├── child-1: child \(.*async_tasks.py:\d+\) > Event.wait"
+    assert re.search(child, text.stdout, re.M), text.stdout
+
+
+def test_dump_async_of_a_core_file(tmp_path: Path) -> None:
+    interp = _async_interp("sid-3.15-loader")
+    with helpers.running(interp, "async_tasks.py", cwd=str(tmp_path)) as target:
+        core = cores.kernel_core(target, interp, tmp_path)
+    result = helpers.run_pytop("--dump", "--async", "--json", "--core", str(core))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert {t["name"] for t in document["tasks"]} >= set(target.info["tasks"])
+    _check_graph(document)
+    child = next(t for t in document["tasks"] if t["name"] == "child-1")
+    assert [f["function"] for f in child["coroutines"]] == ["Event.wait", "child"]
+
+
+@pytest.mark.parametrize("name", ["sid-3.14-loader", "sid-3.15-chroot"])
+def test_a_run_shows_each_task_with_its_coroutines_time(name: str) -> None:
+    """--async: a row "task crunch" whose total is crunch()'s total (every sample in crunch
+    runs under that task, and no other), and none without --async."""
+    interp = _async_interp(name)
+    with helpers.running(interp, "async_tasks.py") as target:
+        shown = helpers.run_pytop("--batch", "--async", "--json", "--duration", "2", str(target.pid))
+        hidden = helpers.run_pytop("--batch", "--json", "--duration", "1", str(target.pid))
+    assert shown.returncode == 0 and hidden.returncode == 0, shown.stderr + hidden.stderr
+    rows = {r["function"]: r for r in json.loads(shown.stdout)["functions"]}
+    task, coroutine = rows["task crunch"], rows["crunch"]
+    assert task["filename"] == "<asyncio task>"
+    assert task["total"] == coroutine["total"] > 0
+    assert task["total_time"] == pytest.approx(coroutine["total_time"], abs=0.002)
+    assert rows["crunch_numbers"]["total"] <= task["total"]
+    assert not any(f["filename"] == "<asyncio task>" for f in json.loads(hidden.stdout)["functions"])
+
+
+@pytest.mark.parametrize("name", ["sid-3.14-loader", "sid-3.15-loader"])
+def test_task_offsets_are_the_ones_the_interpreter_publishes(name: str) -> None:
+    """TaskObj is private to _asynciomodule.c: pytop keeps its offsets as data. Each 3.14+
+    build says where they are in its `.AsyncioDebug` section (in the _asyncio extension when
+    it is one, else in the interpreter); so do the thread and interpreter state fields."""
+    interp = _async_interp(name)
+    root = Path(interp["argv"][-1]).parent.parent.parent  # .../root/usr/bin/python3.X -> .../root
+    version = tuple(int(p) for p in interp["version"].split("."))
+    candidates = [Path(interp["argv"][-1]), *root.glob(f"usr/lib/python{interp['version']}/lib-dynload/_asyncio.*.so")]
+    for path in candidates:
+        with open(path, "rb") as f:
+            section = ELFFile(f).get_section_by_name(".AsyncioDebug")
+            if section is not None:
+                data = section.data()
+                break
+    else:
+        pytest.fail(f"no .AsyncioDebug section in {candidates}")
+    words = [int.from_bytes(data[i:i + 8], "little") for i in range(0, 13 * 8, 8)]
+    names = ["task_size", "task_name", "task_awaited_by", "task_is_task", "task_awaited_by_is_set", "task_coro",
+             "task_node", "is_size", "is_asyncio_tasks_head", "ts_size", "ts_asyncio_running_loop",
+             "ts_asyncio_running_task", "ts_asyncio_tasks_head"]
+    published = dict(zip(names, words))
+    layout = layout_for(version, interp["version"], 0)  # type: ignore[arg-type]
+    for field in ASYNCIO_TASK[version]:  # type: ignore[index]
+        assert layout[field] == published[field], field
+    for field in ("is_asyncio_tasks_head", "ts_asyncio_running_loop", "ts_asyncio_running_task",
+                  "ts_asyncio_tasks_head"):
+        assert layout[field] == published[field], field
+
+
+def test_async_before_314_says_so() -> None:
+    interp = _async_interp("pyenv-3.12")
+    with helpers.running(interp, "stacks.py") as target:
+        dump = helpers.run_pytop("--dump", "--async", str(target.pid))
+        run = helpers.run_pytop("--batch", "--async", "--duration", "1", str(target.pid))
+    for result in (dump, run):
+        assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
+        assert "--async needs CPython 3.14 or newer" in result.stderr, result.stderr
+
+
+def test_the_a_key_shows_and_hides_tasks_with_their_history() -> None:
+    """Tasks are recorded from the start whatever the view: shown later, "task crunch" has all
+    of crunch()'s time since the start; hidden again, no task row is left."""
+    from test_sampler import Collected, functions, wait_for
+
+    from pytop.run import info_of
+    from pytop.sampling.sampler import Sampler, Settings
+    from pytop.target.attach import attach
+
+    interp = _async_interp("sid-3.15-loader")
+    with helpers.running(interp, "async_tasks.py") as t:
+        target = attach(t.pid)
+        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=500, delay=0.3))
+        got = Collected()
+        sampler.start(got)
+        helpers.wait_samples(sampler, 500)
+        before = got.last
+        sampler.set_tasks(True)
+        shown = wait_for(got, lambda s: "task crunch" in functions(s))
+        sampler.set_tasks(False)
+        hidden = wait_for(got, lambda s: s is not shown and "task crunch" not in functions(s))
+        sampler.stop()
+        target.close()
+    assert "task crunch" not in functions(before)
+    rows = functions(shown)
+    assert rows["task crunch"].total_count == rows["crunch"].total_count > before.samples // 4
+    assert not any(row.filename == "<asyncio task>" for row in hidden.rows)
