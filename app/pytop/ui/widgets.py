@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
+
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
@@ -18,6 +22,13 @@ SORT_COLUMNS = {
 TREND = "trend"
 FUNCTION = "function"
 RISE, FALL = ("▲", "red"), ("▼", "green")  # more time in a function is the news to notice
+FAST_CELL_CACHE = 4000
+# FunctionTable renders its cells itself where DataTable's cell renderer is the one it knows
+# (textual 0.80 to 8.x): see FunctionTable._render_cell. Elsewhere DataTable's own is used.
+_KNOWN_CELL_RENDERER = (
+    hasattr(DataTable, "_get_styles_to_render_cell") and hasattr(DataTable, "_render_cell")
+    and list(inspect.signature(DataTable._render_cell).parameters)
+    == ["self", "row_index", "column_index", "base_style", "width", "cursor", "hover"])
 
 
 class Number:
@@ -39,6 +50,8 @@ class Number:
 class ProcessHeader(Static):
     """What is sampled, how sampling goes, and how the process does."""
 
+    _lines = -1  # lines shown: a new layout pass only when that changes (each costs ~5 ms)
+
     def show(self, s: Snapshot, notes: list[str], trends: Trends | None = None) -> None:
         """One line per fact, cut at the edge, never wrapped: a long command line must not push
         the table off a small terminal. The command comes last on its line, being the longest."""
@@ -58,13 +71,20 @@ class ProcessHeader(Static):
             text.append("\n")
             for note in notes:
                 text.append(f" {note} ", style="bold reverse red" if note == "PAUSED" else "bold yellow")
-        self.update(text)
+        lines = text.plain.count("\n")
+        self.update(text, layout=lines != self._lines)
+        self._lines = lines
 
 
 class Banner(Static):
     """One line of warning; hidden while there is nothing to say."""
 
+    _message: str | None = None
+
     def say(self, message: str | None) -> None:
+        if message == self._message:  # most refreshes: nothing to redo
+            return
+        self._message = message
         self.display = message is not None
         if message is not None:
             self.update(Text(message))
@@ -79,6 +99,7 @@ class FunctionTable(DataTable[object]):
         self.show_pids = False  # several processes: say whose each row is
         self._rows: dict[str, FunctionRow] = {}
         self._moves: dict[str, int] = {}
+        self._fast_cells: dict[tuple[object, ...], list[list[Segment]]] = {}
 
     def on_mount(self) -> None:
         for key, label in SORT_COLUMNS.items():
@@ -142,6 +163,46 @@ class FunctionTable(DataTable[object]):
             self._rows[key] = row
             self._moves[key] = move
         self.apply_sort()
+
+    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
+                     cursor: bool = False, hover: bool = False) -> list[list[Segment]]:
+        """DataTable renders every cell through Rich's general path (padding, wrapping) and
+        forgets all of them at any update or sort, so each refresh re-rendered every visible
+        cell: 3/4 of the UI thread's time, and the wait after a sort key. A cell here is one
+        line: it is cut and padded directly, and cached by what it shows, not by the table's
+        update count."""
+        if not _KNOWN_CELL_RENDERER or row_index < 0 or column_index < 0:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key, column_key = self._row_locations.get_key(row_index), self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        cell = self._data[row_key][column_key]
+        shown = cell.text if isinstance(cell, Number) else (
+            (cell.plain, tuple(cell.spans), str(cell.style)) if isinstance(cell, Text) else str(cell))
+        key = (shown, row_index, column_index, base_style, width, cursor, hover, self.show_cursor,
+               self._show_hover_cursor, self._pseudo_class_state)
+        lines = self._fast_cells.get(key)
+        if lines is None:
+            component, post = self._get_styles_to_render_cell(
+                False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+                self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+            style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+            pad = self.cell_padding
+            inner = max(0, width - 2 * pad)
+            if isinstance(cell, Number):
+                segments = [Segment(cell.text[:inner].rjust(inner))]
+            else:
+                text = cell if isinstance(cell, Text) else Text(str(cell))
+                rendered = text.render(self.app.console, end="")
+                if text.style:  # render() leaves the text's own style to its caller
+                    rendered = Segment.apply_style(rendered, self.app.console.get_style(text.style))
+                segments = Segment.adjust_line_length(list(rendered), inner)
+            segments = [Segment(" " * pad), *segments, Segment(" " * pad)]
+            lines = [list(Segment.apply_style(segments, style, post or None))]
+            if len(self._fast_cells) > FAST_CELL_CACHE:
+                self._fast_cells.clear()
+            self._fast_cells[key] = lines
+        return lines
 
     def current_key(self) -> RowKey | None:
         """The row under the cursor."""
