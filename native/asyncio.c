@@ -118,8 +118,19 @@ void asyncio_running_task(remote *mem, code_cache *codes, const pytop_layout *L,
     *frame = 0;
     *id = 0;
     uint64_t loop = 0, task = 0, coro = 0, name = 0;
-    if (!read_ptr(mem, ts + (uint64_t)L->ts_asyncio_running_loop, &loop) || !loop) return;
-    if (!read_ptr(mem, ts + (uint64_t)L->ts_asyncio_running_task, &task) || !plausible_pointer(task)) return;
+    /* Loop and task are neighbours (one view); asked for by each thread whose stack is read. */
+    int32_t first = L->ts_asyncio_running_loop < L->ts_asyncio_running_task ? L->ts_asyncio_running_loop
+                                                                            : L->ts_asyncio_running_task;
+    int32_t span = abs(L->ts_asyncio_running_task - L->ts_asyncio_running_loop) + 8;
+    const uint8_t *fields = span <= 64 ? view(mem, ts + (uint64_t)first, (size_t)span) : NULL;
+    if (fields) {
+        loop = load_u64(fields, L->ts_asyncio_running_loop - first);
+        task = load_u64(fields, L->ts_asyncio_running_task - first);
+    } else if (!read_ptr(mem, ts + (uint64_t)L->ts_asyncio_running_loop, &loop) ||
+               !read_ptr(mem, ts + (uint64_t)L->ts_asyncio_running_task, &task)) {
+        return;
+    }
+    if (!loop || !plausible_pointer(task)) return;
     const uint8_t *t = view(mem, task, (size_t)(L->task_coro > L->task_name ? L->task_coro : L->task_name) + 8);
     if (!t) return;
     coro = load_u64(t, L->task_coro);

@@ -217,12 +217,12 @@ static int read_stack(pytop_unwinder *u, pytop_thread *t) {
     return status;
 }
 
-/* How many bytes of a PyThreadState the walk reads: its fields come in one read. */
+/* How many bytes of a PyThreadState the walk reads: its fields come in one read. (The asyncio
+ * fields, ~1 KB in, are read apart, and only for threads whose stack is read again.) */
 static size_t tstate_span(const pytop_unwinder *u) {
     const pytop_layout *L = &u->L;
-    int32_t loop = u->tasks ? L->ts_asyncio_running_loop : -1, task = u->tasks ? L->ts_asyncio_running_task : -1;
     int32_t fields[] = {L->ts_next, L->ts_interp, L->ts_thread_id, L->ts_native_thread_id, L->ts_unique_id,
-                        L->ts_frame, L->ts_cframe, L->ts_datastack_chunk, L->ts_datastack_top, loop, task};
+                        L->ts_frame, L->ts_cframe, L->ts_datastack_chunk, L->ts_datastack_top};
     int32_t end = 0;
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         if (fields[i] >= 0 && fields[i] + 8 > end) end = fields[i] + 8;
