@@ -99,7 +99,7 @@ class FunctionTable(DataTable[object]):
         self.show_pids = False  # several processes: say whose each row is
         self._rows: dict[str, FunctionRow] = {}
         self._moves: dict[str, int] = {}
-        self._fast_cells: dict[tuple[object, ...], list[list[Segment]]] = {}
+        self._fast_cells: dict[tuple[object, ...], list[Segment]] = {}
 
     def on_mount(self) -> None:
         for key, label in SORT_COLUMNS.items():
@@ -179,14 +179,13 @@ class FunctionTable(DataTable[object]):
         cell = self._data[row_key][column_key]
         shown = cell.text if isinstance(cell, Number) else (
             (cell.plain, tuple(cell.spans), str(cell.style)) if isinstance(cell, Text) else str(cell))
-        key = (shown, row_index, column_index, base_style, width, cursor, hover, self.show_cursor,
+        key = (shown, column_index, base_style, width, cursor, hover, self.show_cursor,
                self._show_hover_cursor, self._pseudo_class_state)
-        lines = self._fast_cells.get(key)
-        if lines is None:
+        plain = self._fast_cells.get(key)
+        if plain is None:  # a cell's look, wherever it is: a sort moves rows, not what they show
             component, post = self._get_styles_to_render_cell(
                 False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
                 self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
-            style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
             pad = self.cell_padding
             inner = max(0, width - 2 * pad)
             if isinstance(cell, Number):
@@ -198,11 +197,13 @@ class FunctionTable(DataTable[object]):
                     rendered = Segment.apply_style(rendered, self.app.console.get_style(text.style))
                 segments = Segment.adjust_line_length(list(rendered), inner)
             segments = [Segment(" " * pad), *segments, Segment(" " * pad)]
-            lines = [list(Segment.apply_style(segments, style, post or None))]
+            plain = list(Segment.apply_style(segments, base_style + component, post or None))
             if len(self._fast_cells) > FAST_CELL_CACHE:
                 self._fast_cells.clear()
-            self._fast_cells[key] = lines
-        return lines
+            self._fast_cells[key] = plain
+        # Where it is (mouse clicks find their row and column by it) is added on each use.
+        where = Style.from_meta({"row": row_index, "column": column_index})
+        return [[Segment(text, style + where if style else where, control) for text, style, control in plain]]
 
     def current_key(self) -> RowKey | None:
         """The row under the cursor."""
