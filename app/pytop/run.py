@@ -61,7 +61,8 @@ def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: b
                       child.status if child else None)
     app = PytopApp(sampler, sort=sort, by_line=settings.by_line, mode=settings.mode, full_filenames=full_filenames,
                    notes=notes_for(child.log_path if child else None), handle_signals=True, export_dir=export_dir,
-                   delay=settings.delay, last_words=lambda: last_words(sampler, child), tasks=settings.tasks)
+                   delay=settings.delay, last_words=lambda: last_words(sampler, child), tasks=settings.tasks,
+                   tune_gc=True)
     try:
         app.run()
     finally:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import mmap
 import os
+import stat
 from dataclasses import dataclass
 
 from elftools.common.exceptions import ELFError
@@ -90,6 +91,9 @@ class CoreFile:
         except (ELFError, ValueError, OSError, KeyError, TypeError) as exc:
             self.close()
             raise errors.AttachFailed(f"{path} is not a core file pytop can read ({exc})") from None
+        except Exception as exc:  # noqa: BLE001 - pyelftools on a damaged file: a message, not a traceback
+            self.close()
+            raise errors.AttachFailed(f"{path} is a damaged core file ({type(exc).__name__}: {exc})") from None
         self.regions = self._build_regions()
         self._starts = [r.address for r in self.regions]
 
@@ -168,6 +172,8 @@ class CoreFile:
         path = self._local_path(mapping.path)
         if path not in self._files:
             try:
+                if not stat.S_ISREG(os.stat(path).st_mode):  # a device or such: never opened
+                    raise ValueError(path)
                 with open(path, "rb") as f:
                     self._files[path] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             except (OSError, ValueError):

@@ -38,6 +38,9 @@ SHUTDOWN_GRACE_SECONDS = 5.0  # after a signal, the longest the process waits fo
 REFRESH_STEPS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)  # seconds between refreshes, for + and -
 
 
+FULL_COLLECTION_EVERY = 100  # middle-generation collections per full one (Python's default: 10)
+
+
 class SnapshotSource(Protocol):
     """What the app needs from a sampler (a fake one in UI tests)."""
 
@@ -111,10 +114,11 @@ class PytopApp(App[None]):
     def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: str = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), handle_signals: bool = False,
                  export_dir: str | None = None, delay: float = 1.0, last_words: Callable[[], None] | None = None,
-                 tasks: bool = False):
+                 tasks: bool = False, tune_gc: bool = False):
         """export_dir: where the e key writes (default: the current directory); delay: seconds
         between refreshes, as the source starts with; last_words: what must be done before the
-        process ends if a signal's shutdown hangs (see on_signal)."""
+        process ends if a signal's shutdown hangs (see on_signal); tune_gc: the app owns the
+        process, and sets its garbage collector for a steady screen (see on_snapshot_ready)."""
         self.last_words = last_words
         super().__init__()
         self.export_dir = export_dir
@@ -127,7 +131,7 @@ class PytopApp(App[None]):
         self.tasks = tasks  # asyncio tasks shown (the source starts with the same)
         self.full_filenames = full_filenames
         self.notes = list(notes)
-        self._frozen = False  # gc.freeze() done, once the screen is up
+        self._frozen = not tune_gc  # gc.freeze() done, once the screen is up
         self.snapshot: Snapshot | None = None  # on screen
         self.latest: Snapshot | None = None  # newest received (differs while paused)
         self.paused = False
@@ -194,8 +198,13 @@ class PytopApp(App[None]):
         if not self._frozen:
             # Textual's and pytop's own long-lived objects (about 100,000) out of the collector's
             # sight: a full collection took 35-50 ms of the UI thread (100-300 ms under load),
-            # every 30-70 s, and a key pressed then waited for it.
+            # every 30-70 s, and a key pressed then waited for it. What lives on after this
+            # (tallies, trends) still makes full collections of 60-150 ms under load, which the
+            # default thresholds ran every ~50 s: now one in ten as often (young objects, the
+            # garbage of each refresh, are collected as before).
             gc.freeze()
+            young, middle, _ = gc.get_threshold()
+            gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
             self._frozen = True
 
     def show(self, s: Snapshot) -> None:
