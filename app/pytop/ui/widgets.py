@@ -128,7 +128,9 @@ class FunctionTable(DataTable[object]):
         if self.show_pids:
             name.append(f"[{row.pid}] ", style="cyan")
         name.append(row.function, style="bold")
-        name.append(f" ({fmt.where(row, cwd, full)})", style="dim")
+        where = fmt.where(row, cwd, full)
+        if where:  # a pseudo-function (no Python frame, ...) has no file
+            name.append(f" ({where})", style="dim")
         return {
             "own_pct": Number(row.own_pct, fmt.percent(row.own_pct)),
             "total_pct": Number(row.total_pct, fmt.percent(row.total_pct)),
