@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import cores
-import jsonschema
 import pytest
-from test_dump import DUMP_SCHEMA
+from test_dump import check_sleepers
 
 import helpers
 
@@ -26,16 +25,7 @@ GCORE_LOSES_THREAD_STACKS = ("sid-",)
 
 
 def _check_against_target(document: dict[str, Any], target: helpers.RunningTarget) -> None:
-    jsonschema.validate(document, DUMP_SCHEMA)
-    assert document["pid"] == target.pid
-    assert document["python_version"] == ".".join(map(str, target.info["version"]))
-    threads = {thread["thread_id"]: thread for thread in document["threads"]}
-    for key in ("main", "sleeper"):
-        expected = target.info["threads"][key]
-        got = threads[expected["thread_id"]]
-        assert got["frames"] == expected["frames"], key
-        assert got["native_id"] == expected["native_id"]
-        assert got["name"] == expected["name"]
+    threads = check_sleepers(document, target)
     spinner = threads[target.info["threads"]["spinner"]["thread_id"]]
     assert spinner["name"] == "spinner"
     assert spinner["frames"][0]["function"] == "Worker.spinning" or spinner["frames"][0]["function"] == "spinning"

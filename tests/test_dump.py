@@ -39,21 +39,29 @@ DUMP_SCHEMA = {
 }
 
 
+def check_sleepers(document: dict[str, Any], target: helpers.RunningTarget) -> dict[int, dict[str, Any]]:
+    """A --dump --json document of stacks.py against what the target reported of itself: the
+    main thread's and the sleeper's stacks, TIDs and names. Returns the threads by id."""
+    jsonschema.validate(document, DUMP_SCHEMA)
+    assert document["pid"] == target.pid
+    assert document["python_version"] == ".".join(map(str, target.info["version"]))
+    threads = {thread["thread_id"]: thread for thread in document["threads"]}
+    for key in ("main", "sleeper"):
+        expected = target.info["threads"][key]
+        got = threads[expected["thread_id"]]
+        assert got["frames"] == expected["frames"], key
+        assert got["native_id"] == expected["native_id"]
+        assert got["name"] == expected["name"]
+    return threads
+
+
 def test_dump_json(interp: dict[str, Any]) -> None:
     with helpers.running(interp, "stacks.py") as t:
         result = helpers.run_pytop("--dump", "--json", str(t.pid))
     assert result.returncode == 0, result.stderr
-    document = json.loads(result.stdout)
-    jsonschema.validate(document, DUMP_SCHEMA)
-    assert document["pid"] == t.pid
-    assert document["python_version"] == ".".join(map(str, t.info["version"]))
-    threads = {thread["thread_id"]: thread for thread in document["threads"]}
+    threads = check_sleepers(json.loads(result.stdout), t)
     for key in ("main", "sleeper"):
-        expected = t.info["threads"][key]
-        got = threads[expected["thread_id"]]
-        assert got["frames"] == expected["frames"]
-        assert got["native_id"] == expected["native_id"]
-        assert got["name"] == expected["name"]
+        got = threads[t.info["threads"][key]["thread_id"]]
         assert got["active"] is False and got["gil"] is False
 
 

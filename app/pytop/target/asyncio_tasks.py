@@ -17,6 +17,7 @@ import struct
 
 from ..core.records import AsyncTask, Frame
 from ..native import Unwinder, decode_text
+from .attach import thread_states
 from .memory import MemorySource
 
 MAX_TASKS = 100_000
@@ -154,22 +155,12 @@ class TaskReader:
             node = self.u64(node)
         return tasks
 
-    def _threads(self, runtime: int) -> list[tuple[int, int]]:
-        """(thread state, TID) of the main interpreter's threads."""
-        L = self.L
-        interp = self.u64(runtime + L["rt_interpreters_head"])
-        found: list[tuple[int, int]] = []
-        tstate = self.u64(interp + L["is_threads_head"]) if interp else 0
-        while tstate and len(found) < 4096 and self.u64(tstate + L["ts_interp"]) == interp:
-            found.append((tstate, self.u64(tstate + L["ts_native_thread_id"])))
-            tstate = self.u64(tstate + L["ts_next"])
-        return found
-
     def read(self, runtime: int) -> list[AsyncTask]:
         """Every task of the main interpreter, thread by thread, then the orphans."""
         L = self.L
         listed: list[tuple[int, int, bool]] = []
-        for tstate, tid in self._threads(runtime):
+        for tstate in thread_states(self.source, runtime, L):
+            tid = self.u64(tstate + L["ts_native_thread_id"])
             running = self.u64(tstate + L["ts_asyncio_running_task"]) \
                 if self.u64(tstate + L["ts_asyncio_running_loop"]) else 0
             listed += [(task, tid, task == running) for task in self._list(tstate + L["ts_asyncio_tasks_head"])]

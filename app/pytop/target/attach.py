@@ -50,17 +50,22 @@ def _u64(source: MemorySource, address: int) -> int:
     return int.from_bytes(source.read(address, 8), "little")
 
 
-def _thread_ids(source: MemorySource, runtime: int, layout: dict[str, int]) -> list[int]:
-    """pthread_t of every thread of the main interpreter (attach time, simple reads). A thread
-    state freed while the list is walked ends the walk: its memory no longer points back to the
-    interpreter."""
+def thread_states(source: MemorySource, runtime: int, layout: dict[str, int]) -> list[int]:
+    """The thread states of the main interpreter (one-off reads, not the sampling path). A
+    thread state freed while the list is walked ends the walk: its memory no longer points back
+    to the interpreter."""
     interp = _u64(source, runtime + layout["rt_interpreters_head"])
-    ids: list[int] = []
+    found: list[int] = []
     tstate = _u64(source, interp + layout["is_threads_head"]) if interp else 0
-    while tstate and len(ids) < 4096 and _u64(source, tstate + layout["ts_interp"]) == interp:
-        ids.append(_u64(source, tstate + layout["ts_thread_id"]))
+    while tstate and len(found) < 4096 and _u64(source, tstate + layout["ts_interp"]) == interp:
+        found.append(tstate)
         tstate = _u64(source, tstate + layout["ts_next"])
-    return ids
+    return found
+
+
+def _thread_ids(source: MemorySource, runtime: int, layout: dict[str, int]) -> list[int]:
+    """pthread_t of every thread of the main interpreter."""
+    return [_u64(source, tstate + layout["ts_thread_id"]) for tstate in thread_states(source, runtime, layout)]
 
 
 def _read_prefix(source: MemorySource, address: int) -> bytes:
