@@ -50,8 +50,6 @@ class Number:
 class ProcessHeader(Static):
     """What is sampled, how sampling goes, and how the process does."""
 
-    _lines = -1  # lines shown: a new layout pass only when that changes (each costs ~5 ms)
-
     def show(self, s: Snapshot, notes: list[str], trends: Trends | None = None) -> None:
         """One line per fact, cut at the edge, never wrapped: a long command line must not push
         the table off a small terminal. The command comes last on its line, being the longest."""
@@ -71,9 +69,7 @@ class ProcessHeader(Static):
             text.append("\n")
             for note in notes:
                 text.append(f" {note} ", style="bold reverse red" if note == "PAUSED" else "bold yellow")
-        lines = text.plain.count("\n")
-        self.update(text, layout=lines != self._lines)
-        self._lines = lines
+        self.update(text)
 
 
 class Banner(Static):
