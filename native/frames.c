@@ -5,7 +5,8 @@
  * 3.8-3.10: a chain of heap PyFrameObjects linked by f_back; the offset is f_lasti in bytes.
  * 3.11+: _PyInterpreterFrames linked by `previous`, most of them packed in the thread's
  * data-stack chunks: a frame missing from the prefetch is read together with the memory below
- * it, down to the start of the current chunk (or a window, for older chunks and generators).
+ * it, down to the start of the current chunk (or of its page, for older chunks, generators
+ * and shims on the C stack).
  * Frames owned by the C stack or the interpreter itself (3.12+ shims) are not Python code and
  * are skipped; from 3.14 the executable pointer carries tag bits that are masked off.
  *

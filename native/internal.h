@@ -173,8 +173,8 @@ int remote_begin_sample(remote *r);
 /* Read `len` bytes at `addr` into a buffer owned by `r`. Returns NULL and sets *status on
  * failure. */
 const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int *status);
-/* A tracked view that, on a miss, reads down to `floor` (or a guessed window when floor is 0)
- * in the same syscall and keeps it for the rest of the sample: the next frames of a walk
+/* A tracked view that, on a miss, reads down to `floor` (at most a window below its page; to
+ * the start of its page when floor is 0) in the same syscall and keeps it for the rest of the sample: the next frames of a walk
  * outwards are usually just below. */
 const uint8_t *remote_view_window(remote *r, uint64_t addr, size_t len, uint64_t floor, int *status);
 /* A tracked view that, on a miss, reads `len` bytes at `addr` in one syscall and keeps them for
@@ -470,6 +470,14 @@ typedef struct tasks {
     uint32_t count, cap;
     uint32_t sample_no;
     uint64_t now;           /* this sample's time, monotonic ns */
+    /* Rounds of counts are skipped while the process's CPU time is nearly all explained by
+     * the counts read (tasks.c): */
+    bool round_on;          /* this round of counts is read */
+    bool round_cpu_known;   /* round_cpu holds the process CPU time at the last round's start */
+    uint64_t round_cpu;
+    uint64_t explained_ns;  /* CPU time the counts read since then account for */
+    int64_t unexplained_ns; /* process CPU time no count accounted for, since the last round read */
+    uint64_t last_round_at; /* monotonic ns when the last round that was read began */
 } tasks;
 
 void tasks_init(tasks *o, int pid);

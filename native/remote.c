@@ -420,10 +420,15 @@ const uint8_t *remote_view_window(remote *r, uint64_t addr, size_t len, uint64_t
     track(r, addr, len, true);
     const uint8_t *hit = lookup(r, addr, len);
     if (hit) return hit;
-    /* A walk outwards goes down in memory: read the window below as well, in one go. */
+    /* A walk outwards goes down in memory: read the window below as well, in one go, down to
+     * the floor. Without one (a frame outside the current chunk: an older chunk's, a
+     * generator's, or a shim on the C stack, which a thread whose GIL turn came has below its
+     * frames every time) only down to the page's start: a C stack's pages below are not
+     * frames, and each costs as much to read as a syscall. */
     uint64_t end = addr + len;
     uint64_t start = page_floor(addr) > WINDOW_BYTES ? page_floor(addr) - WINDOW_BYTES : 0;
-    if (floor && start < floor) start = floor;
+    if (!floor) start = page_floor(addr);
+    else if (start < floor) start = floor;
     if (start && start < addr && end - start <= MAX_READ_BYTES) {
         int window_status;
         const uint8_t *w = read_into_arena(r, start, end - start, &window_status);

@@ -11,7 +11,15 @@
  *     samples (about 10 ms; longer past 50 threads, so that a thousand idle threads do not cost
  *     a thousand reads a round), in turn by TID so the reads spread over the samples. Its CPU
  *     time is a counter: nothing is lost, it is attributed when read, to the stack it has then
- *     (the call where it let the GIL go, which is where that CPU was spent).
+ *     (the call where it let the GIL go, which is where that CPU was spent). The thread that
+ *     held the GIL in the previous sample is read at once too: it ran Python since then.
+ *   - A round of such reads is skipped when it would find little: at a round's start the
+ *     process CPU clock (one cheap call, every thread's time) is compared with what the counts
+ *     read since the last round account for. While the rest is under UNEXPLAINED_SHARE of the
+ *     time since the last round that was read, no idle thread can have run much; the engine's
+ *     periodic read of every thread (each ~0.2 s) still catches what little they did. A round
+ *     costs a read per thread, so with a hundred threads that wait or sleep, skipping them
+ *     is most of a sample's syscalls.
  *   - A thread whose counts have not moved since its previous read has not run: its stack is
  *     unchanged. Counts move only at the scheduler's ticks and at switches, so a thread that
  *     runs on without a switch can show no move: the caller treats the GIL holder as running.
@@ -35,12 +43,15 @@
 #define STATE_REFRESH_NS (250u * 1000000u) /* a thread's letter is read again this often */
 #define RUNNING_NS (20u * 1000000u)        /* counts that moved this recently, with an R: running */
 #define TASK_GRACE_SAMPLES 16  /* files of a task missing from samples stay open this long */
+#define UNEXPLAINED_SHARE 0.02 /* rounds are read while more than this share of a core is unexplained */
+#define THREADS_PER_ROUND 50   /* past this many threads, a round of count reads takes longer */
 
 void tasks_init(tasks *o, int pid) {
     memset(o, 0, sizeof *o);
     o->pid = pid;
     o->mode = 1;
     o->idle_check = 1;
+    o->round_on = true;
 }
 
 static void close_task(task *t) {
@@ -54,10 +65,41 @@ void tasks_free(tasks *o) {
     memset(o, 0, sizeof *o);
 }
 
+/* Samples in a round: every thread without the GIL is due once in it. */
+static uint32_t round_length(const tasks *o) {
+    uint32_t every = o->idle_check;
+    if (o->threads > THREADS_PER_ROUND) every = (uint32_t)((uint64_t)every * o->threads / THREADS_PER_ROUND);
+    return every;
+}
+
+/* At a round's start: read it if the process used CPU time that the counts read since the last
+ * round do not account for (see the top of the file). */
+static void decide_round(tasks *o) {
+    uint64_t cpu = 0;
+    if (o->mode != 1 || tasks_process_cpu(o, &cpu) != PYTOP_OK) {
+        o->round_on = true;
+        o->round_cpu_known = false;
+        return;
+    }
+    if (o->round_cpu_known) o->unexplained_ns += (int64_t)(cpu - o->round_cpu) - (int64_t)o->explained_ns;
+    bool first = !o->round_cpu_known;
+    o->round_cpu = cpu;
+    o->round_cpu_known = true;
+    o->explained_ns = 0;
+    double since = (double)(o->now - o->last_round_at);
+    o->round_on = first || (double)o->unexplained_ns > UNEXPLAINED_SHARE * since;
+    if (o->round_on) {
+        o->unexplained_ns = 0;
+        o->last_round_at = o->now;
+    }
+}
+
 void tasks_begin_sample(tasks *o, uint64_t now, uint32_t threads) {
     o->now = now;
     o->syscalls = 0;
     o->threads = threads;
+    uint32_t every = round_length(o);
+    if (every > 1 && o->sample_no % every == 0) decide_round(o);
 }
 
 static int open_task_file(int pid, int tid, const char *name) {
@@ -173,6 +215,7 @@ static bool read_figures(tasks *o, task *t, bool with_state, task_report *out) {
     bool moved = !t->known || cpu != t->cpu_ns || switches != t->switches;
     out->first = !t->known;
     out->cpu_delta_ns = t->known && cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
+    o->explained_ns += t->known ? out->cpu_delta_ns : cpu; /* a new thread's time is all accounted */
     out->wait_delta_ns = t->known && wait > t->wait_ns ? wait - t->wait_ns : 0;
     t->cpu_ns = cpu;
     t->wait_ns = wait;
@@ -230,12 +273,9 @@ void tasks_report(tasks *o, int tid, int how, task_report *out) {
     t->last = *out;
 }
 
-#define THREADS_PER_ROUND 50 /* past this many threads, a round of count reads takes longer */
-
 bool tasks_due(const tasks *o, int tid) {
-    uint32_t every = o->idle_check;
-    if (o->threads > THREADS_PER_ROUND) every = (uint32_t)((uint64_t)every * o->threads / THREADS_PER_ROUND);
-    return every <= 1 || (o->sample_no + (uint32_t)tid) % every == 0;
+    uint32_t every = round_length(o);
+    return every <= 1 || (o->round_on && (o->sample_no + (uint32_t)tid) % every == 0);
 }
 
 void tasks_touch(tasks *o, int tid) {
@@ -338,6 +378,7 @@ int tasks_scan_others(tasks *o, other_tasks *others, const int *python_tids, uin
         if (!t || read_schedstat(o, t->fd, &cpu, &wait, &switches) == SCHEDSTAT_ERROR) continue;
         bool first = !t->listed;
         uint64_t delta = !first && cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
+        o->explained_ns += t->cpu_ns ? (cpu > t->cpu_ns ? cpu - t->cpu_ns : 0) : cpu;
         t->cpu_ns = cpu;
         if (first) t->unlisted_ns = cpu;
         t->seen = others->scan;

@@ -8,7 +8,7 @@
  * locked GIL names its thread state as last holder.
  *
  * A thread's stack is read again only if the kernel says it may have run since the previous
- * sample (tasks.c); the GIL holder's figures are read every sample.
+ * sample (tasks.c); the GIL holder's figures are read every sample, and its last holder's.
  *
  * A process with a hundred threads would cost a hundred thread-state reads per sample, yet
  * only the GIL holder can have a new stack. So the walk is sparse between full walks: the
@@ -124,7 +124,9 @@ static int native_id_of(pytop_unwinder *u, pytop_thread *t) {
  * were not read, or did not move. */
 static bool check_task(pytop_unwinder *u, pytop_thread *t, bool gil) {
     task_report r;
-    tasks_report(&u->os, t->native_id, gil ? TASK_NOW : TASK_WHEN_DUE, &r);
+    const pytop_thread *old = samples_previous(&u->samples, t); /* the GIL's last holder ran since */
+    bool now = gil || (old && old->serial == t->serial && (old->flags & PYTOP_THREAD_GIL));
+    tasks_report(&u->os, t->native_id, now ? TASK_NOW : TASK_WHEN_DUE, &r);
     t->os_state = r.state;
     t->cpu_ns = r.cpu_ns;
     if (r.state != '?') t->flags |= PYTOP_THREAD_OS_KNOWN;
@@ -430,7 +432,7 @@ static int walk_known(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_
     for (uint32_t i = 0; i < k->count && status == PYTOP_OK; i++) { /* counts first: they are cheap */
         const pytop_thread *old = known_before(u, i);
         if (!old || holds_gil(g, k->tstates[i])) continue;
-        bool due = tasks_due(&u->os, old->native_id);
+        bool due = tasks_due(&u->os, old->native_id) || (old->flags & PYTOP_THREAD_GIL);
         if (!due && !u->os.check_all) continue;
         tasks_report(&u->os, old->native_id, TASK_NOW, &checks[i].counts);
         if (!checks[i].counts.checked) status = WALK_AGAIN; /* its task is gone: the list has changed */
