@@ -450,6 +450,7 @@ typedef struct task {
     task_report last;       /* this sample's report, if it was asked already (reported_in) */
     uint32_t reported_in;
     uint32_t seen_in_sample;
+    uint32_t missed_walks;  /* full walks in a row that did not see it */
 } task;
 
 enum task_how {
@@ -466,6 +467,8 @@ typedef struct tasks {
     uint32_t threads;       /* ... stretched past 50 threads in proportion to their number */
     bool no_schedstat;      /* the kernel keeps no schedstat: CPU times come from stat (ticks) */
     bool check_all;         /* this sample reads every task's figures (the engine's full checks) */
+    bool partial;           /* this sample looked at some threads only (a sparse walk): it does not
+                               tell which tasks are gone */
     task *items;            /* sorted by tid */
     uint32_t count, cap;
     uint32_t sample_no;
@@ -485,15 +488,14 @@ void tasks_free(tasks *o);
 void tasks_begin_sample(tasks *o, uint64_t now, uint32_t threads);
 /* The kernel's view of `tid` in this sample. */
 void tasks_report(tasks *o, int tid, int how, task_report *out);
-/* Keep `tid`'s files open this sample without reading them (a thread not looked at now). */
-void tasks_touch(tasks *o, int tid);
 /* Is a thread without the GIL due for a read of its counts this sample? */
 bool tasks_due(const tasks *o, int tid);
 /* Read `tid`'s figures and state now, to be answered by tasks_report() during this sample: in
  * blocking mode the threads are stopped (state 't') by the time their stacks are read. */
 void tasks_read_ahead(tasks *o, int tid);
-/* Close files of tasks that were not seen in this sample, if it walked every thread (a sample
- * that failed midway saw only some: the others are still there). */
+/* Close files of tasks that a number of samples in a row did not see, counting the samples
+ * that walked every thread (not a sample that failed midway, nor a sparse one: they saw only
+ * some, and the others are still there). */
 void tasks_end_sample(tasks *o, bool complete);
 /* The whole process's CPU time, ended threads included (ns). */
 int tasks_process_cpu(tasks *o, uint64_t *cpu_ns);

@@ -42,7 +42,7 @@
 
 #define STATE_REFRESH_NS (250u * 1000000u) /* a thread's letter is read again this often */
 #define RUNNING_NS (20u * 1000000u)        /* counts that moved this recently, with an R: running */
-#define TASK_GRACE_SAMPLES 16  /* files of a task missing from samples stay open this long */
+#define TASK_GRACE_WALKS 16    /* files of a task missing from full walks stay open this long */
 #define UNEXPLAINED_SHARE 0.02 /* rounds are read while more than this share of a core is unexplained */
 #define THREADS_PER_ROUND 50   /* past this many threads, a round of count reads takes longer */
 
@@ -278,16 +278,6 @@ bool tasks_due(const tasks *o, int tid) {
     return every <= 1 || (o->round_on && (o->sample_no + (uint32_t)tid) % every == 0);
 }
 
-void tasks_touch(tasks *o, int tid) {
-    uint32_t lo = 0, hi = o->count;
-    while (lo < hi) {
-        uint32_t mid = (lo + hi) / 2;
-        if (o->items[mid].tid < tid) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo < o->count && o->items[lo].tid == tid) o->items[lo].seen_in_sample = o->sample_no;
-}
-
 void tasks_read_ahead(tasks *o, int tid) {
     task *t = find_task(o, tid);
     if (!t) return;
@@ -299,13 +289,18 @@ void tasks_read_ahead(tasks *o, int tid) {
 }
 
 void tasks_end_sample(tasks *o, bool complete) {
-    uint32_t kept = 0;
-    for (uint32_t i = 0; i < o->count; i++) {
-        /* A sample may miss a thread that is still there (see tracking.c): its counts go on. */
-        if (!complete || o->sample_no - o->items[i].seen_in_sample < TASK_GRACE_SAMPLES) o->items[kept++] = o->items[i];
-        else close_task(&o->items[i]);
+    if (complete && !o->partial) {
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < o->count; i++) {
+            task *t = &o->items[i];
+            t->missed_walks = t->seen_in_sample == o->sample_no ? 0 : t->missed_walks + 1;
+            /* A walk may miss a thread that is still there (see tracking.c): its counts go on. */
+            if (t->missed_walks < TASK_GRACE_WALKS) o->items[kept++] = *t;
+            else close_task(t);
+        }
+        o->count = kept;
     }
-    o->count = kept;
+    o->partial = false;
     o->sample_no++;
 }
 

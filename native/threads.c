@@ -289,14 +289,19 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
     return PYTOP_OK;
 }
 
-/* The thread states of one interpreter, from `head`. */
-static int walk_thread_list(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_holders *g, uint64_t head) {
+/* The thread states of one interpreter, from `head`. With `only_holder_tracked`, what is read
+ * of threads other than the GIL holder is not remembered for the next prefetch. */
+static int walk_thread_list(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_holders *g, uint64_t head,
+                            bool only_holder_tracked) {
     uint64_t ts = head;
     for (int n = 0; ts; n++) {
         if (u->samples.cur->thread_count >= MAX_THREADS || n >= MAX_THREADS)
             return fail(u->error, PYTOP_ERR_LIMIT, "more than %d threads (or a cycle in the thread list)", MAX_THREADS);
         uint64_t next_ts = 0;
+        bool untracked = u->mem.untracked;
+        if (only_holder_tracked) u->mem.untracked = !holds_gil(g, ts);
         int status = walk_thread(u, ts, interp, id, g, &next_ts);
+        u->mem.untracked = untracked;
         if (status == PYTOP_ERR_READ || status == PYTOP_ERR_CORRUPT)
             return fail(u->error, status, "cannot read thread state at 0x%llx", (unsigned long long)ts);
         if (status != PYTOP_OK) return status;
@@ -307,16 +312,17 @@ static int walk_thread_list(pytop_unwinder *u, uint64_t interp, int64_t id, cons
 
 /* A thread that ends while the list is walked can leave it pointing at freed memory: the walk
  * starts again from the head, read anew, dropping what the broken walk collected. */
-static int walk_threads_of(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_holders *g, uint64_t head) {
+static int walk_threads_of(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_holders *g, uint64_t head,
+                           bool only_holder_tracked) {
     uint32_t first_thread = u->samples.cur->thread_count, first_frame = u->samples.cur->frame_count;
-    int status = walk_thread_list(u, interp, id, g, head);
+    int status = walk_thread_list(u, interp, id, g, head, only_holder_tracked);
     for (int retry = 0; retry < LIST_RETRIES && (status == PYTOP_ERR_READ || status == PYTOP_ERR_CORRUPT); retry++) {
         u->samples.cur->thread_count = first_thread;
         u->samples.cur->frame_count = first_frame;
         u->error[0] = '\0';
         fresh_mark mark = remote_begin_fresh(&u->mem);
         status = read_u64(u, interp + (uint64_t)u->L.is_threads_head, &head);
-        if (status == PYTOP_OK) status = walk_thread_list(u, interp, id, g, head);
+        if (status == PYTOP_OK) status = walk_thread_list(u, interp, id, g, head, only_holder_tracked);
         remote_end_fresh(&u->mem, mark);
     }
     return status;
@@ -330,10 +336,15 @@ static bool known(const known_threads *k, uint64_t tstate) {
     return false;
 }
 
+/* Do the settings let samples walk sparse? */
+static bool sparse_settings(const pytop_unwinder *u) {
+    return u->reuse_stacks && u->os.mode == 1 && !u->stop.enabled && u->os.idle_check > 1;
+}
+
 static bool can_walk_sparse(const pytop_unwinder *u, uint64_t interp, uint64_t head, const gil_holders *g) {
     const known_threads *k = &u->known;
-    if (!k->valid || k->interp != interp || k->head != head || !u->reuse_stacks || u->os.mode != 1 ||
-        u->stop.enabled || u->os.idle_check <= 1 || u->os.sample_no - k->walked_at >= FULL_WALK_CHECKS * u->os.idle_check)
+    if (!k->valid || k->interp != interp || k->head != head || !sparse_settings(u) ||
+        u->os.sample_no - k->walked_at >= FULL_WALK_CHECKS * u->os.idle_check)
         return false;
     for (int i = 0; i < g->count; i++)
         if (!known(k, g->tstate[i])) return false;
@@ -372,8 +383,6 @@ static bool as_before(pytop_unwinder *u, uint64_t ts, const pytop_thread *old, c
         t->cpu_delta_ns = r->cpu_delta_ns;
         t->wait_delta_ns = r->wait_delta_ns;
         t->os_state = r->state;
-    } else {
-        tasks_touch(&u->os, t->native_id);
     }
     return true;
 }
@@ -464,12 +473,20 @@ static int walk_threads(pytop_unwinder *u, uint64_t interp, int64_t id, const gi
     uint32_t first_thread = u->samples.cur->thread_count, first_frame = u->samples.cur->frame_count;
     if (only_interpreter && can_walk_sparse(u, interp, head, g)) {
         int status = walk_known(u, interp, id, g);
-        if (status != WALK_AGAIN) return status;
+        if (status != WALK_AGAIN) {
+            u->os.partial = true; /* the threads not looked at keep their files */
+            return status;
+        }
         u->samples.cur->thread_count = first_thread; /* the list changed: walk it all */
         u->samples.cur->frame_count = first_frame;
         u->error[0] = '\0';
     }
-    int status = walk_threads_of(u, interp, id, g, head);
+    /* Sparse walks follow: they need only the holder's memory in the next prefetch, and the
+     * next full walk reads the states this one finds in one go, before it follows the links. */
+    bool sparse_next = only_interpreter && sparse_settings(u);
+    if (sparse_next && u->known.valid && u->known.interp == interp)
+        remote_keep_many(&u->mem, u->known.tstates, u->known.count, tstate_span(u));
+    int status = walk_threads_of(u, interp, id, g, head, sparse_next);
     if (status == PYTOP_OK && only_interpreter) remember_walk(u, interp, head, first_thread);
     else u->known.valid = false;
     return status;
