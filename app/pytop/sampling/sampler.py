@@ -29,7 +29,7 @@ from ..report import export
 from .processes import Attach, ProcessSet
 
 FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickly
-DRAIN_SECONDS = 0.2  # how often the engine is drained between refreshes
+DRAIN_SECONDS = 0.5  # how often the engine is drained between refreshes (each costs per (thread, stack) pair)
 DISCOVERY_SECONDS = 1.0  # how often to look for new subprocesses
 STOP_SECONDS = 5.0  # how long stop() waits for the engine's thread
 BEHIND_SHOWN_FROM = 0.05  # seconds behind schedule worth a banner
