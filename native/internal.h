@@ -480,6 +480,7 @@ typedef struct tasks {
     uint64_t round_cpu;
     uint64_t explained_ns;  /* CPU time the counts read since then account for */
     int64_t unexplained_ns; /* process CPU time no count accounted for, since the last round read */
+    uint64_t idle_found_ns; /* CPU time found by reads of threads without the GIL, this round */
     uint64_t last_round_at; /* monotonic ns when the last round that was read began */
 } tasks;
 

@@ -150,7 +150,9 @@ enum pytop_option {
     PYTOP_OPT_BLOCKING = 5,        /* 1: stop the target's threads (ptrace) while sampling; 0: release them.
                                       Set, sample and release from one thread: ptrace belongs to it */
     PYTOP_OPT_IDLE_CHECK = 6,      /* at most this many samples between two reads of an idle
-                                      thread's kernel figures (default 1: every sample) */
+                                      thread's kernel figures (default 1: every sample); past 1,
+                                      a round of such reads is skipped while the process's CPU
+                                      time is nearly all accounted for (tasks.c) */
     PYTOP_OPT_TASKS = 7            /* 1: a thread running an asyncio task (3.14+) gets a pseudo-frame
                                       named for the task outside the task's coroutine frame; its
                                       code info has filename "<asyncio task>" */

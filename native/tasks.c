@@ -15,11 +15,14 @@
  *     held the GIL in the previous sample is read at once too: it ran Python since then.
  *   - A round of such reads is skipped when it would find little: at a round's start the
  *     process CPU clock (one cheap call, every thread's time) is compared with what the counts
- *     read since the last round account for. While the rest is under UNEXPLAINED_SHARE of the
+ *     read since the last round account for. While that is under UNEXPLAINED_SHARE of the
  *     time since the last round that was read, no idle thread can have run much; the engine's
  *     periodic read of every thread (each ~0.2 s) still catches what little they did. A round
- *     costs a read per thread, so with a hundred threads that wait or sleep, skipping them
- *     is most of a sample's syscalls.
+ *     that found its threads used more than FOUND_SHARE is followed by another: a thread that
+ *     keeps running without the GIL (hashing, compressing) is explained by each round that
+ *     reads it, and is read every round, not every other one. A round costs a read per
+ *     thread: with a hundred threads that wait or sleep, skipping it is most of a sample's
+ *     syscalls.
  *   - A thread whose counts have not moved since its previous read has not run: its stack is
  *     unchanged. Counts move only at the scheduler's ticks and at switches, so a thread that
  *     runs on without a switch can show no move: the caller treats the GIL holder as running.
@@ -43,7 +46,8 @@
 #define STATE_REFRESH_NS (250u * 1000000u) /* a thread's letter is read again this often */
 #define RUNNING_NS (20u * 1000000u)        /* counts that moved this recently, with an R: running */
 #define TASK_GRACE_WALKS 16    /* files of a task missing from full walks stay open this long */
-#define UNEXPLAINED_SHARE 0.02 /* rounds are read while more than this share of a core is unexplained */
+#define UNEXPLAINED_SHARE 0.02 /* rounds are read while more than this share of a core is unexplained, */
+#define FOUND_SHARE 0.1        /* ... or the last round found its threads used more than this share */
 #define THREADS_PER_ROUND 50   /* past this many threads, a round of count reads takes longer */
 
 void tasks_init(tasks *o, int pid) {
@@ -81,13 +85,20 @@ static void decide_round(tasks *o) {
         o->round_cpu_known = false;
         return;
     }
+    /* The process clock lags a running thread's own count by up to a scheduler tick: what the
+     * counts explain beyond it is not carried over, lest it hide CPU time used later. */
     if (o->round_cpu_known) o->unexplained_ns += (int64_t)(cpu - o->round_cpu) - (int64_t)o->explained_ns;
+    if (o->unexplained_ns < 0) o->unexplained_ns = 0;
     bool first = !o->round_cpu_known;
     o->round_cpu = cpu;
     o->round_cpu_known = true;
-    o->explained_ns = 0;
+    /* What a round found its threads used counts too: a thread that keeps running without the
+     * GIL is explained by every round that reads it, and must be read by the next one. */
     double since = (double)(o->now - o->last_round_at);
-    o->round_on = first || (double)o->unexplained_ns > UNEXPLAINED_SHARE * since;
+    o->round_on = first || (double)o->unexplained_ns > UNEXPLAINED_SHARE * since ||
+                  (double)o->idle_found_ns > FOUND_SHARE * since;
+    o->explained_ns = 0;
+    o->idle_found_ns = 0;
     if (o->round_on) {
         o->unexplained_ns = 0;
         o->last_round_at = o->now;
@@ -215,7 +226,7 @@ static bool read_figures(tasks *o, task *t, bool with_state, task_report *out) {
     bool moved = !t->known || cpu != t->cpu_ns || switches != t->switches;
     out->first = !t->known;
     out->cpu_delta_ns = t->known && cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
-    o->explained_ns += t->known ? out->cpu_delta_ns : cpu; /* a new thread's time is all accounted */
+    o->explained_ns += out->cpu_delta_ns; /* (a new thread's earlier time stays unexplained: a round) */
     out->wait_delta_ns = t->known && wait > t->wait_ns ? wait - t->wait_ns : 0;
     t->cpu_ns = cpu;
     t->wait_ns = wait;
@@ -265,9 +276,13 @@ void tasks_report(tasks *o, int tid, int how, task_report *out) {
         return;
     }
     if (o->mode == 2) how = TASK_ALL;
+    bool idle = how == TASK_WHEN_DUE; /* not the GIL's holder, nor its last */
     if (o->check_all && how == TASK_WHEN_DUE) how = TASK_NOW;
     bool due = how != TASK_WHEN_DUE || !t->known || tasks_due(o, tid);
-    if (due && read_figures(o, t, how == TASK_ALL, out)) out->checked = true;
+    if (due && read_figures(o, t, how == TASK_ALL, out)) {
+        out->checked = true;
+        if (idle) o->idle_found_ns += out->cpu_delta_ns;
+    }
     fill_known(t, out);
     out->running = out->checked ? out->running : false;
     t->last = *out;
@@ -373,7 +388,7 @@ int tasks_scan_others(tasks *o, other_tasks *others, const int *python_tids, uin
         if (!t || read_schedstat(o, t->fd, &cpu, &wait, &switches) == SCHEDSTAT_ERROR) continue;
         bool first = !t->listed;
         uint64_t delta = !first && cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
-        o->explained_ns += t->cpu_ns ? (cpu > t->cpu_ns ? cpu - t->cpu_ns : 0) : cpu;
+        o->explained_ns += delta;
         t->cpu_ns = cpu;
         if (first) t->unlisted_ns = cpu;
         t->seen = others->scan;

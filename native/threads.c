@@ -441,9 +441,10 @@ static int walk_known(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_
     for (uint32_t i = 0; i < k->count && status == PYTOP_OK; i++) { /* counts first: they are cheap */
         const pytop_thread *old = known_before(u, i);
         if (!old || holds_gil(g, k->tstates[i])) continue;
-        bool due = tasks_due(&u->os, old->native_id) || (old->flags & PYTOP_THREAD_GIL);
+        bool last_holder = old->flags & PYTOP_THREAD_GIL;
+        bool due = tasks_due(&u->os, old->native_id) || last_holder;
         if (!due && !u->os.check_all) continue;
-        tasks_report(&u->os, old->native_id, TASK_NOW, &checks[i].counts);
+        tasks_report(&u->os, old->native_id, last_holder ? TASK_NOW : TASK_WHEN_DUE, &checks[i].counts);
         if (!checks[i].counts.checked) status = WALK_AGAIN; /* its task is gone: the list has changed */
         checks[i].moved = due && (checks[i].counts.ran || checks[i].counts.first);
         if (checks[i].moved) moved[moved_count++] = k->tstates[i];

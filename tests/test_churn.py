@@ -39,3 +39,44 @@ def test_thread_per_request_server_costs_few_reads(interp: dict[str, Any]) -> No
     assert statistics.mean(steady) < 40, statistics.mean(steady)
     assert max(steady) < 1000, max(steady)
     assert failed <= len(syscalls) // 200, (failed, len(syscalls))
+
+
+def _kernel_cpu_ns(pid: int, tid: int) -> int:
+    with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+def test_idle_threads_cost_no_reads_while_a_thread_without_the_gil_is_still_counted(interp: dict[str, Any]) -> None:
+    """Sixty threads asleep cost no reads of their counts: none of them runs, and the process's
+    CPU clock says so at each round. A thread hashing without the GIL beside them is read every
+    round all the same, and its count keeps up with the kernel's."""
+    rounds = 10  # samples between two reads of a thread without the GIL, as the engine sets at 1 kHz
+
+    def sample(unwinder: Any) -> Any:
+        time.sleep(0.001)  # at about the engine's pace: a round spans more than a scheduler tick
+        return unwinder.sample()
+
+    with helpers.running(interp, "many_threads.py", "60") as t:
+        target = attach(t.pid)
+        target.unwinder.set_idle_check(rounds)
+        asleep = [sample(target.unwinder).syscalls for _ in range(WARM_UP + 600)][WARM_UP:]
+        target.close()
+    # Each sample had read 5 threads' counts before (60 threads, a round stretched to 12
+    # samples): 6.4 syscalls a sample on 3.12. Now the prefetch, the main thread's stack when
+    # it holds the GIL, and one clock read a round.
+    assert statistics.mean(asleep) < 3, statistics.mean(asleep)
+
+    with helpers.running(interp, "hashing_beside_sleepers.py", "60") as t:
+        hasher = t.info["threads"]["hasher"]["native_id"]
+        target = attach(t.pid)
+        target.unwinder.set_idle_check(rounds)
+        counts = []
+        for _ in range(WARM_UP + 600):
+            counts += [th.cpu_ns for th in sample(target.unwinder).threads if th.native_id == hasher]
+        kernel_now = _kernel_cpu_ns(t.pid, hasher)
+        target.close()
+    counts = counts[WARM_UP:]
+    updates = sum(1 for a, b in zip(counts, counts[1:]) if b != a)
+    assert updates >= len(counts) // (2 * rounds), (updates, len(counts))
+    # The last count read is at most a round of samples old.
+    assert 0 <= kernel_now - counts[-1] < 0.5e9, (kernel_now, counts[-1])

@@ -249,6 +249,12 @@ class Unwinder:
         or has it read again (for benchmarks of the full walk)."""
         self._option(lib.PYTOP_OPT_REUSE_STACKS, int(reuse))
 
+    def set_idle_check(self, samples: int) -> None:
+        """Read the kernel's counts of a thread without the GIL once every `samples` samples
+        (in rounds, skipped while the process's CPU time is all accounted for), as the engine
+        does at its rate; 1 (default): every thread's, every sample."""
+        self._option(lib.PYTOP_OPT_IDLE_CHECK, samples)
+
     def set_tasks(self, enabled: bool) -> bool:
         """Put the asyncio task each thread runs into its stack as a pseudo-frame (filename
         records.TASK_FILENAME). False when the target cannot say which task runs (before 3.14)."""
