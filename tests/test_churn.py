@@ -61,9 +61,9 @@ def test_idle_threads_cost_no_reads_while_a_thread_without_the_gil_is_still_coun
         target.unwinder.set_idle_check(rounds)
         asleep = [sample(target.unwinder).syscalls for _ in range(WARM_UP + 600)][WARM_UP:]
         target.close()
-    # Each sample had read 5 threads' counts before (60 threads, a round stretched to 12
-    # samples): 6.4 syscalls a sample on 3.12. Now the prefetch, the main thread's stack when
-    # it holds the GIL, and one clock read a round.
+    # Each sample read about 5 threads' counts before (61 threads, a round stretched to 12
+    # samples), on top of the prefetch. Now: the prefetch, the main thread's stack when it holds
+    # the GIL, and one clock read a round.
     assert statistics.mean(asleep) < 3, statistics.mean(asleep)
 
     with helpers.running(interp, "hashing_beside_sleepers.py", "60") as t:
