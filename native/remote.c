@@ -426,9 +426,11 @@ const uint8_t *remote_view_window(remote *r, uint64_t addr, size_t len, uint64_t
      * frames every time) only down to the page's start: a C stack's pages below are not
      * frames, and each costs as much to read as a syscall. */
     uint64_t end = addr + len;
-    uint64_t start = page_floor(addr) > WINDOW_BYTES ? page_floor(addr) - WINDOW_BYTES : 0;
-    if (!floor) start = page_floor(addr);
-    else if (start < floor) start = floor;
+    uint64_t start = page_floor(addr);
+    if (floor) {
+        start = start > WINDOW_BYTES ? start - WINDOW_BYTES : 0;
+        if (start < floor) start = floor;
+    }
     if (start && start < addr && end - start <= MAX_READ_BYTES) {
         int window_status;
         const uint8_t *w = read_into_arena(r, start, end - start, &window_status);
