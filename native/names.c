@@ -57,7 +57,7 @@ static int find_registries(names *n) {
     return status == PYTOP_OK ? PYTOP_ERR_ARGS : status; /* threading not imported (yet) */
 }
 
-static char *name_of_thread(names *n, uint64_t thread, int *status) {
+static char *name_of_thread_now(names *n, uint64_t thread, int *status) {
     uint64_t name = 0;
     int kind = OBJECT_OTHER;
     *status = object_attribute(&n->obj, thread, "_name", &name);
@@ -68,6 +68,19 @@ static char *name_of_thread(names *n, uint64_t thread, int *status) {
         return NULL;
     }
     return text_read(n->obj.mem, n->obj.L, name, MAX_THREAD_NAME_CHARS, status);
+}
+
+/* Names are read from fresh memory: a sample's views include whole pages read at its start,
+ * and the objects on the way to a name (threading's `_active` and its entries, a Thread's
+ * attributes) are small allocations that share pages with what the walk read (3.8-3.10 frames
+ * are heap objects too). A pointer read now into such a page was seen as it was then: on a
+ * server starting a thread per request, `_active` resizes every few requests and its new
+ * entries were read as the freed table they replaced (~7% of new threads had no name). */
+static char *name_of_thread(names *n, uint64_t thread, int *status) {
+    fresh_mark mark = remote_begin_fresh(n->obj.mem);
+    char *name = name_of_thread_now(n, thread, status);
+    remote_end_fresh(n->obj.mem, mark);
+    return name;
 }
 
 /* A thread in _limbo has no entry in _active yet: find it by its `_ident` (set as soon as it
@@ -135,8 +148,7 @@ void names_free(names *n) {
     memset(n->waiting, 0, sizeof n->waiting);
 }
 
-char *names_lookup(names *n, uint64_t thread_id, int *status) {
-    remote_allow_failures(n->obj.mem, MAX_FAILED_READS_PER_THREAD);
+static char *lookup_now(names *n, uint64_t thread_id, int *status) {
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!n->registry[0] && (*status = find_registries(n)) != PYTOP_OK) return NULL;
         uint64_t thread = find_thread(n, thread_id, status);
@@ -151,4 +163,12 @@ char *names_lookup(names *n, uint64_t thread_id, int *status) {
         n->registry[0] = n->registry[1] = 0; /* the module was reloaded or torn down: find it again */
     }
     return NULL;
+}
+
+char *names_lookup(names *n, uint64_t thread_id, int *status) {
+    remote_allow_failures(n->obj.mem, MAX_FAILED_READS_PER_THREAD);
+    fresh_mark mark = remote_begin_fresh(n->obj.mem); /* see name_of_thread() */
+    char *name = lookup_now(n, thread_id, status);
+    remote_end_fresh(n->obj.mem, mark);
+    return name;
 }
