@@ -113,28 +113,47 @@ static uint32_t name_id(remote *mem, code_cache *codes, const pytop_layout *L, t
     return id;
 }
 
-void asyncio_running_task(remote *mem, code_cache *codes, const pytop_layout *L, task_book *b, uint64_t ts,
-                          uint64_t *frame, uint32_t *id) {
-    *frame = 0;
-    *id = 0;
-    uint64_t loop = 0, task = 0, coro = 0, name = 0;
-    /* Loop and task are neighbours (one view); asked for by each thread whose stack is read. */
-    int32_t first = L->ts_asyncio_running_loop < L->ts_asyncio_running_task ? L->ts_asyncio_running_loop
-                                                                            : L->ts_asyncio_running_task;
-    int32_t span = abs(L->ts_asyncio_running_task - L->ts_asyncio_running_loop) + 8;
+/* Where the fields that say which task runs lie in a thread state: [*first, *first + *span). */
+static void running_fields(const pytop_layout *L, int32_t *first, int32_t *span) {
+    *first = L->ts_asyncio_running_loop < L->ts_asyncio_running_task ? L->ts_asyncio_running_loop
+                                                                    : L->ts_asyncio_running_task;
+    *span = abs(L->ts_asyncio_running_task - L->ts_asyncio_running_loop) + 8;
+}
+
+size_t asyncio_state_span(const pytop_layout *L) {
+    int32_t first, span;
+    running_fields(L, &first, &span);
+    return (size_t)(first + span);
+}
+
+bool asyncio_fields_held(remote *mem, const pytop_layout *L, uint64_t ts) {
+    int32_t first, span;
+    running_fields(L, &first, &span);
+    return remote_holds(mem, ts + (uint64_t)first, (size_t)span);
+}
+
+void asyncio_running(remote *mem, const pytop_layout *L, uint64_t ts, uint64_t *loop, uint64_t *task) {
+    *loop = *task = 0;
+    int32_t first, span;
+    running_fields(L, &first, &span); /* neighbours: one view */
     const uint8_t *fields = span <= 64 ? view(mem, ts + (uint64_t)first, (size_t)span) : NULL;
     if (fields) {
-        loop = load_u64(fields, L->ts_asyncio_running_loop - first);
-        task = load_u64(fields, L->ts_asyncio_running_task - first);
-    } else if (!read_ptr(mem, ts + (uint64_t)L->ts_asyncio_running_loop, &loop) ||
-               !read_ptr(mem, ts + (uint64_t)L->ts_asyncio_running_task, &task)) {
-        return;
+        *loop = load_u64(fields, L->ts_asyncio_running_loop - first);
+        *task = load_u64(fields, L->ts_asyncio_running_task - first);
+    } else if (!read_ptr(mem, ts + (uint64_t)L->ts_asyncio_running_loop, loop) ||
+               !read_ptr(mem, ts + (uint64_t)L->ts_asyncio_running_task, task)) {
+        *loop = *task = 0;
     }
+}
+
+void asyncio_task_frame(remote *mem, code_cache *codes, const pytop_layout *L, task_book *b, uint64_t loop,
+                        uint64_t task, uint64_t *frame, uint32_t *id) {
+    *frame = 0;
+    *id = 0;
     if (!loop || !plausible_pointer(task)) return;
     const uint8_t *t = view(mem, task, (size_t)(L->task_coro > L->task_name ? L->task_coro : L->task_name) + 8);
     if (!t) return;
-    coro = load_u64(t, L->task_coro);
-    name = load_u64(t, L->task_name);
+    uint64_t coro = load_u64(t, L->task_coro), name = load_u64(t, L->task_name);
     if (!plausible_pointer(coro)) return;
     *id = name_id(mem, codes, L, b, task, name);
     if (*id) *frame = coro + (uint64_t)L->gen_iframe;

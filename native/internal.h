@@ -183,6 +183,8 @@ const uint8_t *remote_view_kept(remote *r, uint64_t addr, size_t len, int *statu
 /* A view of memory this sample already holds (prefetched or read), without a syscall, or NULL;
  * either way the range is prefetched next sample (also while reads are untracked). */
 const uint8_t *remote_view_if_held(remote *r, uint64_t addr, size_t len);
+/* Does this sample hold that memory already? (Nothing read, nothing asked for next time.) */
+bool remote_holds(remote *r, uint64_t addr, size_t len);
 /* Read `count` regions of `len` bytes at once, in one syscall, and keep them for the rest of
  * the sample, not for the next sample's prefetch; regions that cannot be read are left out
  * (later views of them read again). */
@@ -366,12 +368,19 @@ typedef struct task_book {
 } task_book;
 
 void task_book_free(task_book *b);
-/* The task thread state `ts` is running, if any (its loop running, a task set): the address of
- * the task's coroutine frame (which the thread's walk passes through) and the id of the task's
- * pseudo-frame. *frame = 0 when there is none or it cannot be read (never an error: the stack
- * is then shown without it). */
-void asyncio_running_task(remote *mem, code_cache *codes, const pytop_layout *L, task_book *b, uint64_t ts,
-                          uint64_t *frame, uint32_t *id);
+/* The fields of thread state `ts` that say which loop and task it runs (0 when none or
+ * unreadable). Reading the task at another instant than the innermost frame can show a task's
+ * coroutine on a stack without its task (its step ended in between): asyncio_fields_held() says
+ * whether they are in hand with the sample's memory (and asks for them in the next one);
+ * asyncio_state_span() is how much of a thread state to read to have them with the rest. */
+void asyncio_running(remote *mem, const pytop_layout *L, uint64_t ts, uint64_t *loop, uint64_t *task);
+bool asyncio_fields_held(remote *mem, const pytop_layout *L, uint64_t ts);
+size_t asyncio_state_span(const pytop_layout *L);
+/* The running `task`'s coroutine frame (which the thread's walk passes through) and the id of
+ * its pseudo-frame. *frame = 0 when there is none or it cannot be read (never an error: the
+ * stack is then shown without it). */
+void asyncio_task_frame(remote *mem, code_cache *codes, const pytop_layout *L, task_book *b, uint64_t loop,
+                        uint64_t task, uint64_t *frame, uint32_t *id);
 
 /* ---- samplebuf.c ------------------------------------------------------------------------ */
 

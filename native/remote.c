@@ -393,6 +393,11 @@ const uint8_t *remote_view_if_held(remote *r, uint64_t addr, size_t len) {
     return lookup(r, addr, len);
 }
 
+bool remote_holds(remote *r, uint64_t addr, size_t len) {
+    int status;
+    return !bad_request(addr, len, &status) && lookup(r, addr, len) != NULL;
+}
+
 int remote_keep_many(remote *r, const uint64_t *addrs, size_t count, size_t len) {
     if (count == 0 || len == 0 || len > MAX_READ_BYTES) return PYTOP_OK;
     range *want = malloc(count * (sizeof *want + sizeof(uint8_t *) + sizeof(bool)));

@@ -200,13 +200,24 @@ static int read_stack(pytop_unwinder *u, pytop_thread *t) {
     u->samples.cur->frame_count = t->first_frame; /* drop what an earlier attempt left */
     t->status = PYTOP_OK;
     t->outer_frame = 0;
-    int status = thread_frames_of(u, t->tstate, &tf);
+    /* The running task and the innermost frame come from one read: when the task's fields are
+     * not in hand with the rest of the thread state, both are read anew, together. */
+    bool together = u->tasks && !asyncio_fields_held(&u->mem, &u->L, t->tstate);
+    fresh_mark mark = {0};
+    int status;
+    if (together) {
+        mark = remote_begin_fresh(&u->mem);
+        (void)remote_view_kept(&u->mem, t->tstate, asyncio_state_span(&u->L), &status); /* else read apart */
+    }
+    status = thread_frames_of(u, t->tstate, &tf);
     t->top_frame = tf.top_frame;
-    uint64_t task_frame = 0;
+    uint64_t loop = 0, task = 0, task_frame = 0;
     uint32_t task_id = 0;
     int32_t marked = -1;
+    if (status == PYTOP_OK && u->tasks) asyncio_running(&u->mem, &u->L, t->tstate, &loop, &task);
+    if (together) remote_end_fresh(&u->mem, mark);
     if (status == PYTOP_OK && u->tasks)
-        asyncio_running_task(&u->mem, &u->codes, &u->L, &u->task_names, t->tstate, &task_frame, &task_id);
+        asyncio_task_frame(&u->mem, &u->codes, &u->L, &u->task_names, loop, task, &task_frame, &task_id);
     if (status == PYTOP_OK)
         status = frames_walk(&u->mem, &u->L, &u->samples, u->max_depth, &tf, t, task_frame, &marked);
     t->frame_count = u->samples.cur->frame_count - t->first_frame;
