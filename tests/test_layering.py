@@ -21,7 +21,7 @@ import helpers
 PACKAGE = helpers.ROOT / "app" / "pytop"
 ALLOWED = {
     "core": {"core"},
-    "native": {"_native", "core", "errors"},
+    "native": {"native", "_native", "core", "errors"},
     "target": {"target", "native", "core", "errors"},
     "report": {"report", "core", "errors"},
     "sampling": {"sampling", "native", "target", "core", "report", "errors"},

@@ -1,0 +1,182 @@
+"""The `Engine`: unwinders run on a native thread of its own, which hands over at each `drain()`
+what is new: code names, stacks, per-thread figures and the time attributed to each (stack,
+thread). Structs come across in bulk and are unpacked with `struct`, never one field at a time
+through cffi."""
+
+from __future__ import annotations
+
+import struct
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from .._native import ffi, lib
+from ..core.records import FRAME, STATUS_NAMES, Code, Drain, ProcessUpdate, Stack, ThreadUpdate, Weight
+from .status import Closed
+from .unwinder import Unwinder
+
+# The drain's structs as laid out in C (see pytop.h).
+_PROCESS = struct.Struct("<IiiIIIIIIIQQII")
+_DRAIN_THREAD = struct.Struct("<QQQQIIiIIIIiIIc7x")
+_CODE = struct.Struct("<IIiIII")
+_STACK = struct.Struct("<IIIIII")
+_WEIGHT = struct.Struct("<QQQIIII")
+for _struct, _name in ((_PROCESS, "pytop_drain_process"), (_DRAIN_THREAD, "pytop_drain_thread"),
+                       (_CODE, "pytop_drain_code"), (_STACK, "pytop_drain_stack"),
+                       (_WEIGHT, "pytop_drain_weight")):
+    assert _struct.size == ffi.sizeof(_name), f"pytop.h and native/engine.py disagree on {_name}"
+NO_TEXT = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    rate: float = 1000.0  # samples per second
+    jitter: float = 0.5  # intervals are the nominal one times 1 +- jitter
+    max_backlog: float = 1.0  # seconds behind schedule after which samples are given up
+    realtime: bool = True  # the lowest real-time priority for the sampling thread, when allowed
+    realtime_budget: float = 0.5  # share of a core above which it gives that priority back
+    blocking: bool = False  # stop the target's threads with ptrace while they are read
+    max_stack_frames: int = 0  # bound on frames of all unique stacks kept (0: the default)
+    period: float = 0.0  # seconds between full checks of every thread (0: the default)
+
+
+def _array(pointer: Any, count: int, layout: struct.Struct) -> bytes:
+    return ffi.buffer(pointer, count * layout.size)[:] if count else b""
+
+
+class _Text:
+    """A drain's strings: NUL-terminated UTF-8 at offsets."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def at(self, offset: int) -> str | None:
+        if offset == NO_TEXT or offset >= len(self.data):
+            return None
+        return self.data[offset:self.data.index(b"\0", offset)].decode("utf-8", "replace")
+
+
+def _processes(out: Any, text: _Text) -> tuple[ProcessUpdate, ...]:
+    rows = _PROCESS.iter_unpack(_array(out.processes, out.process_count, _PROCESS))
+    return tuple(ProcessUpdate(process, pid, status, threads, samples, failed, gil, gc, gc_known, torn, cpu, unseen,
+                               text.at(error_at))
+                 for process, pid, status, threads, samples, failed, gil, gc, gc_known, torn, cpu, unseen, error_at, _
+                 in rows)
+
+
+def _threads(out: Any, text: _Text) -> tuple[ThreadUpdate, ...]:
+    rows = _DRAIN_THREAD.iter_unpack(_array(out.threads, out.thread_count, _DRAIN_THREAD))
+    return tuple(
+        ThreadUpdate(key, process, thread_id, native_id, flags, text.at(name_at), cpu, wall, wait, samples, gil,
+                     errors_, last_error, stack, state.decode("latin-1"))
+        for thread_id, cpu, wall, wait, key, process, native_id, flags, samples, gil, errors_, last_error, stack,
+        name_at, state in rows)
+
+
+def _codes(out: Any, text: _Text) -> tuple[Code, ...]:
+    rows = _CODE.iter_unpack(_array(out.codes, out.code_count, _CODE))
+    return tuple(Code(process, code_id, text.at(name) or "?", text.at(qualname) or "?", text.at(filename) or "?",
+                      firstlineno)
+                 for process, code_id, firstlineno, name, qualname, filename in rows)
+
+
+def _stacks(out: Any) -> tuple[Stack, ...]:
+    frames, size = _array(out.frames, out.frame_count, FRAME), FRAME.size
+    rows = _STACK.iter_unpack(_array(out.stacks, out.stack_count, _STACK))
+    return tuple(Stack(stack, process, kind, frames[first * size:(first + count) * size])
+                 for stack, process, first, count, kind, _ in rows)
+
+
+def _weights(out: Any) -> tuple[Weight, ...]:
+    rows = _WEIGHT.iter_unpack(_array(out.weights, out.weight_count, _WEIGHT))
+    return tuple(Weight(stack, thread, samples, running, cpu, wall, gil)
+                 for cpu, wall, gil, stack, thread, samples, running in rows)
+
+
+class Engine:
+    """The native sampling thread. Feed it unwinders, start it, drain it, stop it.
+
+    Ownership: `add()` hands the unwinder's native handle over; from then on the engine's thread
+    alone uses and frees it. `stop()` waits with a deadline; an engine whose thread did not end
+    in time is never freed (that thread may still be using it)."""
+
+    def __init__(self, config: EngineConfig):
+        c = ffi.new("pytop_engine_config *")
+        c.rate, c.jitter, c.max_backlog = config.rate, config.jitter, config.max_backlog
+        c.realtime, c.realtime_budget, c.blocking = int(config.realtime), config.realtime_budget, int(config.blocking)
+        c.max_stack_frames, c.period = config.max_stack_frames, config.period
+        status = ffi.new("int *")
+        handle = lib.pytop_engine_new(c, status)
+        if handle == ffi.NULL:
+            raise ValueError(f"cannot start the sampling engine: {STATUS_NAMES.get(status[0])}")
+        self.config = config
+        self._handle: Any = handle
+        self._stuck = False
+        # A drain's arrays live until the next drain: one drain (and its unpacking) at a time.
+        self._draining = threading.Lock()
+        self._out = ffi.new("pytop_drain *")
+        self._pids: dict[int, int] = {}  # engine process index -> pid
+
+    @property
+    def handle(self) -> Any:
+        if self._handle is None:
+            raise Closed("the sampling engine is closed")
+        return self._handle
+
+    @property
+    def is_open(self) -> bool:
+        return self._handle is not None
+
+    def add(self, unwinder: Unwinder) -> int:
+        """Sample `unwinder`'s process from the next tick on; returns the engine's index for it."""
+        process = ffi.new("uint32_t *")
+        status = lib.pytop_engine_add(self.handle, unwinder.handle, process)
+        if status != lib.PYTOP_OK:
+            raise RuntimeError(f"the sampling engine takes no more processes ({STATUS_NAMES.get(status)})")
+        unwinder.detach()
+        self._pids[process[0]] = unwinder.pid
+        return int(process[0])
+
+    def pid_of(self, process: int) -> int:
+        return self._pids[process]
+
+    def start(self) -> None:
+        status = lib.pytop_engine_start(self.handle)
+        if status != lib.PYTOP_OK:
+            raise RuntimeError(f"cannot start the sampling thread ({STATUS_NAMES.get(status)})")
+
+    def drain(self) -> Drain:
+        """Everything new since the previous drain (any thread may call it)."""
+        with self._draining:
+            return self._drain()
+
+    def _drain(self) -> Drain:
+        out = self._out
+        if lib.pytop_engine_drain(self.handle, out) != lib.PYTOP_OK:
+            raise MemoryError("the sampling engine ran out of memory")
+        text = _Text(ffi.buffer(out.text, out.text_size)[:] if out.text_size else b"")
+        return Drain(
+            processes=_processes(out, text), threads=_threads(out, text), codes=_codes(out, text),
+            stacks=_stacks(out), weights=_weights(out),
+            ticks=out.ticks, late=out.late, given_up=out.given_up, first_at=out.first_at, last_at=out.last_at,
+            lag=out.lag, longest_gap=out.longest_gap, cpu_seconds=out.cpu_seconds, running=bool(out.running),
+            realtime=bool(out.realtime),
+            stacks_dropped=out.stacks_dropped, end=text.at(out.end_at),
+        )
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Ask the sampling thread to end and wait for it; False if it did not end in time."""
+        if self._handle is None:
+            return not self._stuck
+        ended = bool(lib.pytop_engine_stop(self._handle, timeout) == lib.PYTOP_OK)
+        self._stuck = not ended
+        return ended
+
+    def close(self) -> None:
+        """Free the engine once its thread has ended; a stuck one is left alone (leaked)."""
+        if self._handle is None or self._stuck:
+            return
+        if not self.stop():
+            return
+        lib.pytop_engine_free(self._handle)
+        self._handle = None

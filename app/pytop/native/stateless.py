@@ -1,0 +1,33 @@
+"""The native calls that need no handle: one read of a process's memory, and the decoders of line
+tables and str data (tests hold them against CPython's own reading)."""
+
+from __future__ import annotations
+
+import errno
+
+from .._native import ffi, lib
+from .status import STATUS_ERRNO
+
+
+def read_memory(pid: int, address: int, length: int) -> bytes:
+    """`length` bytes at `address` in process `pid`. Raises OSError: ProcessLookupError when
+    the process is gone, PermissionError when not allowed, plain OSError otherwise."""
+    buf = ffi.new("char[]", length)
+    status = lib.pytop_read_memory(pid, address, buf, length)
+    if status != lib.PYTOP_OK:
+        raise OSError(STATUS_ERRNO.get(status, errno.EFAULT),
+                      f"cannot read {length} bytes at {address:#x} in process {pid}")
+    return bytes(ffi.buffer(buf, length))
+
+
+def decode_line(table_format: int, table: bytes, firstlineno: int, offset: int) -> int:
+    """The line of bytecode byte `offset` per a line table, as the native decoder reads it
+    (-1: no line). Exposed for tests that hold it against CPython's own reading."""
+    return int(lib.pytop_decode_line(table_format, table, len(table), firstlineno, offset))
+
+
+def decode_text(kind: int, data: bytes, count: int, capacity: int = 1 << 16) -> str | None:
+    """`count` characters of `kind` bytes each, as the native str decoder turns them to UTF-8."""
+    out = ffi.new("char[]", capacity)
+    n = lib.pytop_decode_text(kind, data, len(data), count, out, capacity)
+    return None if n < 0 else ffi.buffer(out, n)[:].decode("utf-8")
