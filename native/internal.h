@@ -174,8 +174,8 @@ int remote_begin_sample(remote *r);
  * failure. */
 const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int *status);
 /* A tracked view that, on a miss, reads down to `floor` (at most a window below its page; to
- * the start of its page when floor is 0) in the same syscall and keeps it for the rest of the sample: the next frames of a walk
- * outwards are usually just below. */
+ * the start of its page when floor is 0) in the same syscall and keeps it for the rest of the
+ * sample: the next frames of a walk outwards are usually just below. */
 const uint8_t *remote_view_window(remote *r, uint64_t addr, size_t len, uint64_t floor, int *status);
 /* A tracked view that, on a miss, reads `len` bytes at `addr` in one syscall and keeps them for
  * the rest of the sample: the fields of one struct read one by one then cost one syscall. */

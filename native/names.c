@@ -75,7 +75,7 @@ static char *name_of_thread_now(names *n, uint64_t thread, int *status) {
  * attributes) are small allocations that share pages with what the walk read (3.8-3.10 frames
  * are heap objects too). A pointer read now into such a page was seen as it was then: on a
  * server starting a thread per request, `_active` resizes every few requests and its new
- * entries were read as the freed table they replaced (~7% of new threads had no name). */
+ * entries could be read as the freed table a resize replaced. */
 static char *name_of_thread(names *n, uint64_t thread, int *status) {
     fresh_mark mark = remote_begin_fresh(n->obj.mem);
     char *name = name_of_thread_now(n, thread, status);
@@ -157,7 +157,7 @@ static char *lookup_now(names *n, uint64_t thread_id, int *status) {
                 *status = PYTOP_ERR_ARGS;
                 return NULL;
             }
-            return name_of_thread(n, thread, status);
+            return name_of_thread_now(n, thread, status); /* fresh already */
         }
         if (fatal_status(*status)) return NULL;
         n->registry[0] = n->registry[1] = 0; /* the module was reloaded or torn down: find it again */
