@@ -242,7 +242,9 @@ static size_t plan_prefetch(remote *r) {
         if (n) {
             range *cur = &r->ranges[n - 1];
             uint64_t cur_end = cur->addr + cur->len;
-            bool near = a <= cur_end + MERGE_GAP_BYTES || page_floor(a) == page_floor(cur_end - 1);
+            /* Near: a small gap, or no page more than the two would read apart (the same page,
+             * or the next one): each range in a call costs about as much as a page. */
+            bool near = a <= cur_end + MERGE_GAP_BYTES || page_floor(a) <= page_floor(cur_end - 1) + PAGE_SIZE_BYTES;
             if (near && (e > cur_end ? e : cur_end) - cur->addr <= MAX_READ_BYTES) {
                 if (e > cur_end) cur->len = e - cur->addr;
                 cur->grows |= r->touched[i].grows;
