@@ -47,7 +47,8 @@ class EngineConfig:
     jitter: float = 0.5  # intervals are the nominal one times 1 +- jitter
     max_backlog: float = 1.0  # seconds behind schedule after which samples are given up
     realtime: bool = True  # the lowest real-time priority for the sampling thread, when allowed
-    realtime_budget: float = field(default_factory=default_realtime_budget)  # share of a core above which it gives that priority back
+    # share of a core above which it gives that priority back
+    realtime_budget: float = field(default_factory=default_realtime_budget)
     blocking: bool = False  # stop the target's threads with ptrace while they are read
     max_stack_frames: int = 0  # bound on frames of all unique stacks kept (0: the default)
     period: float = 0.0  # seconds between full checks of every thread (0: the default)
