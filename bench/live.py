@@ -8,6 +8,10 @@ Measures, over --minutes (default 3):
   latency   key press to redraw: `1`/`2` sent with tmux, until the sort mark moved (goals: median
             < 50 ms, max < 150 ms); includes tmux's own round trip
   RSS       pytop's resident memory at the end (goal < 100 MiB after 10 minutes)
+  floor     over the same minutes, a bare wait on pytop's schedule that samples nothing
+            (bench/floor.c, built with cc): the share of its ticks that came late is what the
+            machine allows (a VM's host may hold a vCPU for milliseconds), and its CPU is what
+            waking up costs here, part of pytop's own
 Usage: bench/live.py [--minutes M] [--rate HZ] [--python PATH]
 """
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,6 +62,17 @@ def key_latencies(session: str, presses: int) -> list[float]:
     return latencies
 
 
+def start_floor(rate: int, seconds: float, build_dir: Path) -> subprocess.Popen[str] | None:
+    """The floor probe (see the top), or None without a C compiler."""
+    binary = build_dir / "floor"
+    built = subprocess.run(["cc", "-O2", "-o", str(binary), str(HERE / "floor.c"), "-lpthread"],
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        print(f"floor probe not built: {built.stderr.strip()}", file=sys.stderr)
+        return None
+    return subprocess.Popen([str(binary), str(rate), str(seconds)], stdout=subprocess.PIPE, text=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=3.0)
@@ -67,6 +83,8 @@ def main() -> int:
     workload = subprocess.Popen([args.python, str(HERE / "workloads" / "threads.py")], stdout=subprocess.PIPE)
     session = f"pytop-bench-{uuid.uuid4().hex[:6]}"
     stats = Path(tempfile.mkstemp(suffix=".json")[1])
+    build_dir = Path(tempfile.mkdtemp())
+    floor = None
     try:
         assert workload.stdout is not None and workload.stdout.readline().strip() == b"ready"
         command = f"{sys.executable} -m pytop -r {args.rate} --stats-file {stats} {args.extra} {workload.pid}"
@@ -76,6 +94,7 @@ def main() -> int:
                      if (p.info["cmdline"] or [""])[-1] == str(workload.pid) and "pytop" in p.info["cmdline"])
         cpu_start, wall_start = sum(pytop.cpu_times()[:2]), time.monotonic()
         deadline = wall_start + args.minutes * 60
+        floor = start_floor(args.rate, args.minutes * 60, build_dir)
         latencies: list[float] = []
         rss_peak = 0
         while time.monotonic() < deadline:
@@ -88,15 +107,24 @@ def main() -> int:
         tmux("send-keys", "-t", session, "q")
         pytop.wait(20)
         result = json.loads(stats.read_text())
+        floor_result = json.loads(floor.communicate(timeout=60)[0]) if floor is not None else None
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         workload.kill()
+        if floor is not None and floor.poll() is None:
+            floor.kill()
         stats.unlink(missing_ok=True)
+        shutil.rmtree(build_dir, ignore_errors=True)
     late = (result["late"] + result["given_up"]) / max(result["samples"] + result["given_up"], 1)
     goal = "0.1%" if args.rate <= 1000 else "1%"
     print(f"workload threads: {threads}, rate asked {args.rate}/s, "
           f"achieved {result['rate']:.0f}/s over {args.minutes:g} min")
     print(f"late samples:   {100 * late:.3f}%   ({result['late']} late, {result['given_up']} given up; goal < {goal})")
+    if floor_result is not None:
+        print(f"machine floor:  {100 * floor_result['late'] / max(floor_result['ticks'], 1):.3f}% late "
+              f"({floor_result['late']} of {floor_result['ticks']} ticks of a bare wait, same minutes, "
+              f"{'real-time' if floor_result['realtime'] else 'normal'} priority); waking up costs "
+              f"{100 * floor_result['cpu_seconds'] / (args.minutes * 60):.1f}% of a core here")
     print(f"failed samples: {result['errors']} of {result['samples']}")
     print(f"pytop CPU:      {100 * cpu:.1f}% of one core, of which the sampling thread "
           f"{100 * result['sampler_cpu'] / result['elapsed']:.1f}% (goal at 1 kHz: < 10%)")
