@@ -108,6 +108,14 @@ static int drain_weights(pytop_engine *e, pytop_drain *out) {
     return PYTOP_OK;
 }
 
+int pytop_engine_pending_ticks(pytop_engine *e, uint32_t *ticks) {
+    if (!e || !ticks) return PYTOP_ERR_ARGS;
+    pthread_mutex_lock(&e->lock);
+    *ticks = e->ticks;
+    pthread_mutex_unlock(&e->lock);
+    return PYTOP_OK;
+}
+
 int pytop_engine_drain(pytop_engine *e, pytop_drain *out) {
     if (!e || !out) return PYTOP_ERR_ARGS;
     memset(out, 0, sizeof *out);

@@ -353,6 +353,9 @@ int pytop_engine_start(pytop_engine *e);
 int pytop_engine_stop(pytop_engine *e, double timeout);
 /* What is new since the previous drain, in arrays the engine owns until the next drain. */
 int pytop_engine_drain(pytop_engine *e, pytop_drain *out);
+/* Ticks taken since the previous drain, without draining (any thread; a counter read under the
+ * engine's lock). */
+int pytop_engine_pending_ticks(pytop_engine *e, uint32_t *ticks);
 /* Free an engine whose thread has ended (or never started). PYTOP_ERR_STATE otherwise. */
 int pytop_engine_free(pytop_engine *e);
 

@@ -126,7 +126,8 @@ class Engine:
         self.config = config
         self._handle: Any = handle
         self._stuck = False
-        # A drain's arrays live until the next drain: one drain (and its unpacking) at a time.
+        # A drain's arrays live until the next drain: one drain (and its unpacking) at a time. The
+        # same lock keeps the handle from being freed under a drain or a count from another thread.
         self._draining = threading.Lock()
         self._out = ffi.new("pytop_drain *")
         self._pids: dict[int, int] = {}  # engine process index -> pid
@@ -178,6 +179,13 @@ class Engine:
             stacks_dropped=out.stacks_dropped, end=text.at(out.end_at),
         )
 
+    def pending_ticks(self) -> int:
+        """Ticks taken since the previous drain, without draining them."""
+        ticks = ffi.new("uint32_t *")
+        with self._draining:
+            lib.pytop_engine_pending_ticks(self.handle, ticks)
+        return int(ticks[0])
+
     def stop(self, timeout: float = 5.0) -> bool:
         """Ask the sampling thread to end and wait for it; False if it did not end in time."""
         if self._handle is None:
@@ -192,5 +200,6 @@ class Engine:
             return
         if not self.stop():
             return
-        lib.pytop_engine_free(self._handle)
-        self._handle = None
+        with self._draining:
+            lib.pytop_engine_free(self._handle)
+            self._handle = None

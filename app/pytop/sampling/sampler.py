@@ -24,7 +24,7 @@ from ..core.aggregate import MODES, Counts, FunctionTable
 from ..core.model import RowKey, Snapshot, TargetInfo, ThreadKey
 from ..core.records import Drain
 from ..core.snapshot import Circumstances, Figures, View, build
-from ..native import Engine, EngineConfig, Unwinder
+from ..native import Closed, Engine, EngineConfig, Unwinder
 from ..report import export
 from .processes import Attach, ProcessSet
 
@@ -156,8 +156,13 @@ class Sampler:
 
     @property
     def samples_taken(self) -> int:
-        """Samples drained since the last reset, read from any thread (it is one int)."""
-        return self.figures.total.ticks
+        """Samples taken since the last reset, drained or not, read from any thread. The drained
+        count is read first: a drain in between can only make the sum short, never count twice."""
+        drained = self.figures.total.ticks
+        try:
+            return drained + self.engine.pending_ticks()
+        except Closed:  # the engine has stopped, and its last ticks were drained before it closed
+            return self.figures.total.ticks
 
     @property
     def realtime(self) -> bool:
