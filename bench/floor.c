@@ -1,7 +1,7 @@
 /*
  * The machine's floor for late samples: a thread that waits like pytop's sampling thread (the
- * same jittered schedule, the same wait, the same real-time priority and timer slack) but
- * samples nothing. What it finds late, pytop cannot
+ * same jittered schedule, the same wait, the same real-time priority and timer slack, the same
+ * correction for what waits overshoot) but samples nothing. What it finds late, pytop cannot
  * do better than: on a VM the host may hold a vCPU for milliseconds.
  *
  * Usage: floor RATE SECONDS  (bench/live.py builds and runs it beside pytop)
@@ -44,14 +44,23 @@ int main(int argc, char **argv) {
     pthread_cond_init(&wake, &cattr);
 
     uint64_t interval = (uint64_t)(1e9 / rate), due = monotonic_ns(), end = due + (uint64_t)(seconds * 1e9);
-    uint64_t ticks = 0, late = 0, rng = 0x9E3779B97F4A7C15ull;
+    uint64_t early = 0, ticks = 0, late = 0, rng = 0x9E3779B97F4A7C15ull;
     while (due < end) {
-        struct timespec when = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)};
+        uint64_t cap = interval / 2, ask = due - (early < cap ? early : cap);
+        struct timespec when = {(time_t)(ask / 1000000000u), (long)(ask % 1000000000u)};
         pthread_mutex_lock(&lock);
-        while (monotonic_ns() < due)
+        int slept = 0;
+        while (monotonic_ns() < ask) {
+            slept = 1;
             if (pthread_cond_timedwait(&wake, &lock, &when) != 0) break;
+        }
         pthread_mutex_unlock(&lock);
         uint64_t began = monotonic_ns();
+        if (slept) {
+            uint64_t over = began > ask ? began - ask : 0;
+            if (over > interval) over = interval;
+            early = early - early / 16 + over / 16;
+        }
         ticks++;
         late += began > due + interval;
         rng ^= rng << 13;

@@ -33,7 +33,7 @@ def default_realtime_budget() -> float:
     """Share of a core the sampling thread may use at a real-time priority. Half a core on a
     machine of one core (the target keeps the other half); with more, 0.8: the target keeps
     every other core and a fifth of this one. 10 kHz on a hundred threads needs ~0.56 of a core
-    here: at 0.5 it lost the priority and 35-48% of its samples came late (25% at 0.8)."""
+    here: at 0.5 it lost the priority and 35-48% of its samples came late (1-2% at 0.8)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
