@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.coordinate import Coordinate
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import RowKey as DataRowKey
 
 from ..core.model import FunctionRow, RowKey, Snapshot
 from ..report import format as fmt
@@ -29,6 +34,23 @@ _KNOWN_CELL_RENDERER = (
     hasattr(DataTable, "_get_styles_to_render_cell") and hasattr(DataTable, "_render_cell")
     and list(inspect.signature(DataTable._render_cell).parameters)
     == ["self", "row_index", "column_index", "base_style", "width", "cursor", "hover"])
+
+
+# The row renderer FunctionTable stands in for (textual 8.x): see FunctionTable.render_lines.
+_KNOWN_ROW_RENDERER = _KNOWN_CELL_RENDERER and (
+    list(inspect.signature(DataTable._render_line_in_row).parameters)
+    == ["self", "row_key", "line_no", "base_style", "cursor_location", "hover_location"]
+    and list(inspect.signature(DataTable._render_line).parameters) == ["self", "y", "x1", "x2", "base_style"])
+
+
+@dataclass(frozen=True)
+class PassStyles:
+    """The styles one drawing pass of the table uses on every line."""
+
+    base: Style
+    header: Style
+    even: Style
+    odd: Style
 
 
 class Number:
@@ -96,6 +118,8 @@ class FunctionTable(DataTable[object]):
         self._rows: dict[str, FunctionRow] = {}
         self._moves: dict[str, int] = {}
         self._fast_cells: dict[tuple[object, ...], list[Segment]] = {}
+        self._pass: PassStyles | None = None  # set while render_lines runs
+        self._places: dict[tuple[int, int], Style] = {}  # (row, column) -> its mouse metadata
 
     def on_mount(self) -> None:
         for key, label in SORT_COLUMNS.items():
@@ -162,6 +186,64 @@ class FunctionTable(DataTable[object]):
             self._moves[key] = move
         self.apply_sort()
 
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._fast_cells.clear()  # a new theme: the cached looks are the old one's
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """DataTable looks up the table's own style and its rows' component styles again for
+        every line it draws (each lookup walks the DOM): with a key press that redraws the
+        whole table, most of its time. They cannot change while one pass draws, so a pass
+        looks them up once."""
+        if not _KNOWN_ROW_RENDERER:
+            return super().render_lines(crop)
+        zebra = self.zebra_stripes
+        base = self.rich_style
+        self._pass = PassStyles(
+            base=base, header=self.get_component_styles("datatable--header").rich_style,
+            even=self.get_component_styles("datatable--even-row").rich_style if zebra else base,
+            odd=self.get_component_styles("datatable--odd-row").rich_style if zebra else base)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass = None
+
+    def render_line(self, y: int) -> Strip:
+        styles = self._pass
+        if styles is None or self.fixed_rows:
+            return super().render_line(y)
+        width = self.size.width
+        scroll_x, scroll_y = self.scroll_offset
+        if y >= (self.header_height if self.show_header else 0):
+            y += scroll_y
+        return self._render_line(y, scroll_x, scroll_x + width, styles.base)
+
+    def _render_line_in_row(self, row_key: DataRowKey, line_no: int, base_style: Style,
+                            cursor_location: Coordinate, hover_location: Coordinate
+                            ) -> tuple[list[list[Segment]], list[list[Segment]]]:
+        """DataTable's row, drawn with the pass's styles (see render_lines) where the table is
+        as this one uses it: a row cursor, no fixed columns, no row labels."""
+        styles = self._pass
+        if (styles is None or self.cursor_type != "row" or self.fixed_columns
+                or (self._labelled_row_exists and self.show_row_labels)):
+            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
+        found = self._row_locations.get(row_key)
+        row_index = -1 if found is None else found  # -1: the header
+        row_style = styles.header if row_index == -1 else styles.odd if row_index % 2 else styles.even
+        cursor, hover = cursor_location.row == row_index, hover_location.row == row_index
+        cells, table_width = [], self._row_label_column_width
+        for column_index, column in enumerate(self.ordered_columns):
+            width = column.get_render_width(self)
+            table_width += width
+            cells.append(self._render_cell(row_index, column_index, row_style, width, cursor=cursor,
+                                           hover=hover)[line_no])
+        # The row's style carried to the right edge, as DataTable does for a row cursor.
+        extend, _ = self._get_styles_to_render_cell(row_index == -1, False, False, hover, cursor, self.show_cursor,
+                                                    self._show_hover_cursor, False, False)
+        extend = row_style + extend + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
+        cells.append([Segment(" " * max(0, self.size.width - table_width), extend)])
+        return [], cells
+
     def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
                      cursor: bool = False, hover: bool = False) -> list[list[Segment]]:
         """DataTable renders every cell through Rich's general path (padding, wrapping) and
@@ -195,12 +277,18 @@ class FunctionTable(DataTable[object]):
                     rendered = Segment.apply_style(rendered, self.app.console.get_style(text.style))
                 segments = Segment.adjust_line_length(list(rendered), inner)
             segments = [Segment(" " * pad), *segments, Segment(" " * pad)]
-            plain = list(Segment.apply_style(segments, base_style + component, post or None))
+            # One segment where the look does not change (a number and its padding): fewer to
+            # mark with the cell's place below.
+            plain = list(Segment.simplify(Segment.apply_style(segments, base_style + component, post or None)))
             if len(self._fast_cells) > FAST_CELL_CACHE:
                 self._fast_cells.clear()
             self._fast_cells[key] = plain
         # Where it is (mouse clicks find their row and column by it) is added on each use.
-        where = Style.from_meta({"row": row_index, "column": column_index})
+        where = self._places.get((row_index, column_index))
+        if where is None:
+            if len(self._places) > FAST_CELL_CACHE:
+                self._places.clear()
+            where = self._places[row_index, column_index] = Style.from_meta({"row": row_index, "column": column_index})
         return [[Segment(text, style + where if style else where, control) for text, style, control in plain]]
 
     def current_key(self) -> RowKey | None:
