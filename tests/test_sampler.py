@@ -69,6 +69,22 @@ def test_sampling_at_rate_with_idle_threads_left_out(some_interp: dict[str, Any]
     assert 10 < final.active_pct < 60  # one of three threads runs
 
 
+def test_samples_taken_counts_what_is_not_drained_yet(some_interp: dict[str, Any]) -> None:
+    # Waiting for N samples ends at the N-th, not at whichever drain (every 0.5 s) comes next.
+    with helpers.running(some_interp, "stacks.py") as t:
+        target = attach(t.pid)
+        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, delay=5.0, quick_start=False))
+        sampler.start(Collected())
+        helpers.wait_samples(sampler, 1)
+        seen = set()
+        end = time.monotonic() + 0.4
+        while time.monotonic() < end:
+            seen.add(sampler.samples_taken)
+            time.sleep(0.02)
+        sampler.stop()
+    assert len(seen) >= 8, sorted(seen)  # about 20 at 200 Hz; a count of drains alone gives 1 or 2
+
+
 def test_wall_mode_counts_every_thread(some_interp: dict[str, Any]) -> None:
     with helpers.running(some_interp, "stacks.py") as t:
         sampler, _ = run_sampler(t.pid, Settings(rate=100, mode="wall"), 1.0)
