@@ -250,21 +250,26 @@ class FunctionTable(DataTable[object]):
         forgets all of them at any update or sort, so each refresh re-rendered every visible
         cell: 3/4 of the UI thread's time, and the wait after a sort key. A cell here is one
         line: it is cut and padded directly, and cached by what it shows, not by the table's
-        update count."""
-        if not _KNOWN_CELL_RENDERER or row_index < 0 or column_index < 0:
+        update count. The header (row -1) too: its labels are redrawn at every refresh."""
+        header = row_index == -1
+        if not _KNOWN_CELL_RENDERER or row_index < -1 or column_index < 0:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        row_key, column_key = self._row_locations.get_key(row_index), self._column_locations.get_key(column_index)
+        column_key = self._column_locations.get_key(column_index)
+        row_key = self._header_row_key if header else self._row_locations.get_key(row_index)
         if row_key is None or column_key is None:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        cell = self._data[row_key][column_key]
+        cell = self.columns[column_key].label if header else self._data[row_key][column_key]
+        justify = cell.justify if isinstance(cell, Text) else None
+        if justify not in (None, "default", "left", "right"):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         shown = cell.text if isinstance(cell, Number) else (
-            (cell.plain, tuple(cell.spans), str(cell.style)) if isinstance(cell, Text) else str(cell))
-        key = (shown, column_index, base_style, width, cursor, hover, self.show_cursor,
+            (cell.plain, tuple(cell.spans), str(cell.style), justify) if isinstance(cell, Text) else str(cell))
+        key = (shown, header, column_index, base_style, width, cursor, hover, self.show_cursor,
                self._show_hover_cursor, self._pseudo_class_state)
         plain = self._fast_cells.get(key)
         if plain is None:  # a cell's look, wherever it is: a sort moves rows, not what they show
             component, post = self._get_styles_to_render_cell(
-                False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+                header, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
                 self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
             pad = self.cell_padding
             inner = max(0, width - 2 * pad)
@@ -272,6 +277,11 @@ class FunctionTable(DataTable[object]):
                 segments = [Segment(cell.text[:inner].rjust(inner))]
             else:
                 text = cell if isinstance(cell, Text) else Text(str(cell))
+                if justify == "right":  # as Rich justifies a line: the padding takes the text's style
+                    text = text.copy()
+                    text.rstrip()
+                    text.truncate(inner, overflow=text.overflow or "fold")
+                    text.pad_left(inner - text.cell_len)
                 rendered = text.render(self.app.console, end="")
                 if text.style:  # render() leaves the text's own style to its caller
                     rendered = Segment.apply_style(rendered, self.app.console.get_style(text.style))
