@@ -6,7 +6,8 @@ Measures, over --minutes (default 3):
             included (goals: < 0.1% at 1 kHz, < 1% at 10 kHz)
   CPU       pytop's own CPU use, % of one core (goal at 1 kHz: < 10%), and its sampling thread's
   latency   key press to redraw: `1`/`2` sent with tmux, until the sort mark moved (goals: median
-            < 50 ms, max < 150 ms); includes tmux's own round trip
+            < 50 ms, max < 150 ms); includes tmux's own round trip, measured alone at the end
+            (keys echoed by `cat` in another session)
   RSS       pytop's resident memory at the end (goal < 100 MiB after 10 minutes)
   floor     over the same minutes, a bare wait on pytop's schedule that samples nothing
             (bench/floor.c, built with cc): the share of its ticks that came late is what the
@@ -62,6 +63,25 @@ def key_latencies(session: str, presses: int) -> list[float]:
     return latencies
 
 
+def tmux_round_trips(presses: int) -> list[float]:
+    """The measurement's own floor for key latency: keys sent to `cat` in another tmux session
+    until the pane shows them (the terminal echoes them at once), measured the same way."""
+    session = f"pytop-echo-{uuid.uuid4().hex[:6]}"
+    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "cat")
+    try:
+        trips = []
+        for i in range(presses):
+            tmux("send-keys", "-t", session, "C-u")  # start from an empty line
+            start = time.monotonic()
+            tmux("send-keys", "-t", session, "-l", f"<{i}>")
+            wait_for(session, f"<{i}>")
+            trips.append(time.monotonic() - start)
+            time.sleep(0.05)
+        return trips
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
 def start_floor(rate: int, seconds: float, build_dir: Path) -> subprocess.Popen[str] | None:
     """The floor probe (see the top), or None without a C compiler."""
     binary = build_dir / "floor"
@@ -102,6 +122,7 @@ def main() -> int:
             rss_peak = max(rss_peak, pytop.memory_info().rss)
             time.sleep(min(20.0, max(0.0, deadline - time.monotonic())))
         cpu = (sum(pytop.cpu_times()[:2]) - cpu_start) / (time.monotonic() - wall_start)
+        trips = tmux_round_trips(20)  # while the workload still loads the machine
         rss = pytop.memory_info().rss
         threads = screen(session).split("Threads: ")[1].split()[0].rstrip(",")
         tmux("send-keys", "-t", session, "q")
@@ -130,6 +151,8 @@ def main() -> int:
           f"{100 * result['sampler_cpu'] / result['elapsed']:.1f}% (goal at 1 kHz: < 10%)")
     print(f"key to redraw:  median {1000 * statistics.median(latencies):.0f} ms, "
           f"max {1000 * max(latencies):.0f} ms over {len(latencies)} presses (goals: 50 ms, 150 ms)")
+    print(f"tmux alone:     median {1000 * statistics.median(trips):.0f} ms, max {1000 * max(trips):.0f} ms "
+          f"(keys echoed by cat, measured the same way)")
     print(f"pytop RSS:      {rss / 2**20:.0f} MiB at the end, peak {rss_peak / 2**20:.0f} MiB (goal < 100 MiB)")
     return 0
 
