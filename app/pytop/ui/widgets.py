@@ -222,9 +222,9 @@ class FunctionTable(DataTable[object]):
                             cursor_location: Coordinate, hover_location: Coordinate
                             ) -> tuple[list[list[Segment]], list[list[Segment]]]:
         """DataTable's row, drawn with the pass's styles (see render_lines) where the table is
-        as this one uses it: a row cursor, no fixed columns, no row labels."""
+        as this one uses it: a row cursor, no fixed columns, no row labels, one line a row."""
         styles = self._pass
-        if (styles is None or self.cursor_type != "row" or self.fixed_columns
+        if (styles is None or self.cursor_type != "row" or self.fixed_columns or line_no
                 or (self._labelled_row_exists and self.show_row_labels)):
             return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
         found = self._row_locations.get(row_key)
@@ -252,7 +252,7 @@ class FunctionTable(DataTable[object]):
         line: it is cut and padded directly, and cached by what it shows, not by the table's
         update count. The header (row -1) too: its labels are redrawn at every refresh."""
         header = row_index == -1
-        if not _KNOWN_CELL_RENDERER or row_index < -1 or column_index < 0:
+        if not _KNOWN_CELL_RENDERER or row_index < -1 or column_index < 0 or (header and self.header_height != 1):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         column_key = self._column_locations.get_key(column_index)
         row_key = self._header_row_key if header else self._row_locations.get_key(row_index)
