@@ -183,6 +183,9 @@ const uint8_t *remote_view_kept(remote *r, uint64_t addr, size_t len, int *statu
 /* A view of memory this sample already holds (prefetched or read), without a syscall, or NULL;
  * either way the range is prefetched next sample (also while reads are untracked). */
 const uint8_t *remote_view_if_held(remote *r, uint64_t addr, size_t len);
+/* Before remote_begin_sample(): read this too with the coming prefetch (memory the sample is
+ * known to need that the last one did not touch). */
+void remote_prefetch_also(remote *r, uint64_t addr, size_t len);
 /* Does this sample hold that memory already? (Nothing read, nothing asked for next time.) */
 bool remote_holds(remote *r, uint64_t addr, size_t len);
 /* Read `count` regions of `len` bytes at once, in one syscall, and keep them for the rest of
@@ -585,12 +588,22 @@ void blocking_detach_all(blocking *b);
 
 /* ---- threads.c -------------------------------------------------------------------------- */
 
+/* A known thread's counts, read before the sample's prefetch when it is due, and whether its
+ * state must be read again (they moved). */
+typedef struct known_check {
+    task_report counts;
+    bool asked, moved;
+} known_check;
+
 /* The thread states of the last full walk of a one-interpreter process, in list order. */
 typedef struct known_threads {
     uint64_t interp, head;
     uint64_t *tstates;
-    uint32_t count, cap;
+    uint64_t *cframes;      /* 3.11-3.12: where each one's _PyCFrame was when last read (0: not known) */
+    known_check *checks;    /* this sample's, when checks_at is tasks' sample number + 1 */
+    uint32_t count, cap, cframe_cap, check_cap;
     uint32_t walked_at; /* tasks' sample number of that walk */
+    uint32_t checks_at;
     bool valid;
 } known_threads;
 
@@ -618,6 +631,9 @@ struct pytop_unwinder {
 
 /* One sample of every interpreter's threads into u->samples.cur. */
 int threads_walk(struct pytop_unwinder *u);
+/* Before the prefetch: the counts of the known threads due this sample, and the memory of
+ * those that moved to go with the prefetch (see threads.c). */
+void threads_plan_reads(struct pytop_unwinder *u);
 
 /* ---- stacks.c --------------------------------------------------------------------------- */
 

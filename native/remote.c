@@ -368,6 +368,14 @@ static bool bad_request(uint64_t addr, size_t len, int *status) {
     return false;
 }
 
+void remote_prefetch_also(remote *r, uint64_t addr, size_t len) {
+    int status;
+    bool untracked = r->untracked;
+    r->untracked = false;
+    if (!bad_request(addr, len, &status)) track(r, addr, len, false);
+    r->untracked = untracked;
+}
+
 const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int *status) {
     if (bad_request(addr, len, status)) return NULL;
     if (flags & VIEW_TRACK) track(r, addr, len, flags & VIEW_FRAME);

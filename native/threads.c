@@ -15,7 +15,8 @@
  * thread states of the last full walk are kept (known_threads); a sample reads the
  * interpreter's header and the GIL holder's state and stack. A thread due for a read of its
  * counts has them read by the TID it had, and only if they moved are its state and stack
- * read again; the others are taken as they were. A full walk comes every FULL_WALK_CHECKS
+ * read again; the others are taken as they were. Those counts are read before the sample's
+ * prefetch (threads_plan_reads), so that the states to read again come with it. A full walk comes every FULL_WALK_CHECKS
  * rounds of counts, and at once when the list's head moved (threads are added at the head),
  * when the GIL holder is not a known thread, or when a known thread's task or state is gone.
  */
@@ -352,11 +353,16 @@ static bool sparse_settings(const pytop_unwinder *u) {
     return u->reuse_stacks && u->os.mode == 1 && !u->stop.enabled && u->os.idle_check > 1;
 }
 
+/* Whether the settings and the last full walk let this sample walk sparse (the list itself is
+ * checked as the walk reads it: can_walk_sparse). */
+static bool known_usable(const pytop_unwinder *u) {
+    const known_threads *k = &u->known;
+    return k->valid && sparse_settings(u) && u->os.sample_no - k->walked_at < FULL_WALK_CHECKS * u->os.idle_check;
+}
+
 static bool can_walk_sparse(const pytop_unwinder *u, uint64_t interp, uint64_t head, const gil_holders *g) {
     const known_threads *k = &u->known;
-    if (!k->valid || k->interp != interp || k->head != head || !sparse_settings(u) ||
-        u->os.sample_no - k->walked_at >= FULL_WALK_CHECKS * u->os.idle_check)
-        return false;
+    if (!known_usable(u) || k->interp != interp || k->head != head) return false;
     for (int i = 0; i < g->count; i++)
         if (!known(k, g->tstate[i])) return false;
     return true;
@@ -365,13 +371,30 @@ static bool can_walk_sparse(const pytop_unwinder *u, uint64_t interp, uint64_t h
 static void remember_walk(pytop_unwinder *u, uint64_t interp, uint64_t head, uint32_t first_thread) {
     known_threads *k = &u->known;
     const sample_buf *b = u->samples.cur;
-    uint32_t n = b->thread_count - first_thread;
-    uint64_t *tstates = grow_array(k->tstates, &k->cap, n ? n : 1, sizeof *tstates, 64);
+    uint32_t n = b->thread_count - first_thread, need = n ? n : 1;
+    uint64_t *tstates = grow_array(k->tstates, &k->cap, need, sizeof *tstates, 64);
+    if (tstates) k->tstates = tstates;
+    uint64_t *cframes = tstates ? grow_array(k->cframes, &k->cframe_cap, need, sizeof *cframes, 64) : NULL;
+    if (cframes) k->cframes = cframes;
+    known_check *checks = cframes ? grow_array(k->checks, &k->check_cap, need, sizeof *checks, 64) : NULL;
+    if (checks) k->checks = checks;
     k->valid = false;
-    if (!tstates) return;
-    k->tstates = tstates;
-    for (uint32_t i = 0; i < n; i++) k->tstates[i] = b->threads[first_thread + i].tstate;
-    *k = (known_threads){interp, head, k->tstates, n, k->cap, u->os.sample_no, true};
+    k->checks_at = 0;
+    if (!checks) {
+        k->count = 0;
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t ts = b->threads[first_thread + i].tstate;
+        /* A list that did not change keeps where each thread's _PyCFrame was. */
+        k->cframes[i] = i < k->count && k->tstates[i] == ts ? k->cframes[i] : 0;
+        k->tstates[i] = ts;
+    }
+    k->interp = interp;
+    k->head = head;
+    k->count = n;
+    k->walked_at = u->os.sample_no;
+    k->valid = true;
 }
 
 /* A known thread whose stack is not read now: as it was in the previous sample, with its counts
@@ -415,58 +438,88 @@ static const pytop_thread *known_before(const pytop_unwinder *u, uint32_t i) {
     return old;
 }
 
-/* The states of `count` threads at `tstates`, in one syscall (and, where the innermost frame
- * hangs off a C-stack struct, 3.11-3.12, its pointer in a second one). */
-static void read_states(pytop_unwinder *u, uint64_t *tstates, size_t count) {
-    remote_keep_many(&u->mem, tstates, count, tstate_span(u));
+/* The states of the known threads listed in `which`, and on 3.11-3.12 the innermost frame
+ * pointer of each one's _PyCFrame (a struct on its C stack). Both are usually in hand already:
+ * threads_plan_reads() had them read with the prefetch, the _PyCFrame where it was last time.
+ * What is not (a _PyCFrame that moved) is read in one syscall per kind. */
+static void read_states(pytop_unwinder *u, const uint32_t *which, size_t count, uint64_t *scratch) {
+    known_threads *k = &u->known;
+    for (size_t j = 0; j < count; j++) scratch[j] = k->tstates[which[j]];
+    remote_keep_many(&u->mem, scratch, count, tstate_span(u));
     if (u->L.ts_cframe < 0) return;
     size_t m = 0;
-    for (size_t i = 0; i < count; i++) {
+    for (size_t j = 0; j < count; j++) {
         uint64_t cframe = 0;
-        if (read_u64(u, tstates[i] + (uint64_t)u->L.ts_cframe, &cframe) == PYTOP_OK && cframe)
-            tstates[m++] = cframe + (uint64_t)u->L.cf_current_frame;
+        if (read_u64(u, k->tstates[which[j]] + (uint64_t)u->L.ts_cframe, &cframe) == PYTOP_OK && cframe) {
+            k->cframes[which[j]] = cframe;
+            scratch[m++] = cframe + (uint64_t)u->L.cf_current_frame;
+        }
     }
-    remote_keep_many(&u->mem, tstates, m, 8);
+    remote_keep_many(&u->mem, scratch, m, 8);
 }
 
-/* A known thread without the GIL that is due (or every one, when the period asks): its counts,
- * and whether its stack must be read again (its counts moved and its innermost frame changed). */
-typedef struct known_check {
-    task_report counts;
-    bool moved;
-} known_check;
+/* Known thread i, if it does not hold the GIL now: its counts when due (or when the period asks
+ * for every thread's), and whether its stack may have changed (they moved). */
+static void check_known(pytop_unwinder *u, uint32_t i, known_check *c) {
+    *c = (known_check){.asked = false};
+    const pytop_thread *old = known_before(u, i);
+    if (!old) return;
+    bool last_holder = old->flags & PYTOP_THREAD_GIL;
+    bool due = tasks_due(&u->os, old->native_id) || last_holder;
+    if (!due && !u->os.check_all) return;
+    tasks_report(&u->os, old->native_id, last_holder ? TASK_NOW : TASK_WHEN_DUE, &c->counts);
+    c->asked = true;
+    c->moved = due && (c->counts.ran || c->counts.first);
+}
+
+/* Before the prefetch, the counts of the known threads that are due: those that moved have
+ * their states (and where their _PyCFrame was) read with the prefetch, not in calls of their
+ * own after it, one syscall or two a sample. The counts come first, as they would in
+ * walk_known: a state read before them could miss a stack the thread moved to in between.
+ * (Which thread holds the GIL is not known yet; its counts, if read here, are the ones the
+ * walk gets again: a task asked twice in one sample gets one answer.) */
+void threads_plan_reads(pytop_unwinder *u) {
+    known_threads *k = &u->known;
+    k->checks_at = 0;
+    if (!known_usable(u)) return;
+    size_t span = tstate_span(u);
+    for (uint32_t i = 0; i < k->count; i++) {
+        check_known(u, i, &k->checks[i]);
+        if (!k->checks[i].moved) continue;
+        remote_prefetch_also(&u->mem, k->tstates[i], span);
+        if (u->L.ts_cframe >= 0 && k->cframes[i])
+            remote_prefetch_also(&u->mem, k->cframes[i] + (uint64_t)u->L.cf_current_frame, 8);
+    }
+    k->checks_at = u->os.sample_no + 1;
+}
 
 /* The known threads of `interp` (see the top of the file). Their reads are not remembered for
  * the next prefetch: other threads will be due then. */
 static int walk_known(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_holders *g) {
-    const known_threads *k = &u->known;
-    known_check *checks = calloc(k->count ? k->count : 1, sizeof *checks);
-    uint64_t *moved = malloc((k->count ? k->count : 1) * sizeof *moved);
-    if (!checks || !moved) {
-        free(checks);
-        free(moved);
-        return fail(u->error, PYTOP_ERR_NOMEM, "out of memory for threads");
-    }
+    known_threads *k = &u->known;
+    uint32_t *moved = malloc((k->count ? k->count : 1) * (sizeof *moved + sizeof(uint64_t)));
+    if (!moved) return fail(u->error, PYTOP_ERR_NOMEM, "out of memory for threads");
+    uint64_t *scratch = (uint64_t *)(moved + (k->count ? k->count : 1));
+    bool planned = k->checks_at == u->os.sample_no + 1;
     int status = PYTOP_OK;
     size_t moved_count = 0;
     for (uint32_t i = 0; i < k->count && status == PYTOP_OK; i++) { /* counts first: they are cheap */
-        const pytop_thread *old = known_before(u, i);
-        if (!old || holds_gil(g, k->tstates[i])) continue;
-        bool last_holder = old->flags & PYTOP_THREAD_GIL;
-        bool due = tasks_due(&u->os, old->native_id) || last_holder;
-        if (!due && !u->os.check_all) continue;
-        tasks_report(&u->os, old->native_id, last_holder ? TASK_NOW : TASK_WHEN_DUE, &checks[i].counts);
-        if (!checks[i].counts.checked) status = WALK_AGAIN; /* its task is gone: the list has changed */
-        checks[i].moved = due && (checks[i].counts.ran || checks[i].counts.first);
-        if (checks[i].moved) moved[moved_count++] = k->tstates[i];
+        if (holds_gil(g, k->tstates[i])) continue; /* read with its stack */
+        if (!planned) check_known(u, i, &k->checks[i]);
+        const known_check *c = &k->checks[i];
+        if (!c->asked) continue;
+        if (!c->counts.checked) status = WALK_AGAIN; /* its task is gone: the list has changed */
+        if (c->moved) moved[moved_count++] = i;
     }
     u->mem.untracked = true;
-    if (status == PYTOP_OK) read_states(u, moved, moved_count);
+    if (status == PYTOP_OK) read_states(u, moved, moved_count, scratch);
     for (uint32_t i = 0; i < k->count && status == PYTOP_OK; i++) {
         uint64_t ts = k->tstates[i], next;
         const pytop_thread *old = known_before(u, i);
         bool holder = holds_gil(g, ts);
-        if (old && !holder && (!checks[i].moved || same_top_frame(u, old)) && as_before(u, ts, old, &checks[i].counts))
+        const known_check *c = &k->checks[i];
+        bool read = c->asked && !holder;
+        if (old && !holder && (!(read && c->moved) || same_top_frame(u, old)) && as_before(u, ts, old, read ? &c->counts : NULL))
             continue;
         u->mem.untracked = !holder; /* the GIL holder's stack is read again next sample */
         status = walk_thread(u, ts, interp, id, g, &next); /* its counts, if read above, come again */
@@ -474,7 +527,6 @@ static int walk_known(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_
         if (status == PYTOP_ERR_READ || status == PYTOP_ERR_CORRUPT) status = WALK_AGAIN; /* it ended */
     }
     u->mem.untracked = false;
-    free(checks);
     free(moved);
     return status;
 }

@@ -147,6 +147,7 @@ static int collect(pytop_unwinder *u, pytop_sample *out) {
     codes_begin_sample(&u->codes);
     tasks_begin_sample(&u->os, now, u->samples.prev->thread_count);
     int status = u->stop.enabled ? stop_the_world(u) : PYTOP_OK;
+    if (status == PYTOP_OK) threads_plan_reads(u);
     if (status == PYTOP_OK) status = remote_begin_sample(&u->mem);
     if (status == PYTOP_OK) status = threads_walk(u);
     blocking_resume_all(&u->stop);
@@ -239,6 +240,8 @@ void pytop_close(pytop_unwinder *u) {
     task_book_free(&u->task_names);
     image_free(&u->image);
     free(u->known.tstates);
+    free(u->known.cframes);
+    free(u->known.checks);
     free(u->stop.tracees);
     free(u);
 }
