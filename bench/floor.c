@@ -32,29 +32,16 @@ int main(int argc, char **argv) {
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     struct sched_param param = {.sched_priority = 1};
     int realtime = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0;
-    pthread_mutex_t lock;
-    pthread_mutexattr_t mattr;
-    pthread_mutexattr_init(&mattr);
-    pthread_mutexattr_setprotocol(&mattr, PTHREAD_PRIO_INHERIT);
-    pthread_mutex_init(&lock, &mattr);
-    pthread_cond_t wake;
-    pthread_condattr_t cattr;
-    pthread_condattr_init(&cattr);
-    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
-    pthread_cond_init(&wake, &cattr);
-
     uint64_t interval = (uint64_t)(1e9 / rate), due = monotonic_ns(), end = due + (uint64_t)(seconds * 1e9);
     uint64_t early = 0, ticks = 0, late = 0, rng = 0x9E3779B97F4A7C15ull;
     while (due < end) {
         uint64_t cap = interval / 2, ask = due - (early < cap ? early : cap);
         struct timespec when = {(time_t)(ask / 1000000000u), (long)(ask % 1000000000u)};
-        pthread_mutex_lock(&lock);
         int slept = 0;
-        while (monotonic_ns() < ask) {
+        if (monotonic_ns() < ask) {
             slept = 1;
-            if (pthread_cond_timedwait(&wake, &lock, &when) != 0) break;
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &when, NULL);
         }
-        pthread_mutex_unlock(&lock);
         uint64_t began = monotonic_ns();
         if (slept) {
             uint64_t over = began > ask ? began - ask : 0;
