@@ -12,6 +12,7 @@ from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import ColumnKey as DataColumnKey
 from textual.widgets.data_table import RowKey as DataRowKey
 
 from ..core.model import FunctionRow, RowKey, Snapshot
@@ -72,6 +73,8 @@ class Number:
 class ProcessHeader(Static):
     """What is sampled, how sampling goes, and how the process does."""
 
+    _lines = 0  # lines shown
+
     def show(self, s: Snapshot, notes: list[str], trends: Trends | None = None) -> None:
         """One line per fact, cut at the edge, never wrapped: a long command line must not push
         the table off a small terminal. The command comes last on its line, being the longest."""
@@ -91,7 +94,11 @@ class ProcessHeader(Static):
             text.append("\n")
             for note in notes:
                 text.append(f" {note} ", style="bold reverse red" if note == "PAUSED" else "bold yellow")
-        self.update(text)
+        # A layout pass only when the header's height changes (a line of notes comes or goes):
+        # a pass for every refresh measured every widget again, a tenth of the UI's time.
+        lines = text.plain.count("\n") + 1
+        self.update(text, layout=lines != self._lines)
+        self._lines = lines
 
 
 class Banner(Static):
@@ -168,6 +175,7 @@ class FunctionTable(DataTable[object]):
             self._rows = {}
             self._moves = {}
         wanted = {self.row_key(row): row for row in rows}
+        changes: list[tuple[str, str, object]] = []
         for key in [k for k in self._rows if k not in wanted]:
             self.remove_row(key)
             del self._rows[key]
@@ -179,12 +187,28 @@ class FunctionTable(DataTable[object]):
                 self.add_row(*self.cells(row, cwd, full, move).values(), key=key)
             elif old != row or move != self._moves.get(key, 0):
                 old_cells = self.cells(old, cwd, full, self._moves.get(key, 0))
-                for column, value in self.cells(row, cwd, full, move).items():
-                    if value != old_cells[column]:  # only what shows differently
-                        self.update_cell(key, column, value)
+                changes += [(key, column, value) for column, value in self.cells(row, cwd, full, move).items()
+                            if value != old_cells[column]]  # only what shows differently
             self._rows[key] = row
             self._moves[key] = move
+        self._update_cells(changes)
         self.apply_sort()
+
+    def _update_cells(self, changes: list[tuple[str, str, object]]) -> None:
+        """DataTable.update_cell refreshes the table once per cell: a refresh of the view changes
+        a hundred cells or more, and those refreshes were half of show()'s time. The cells are set
+        the way update_cell sets them (the table's data, then its update count, which its render
+        caches are keyed by), and the table is refreshed once."""
+        data = getattr(self, "_data", None)
+        if not (isinstance(data, dict) and isinstance(getattr(self, "_update_count", None), int)):
+            for key, column, value in changes:  # a DataTable that keeps its cells otherwise
+                self.update_cell(key, column, value)
+            return
+        for key, column, value in changes:
+            data[DataRowKey(key)][DataColumnKey(column)] = value
+        if changes:
+            self._update_count += len(changes)
+            self.refresh()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
