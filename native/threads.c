@@ -497,9 +497,11 @@ void threads_plan_reads(pytop_unwinder *u) {
  * the next prefetch: other threads will be due then. */
 static int walk_known(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_holders *g) {
     known_threads *k = &u->known;
-    uint32_t *moved = malloc((k->count ? k->count : 1) * (sizeof *moved + sizeof(uint64_t)));
-    if (!moved) return fail(u->error, PYTOP_ERR_NOMEM, "out of memory for threads");
-    uint64_t *scratch = (uint64_t *)(moved + (k->count ? k->count : 1));
+    size_t room = k->count ? k->count : 1;
+    /* One block: the addresses first, so that they are 8-byte aligned whatever the count. */
+    uint64_t *scratch = malloc(room * (sizeof *scratch + sizeof(uint32_t)));
+    if (!scratch) return fail(u->error, PYTOP_ERR_NOMEM, "out of memory for threads");
+    uint32_t *moved = (uint32_t *)(scratch + room);
     bool planned = k->checks_at == u->os.sample_no + 1;
     int status = PYTOP_OK;
     size_t moved_count = 0;
@@ -527,7 +529,7 @@ static int walk_known(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_
         if (status == PYTOP_ERR_READ || status == PYTOP_ERR_CORRUPT) status = WALK_AGAIN; /* it ended */
     }
     u->mem.untracked = false;
-    free(moved);
+    free(scratch);
     return status;
 }
 
