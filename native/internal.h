@@ -289,9 +289,11 @@ char *names_lookup(names *n, uint64_t thread_id, int *status);
 /* The same, from a thread's outermost frame when that is threading's Thread._bootstrap(self):
  * the name of `self`. A thread can be named so before it has registered itself. */
 char *names_from_bootstrap(names *n, uint64_t frame, int *status);
-/* Read the name of the thread `serial`, first seen in this sample, from its bootstrap frame at
- * once: a short-lived thread may be gone by the time its sample is accounted for. */
-void names_read_new(names *n, uint32_t serial, uint64_t frame);
+/* Read the name of the thread `serial`, first seen in this sample, at once: a short-lived thread
+ * may be gone by the time its sample is accounted for. From its bootstrap frame, or by its
+ * thread id from threading's registry (before its stack is read). True if it was read. */
+bool names_read_new(names *n, uint32_t serial, uint64_t frame);
+bool names_read_new_by_id(names *n, uint32_t serial, uint64_t thread_id);
 /* The name read for thread `serial` during a walk, malloc'd (the caller owns it), or NULL. */
 char *names_take(names *n, uint32_t serial);
 void names_free(names *n);

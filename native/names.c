@@ -70,19 +70,6 @@ static char *name_of_thread_now(names *n, uint64_t thread, int *status) {
     return text_read(n->obj.mem, n->obj.L, name, MAX_THREAD_NAME_CHARS, status);
 }
 
-/* Names are read from fresh memory: a sample's views include whole pages read at its start,
- * and the objects on the way to a name (threading's `_active` and its entries, a Thread's
- * attributes) are small allocations that share pages with what the walk read (3.8-3.10 frames
- * are heap objects too). A pointer read now into such a page was seen as it was then: on a
- * server starting a thread per request, `_active` resizes every few requests and its new
- * entries could be read as the freed table a resize replaced. */
-static char *name_of_thread(names *n, uint64_t thread, int *status) {
-    fresh_mark mark = remote_begin_fresh(n->obj.mem);
-    char *name = name_of_thread_now(n, thread, status);
-    remote_end_fresh(n->obj.mem, mark);
-    return name;
-}
-
 /* A thread in _limbo has no entry in _active yet: find it by its `_ident` (set as soon as it
  * runs). */
 typedef struct limbo_search {
@@ -112,23 +99,43 @@ static uint64_t find_thread(names *n, uint64_t thread_id, int *status) {
     return s.found;
 }
 
+/* Names are read from fresh memory: a sample's views include whole pages read at its start,
+ * and the objects on the way to a name (threading's `_active` and its entries, a Thread's
+ * attributes) are small allocations that share pages with what the walk read (3.8-3.10 frames
+ * are heap objects too). A pointer read now into such a page was seen as it was then: on a
+ * server starting a thread per request, `_active` resizes every few requests and its new
+ * entries could be read as the freed table a resize replaced.
+ * `self` too: up to 3.10 a code object's frame is reused by its next call (its "zombie"
+ * frame), so the page of _bootstrap's frame read at the sample's start can still hold the
+ * previous thread's Thread, freed since, when the new thread started after that read. */
 char *names_from_bootstrap(names *n, uint64_t frame, int *status) {
     const pytop_layout *L = n->obj.L;
     uint64_t self = 0;
     remote_allow_failures(n->obj.mem, MAX_FAILED_READS_PER_THREAD);
+    fresh_mark mark = remote_begin_fresh(n->obj.mem);
     *status = read_u64(n, frame + (uint64_t)L->fr_header_size, &self); /* localsplus[0] */
-    if (*status != PYTOP_OK) return NULL;
     if (L->fr_executable_tag_bits > 0) self &= ~(uint64_t)L->fr_executable_tag_bits; /* 3.14+ stack refs */
-    return name_of_thread(n, self, status);
+    char *name = *status == PYTOP_OK ? name_of_thread_now(n, self, status) : NULL;
+    remote_end_fresh(n->obj.mem, mark);
+    return name;
 }
 
-void names_read_new(names *n, uint32_t serial, uint64_t frame) {
-    int status;
-    char *name = names_from_bootstrap(n, frame, &status);
-    if (!name) return;
+static bool keep_name(names *n, uint32_t serial, char *name) {
+    if (!name) return false;
     waiting_name *w = &n->waiting[n->waiting_next++ % MAX_WAITING_NAMES];
     free(w->name);
     *w = (waiting_name){serial, name};
+    return true;
+}
+
+bool names_read_new(names *n, uint32_t serial, uint64_t frame) {
+    int status;
+    return keep_name(n, serial, names_from_bootstrap(n, frame, &status));
+}
+
+bool names_read_new_by_id(names *n, uint32_t serial, uint64_t thread_id) {
+    int status;
+    return keep_name(n, serial, names_lookup(n, thread_id, &status));
 }
 
 char *names_take(names *n, uint32_t serial) {
@@ -167,7 +174,7 @@ static char *lookup_now(names *n, uint64_t thread_id, int *status) {
 
 char *names_lookup(names *n, uint64_t thread_id, int *status) {
     remote_allow_failures(n->obj.mem, MAX_FAILED_READS_PER_THREAD);
-    fresh_mark mark = remote_begin_fresh(n->obj.mem); /* see name_of_thread() */
+    fresh_mark mark = remote_begin_fresh(n->obj.mem); /* see names_from_bootstrap() */
     char *name = lookup_now(n, thread_id, status);
     remote_end_fresh(n->obj.mem, mark);
     return name;

@@ -275,9 +275,17 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
     if ((status = native_id_of(u, t)) != PYTOP_OK) return status;
     tracking_assign(&u->track, &u->samples, t);
     if (holds_gil(g, ts)) t->flags |= PYTOP_THREAD_GIL;
+    /* A thread not in the previous sample is named first, then its stack is read, then its
+     * counts, whose first read opens its files (~40 us): a thread per request may live a
+     * millisecond and be seen once, near its end, and its Thread is freed when it returns.
+     * Threading's registry has it once it runs; before that, its bootstrap frame does. */
+    const pytop_thread *old = samples_previous(&u->samples, t);
+    bool seen_before = old && old->serial == t->serial;
+    bool named = !seen_before && thread_id && names_read_new_by_id(&u->thread_names, t->serial, thread_id);
+    remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE);
     /* Only the thread itself changes its frames: one that has not been on a CPU since the last
      * sample has the same stack, and reading it again would only cost time. */
-    bool unchanged = check_task(u, t, t->flags & PYTOP_THREAD_GIL);
+    bool unchanged = seen_before && check_task(u, t, t->flags & PYTOP_THREAD_GIL);
     if (!unchanged || !u->reuse_stacks || !samples_reuse_stack(&u->samples, t)) {
         remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_THREAD); /* retries included */
         status = read_stack(u, t);
@@ -292,12 +300,13 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
     t->frame_count = u->samples.cur->frame_count - t->first_frame;
     if (fatal_status(status))
         return fail(u->error, status, "reading the stack of thread %llu", (unsigned long long)thread_id);
-    if (status == PYTOP_OK && first_full_stack(u, t) &&
+    if (status == PYTOP_OK && !named && first_full_stack(u, t) &&
         codes_is_thread_bootstrap(&u->codes, u->samples.cur->frames[t->first_frame + t->frame_count - 1].code_id))
     {
         names_read_new(&u->thread_names, t->serial, t->outer_frame); /* bounds its own failed reads */
         remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE);
     }
+    if (!seen_before) check_task(u, t, t->flags & PYTOP_THREAD_GIL);
     return PYTOP_OK;
 }
 
