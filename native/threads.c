@@ -16,9 +16,10 @@
  * interpreter's header and the GIL holder's state and stack. A thread due for a read of its
  * counts has them read by the TID it had, and only if they moved are its state and stack
  * read again; the others are taken as they were. Those counts are read before the sample's
- * prefetch (threads_plan_reads), so that the states to read again come with it. A full walk comes every FULL_WALK_CHECKS
- * rounds of counts, and at once when the list's head moved (threads are added at the head),
- * when the GIL holder is not a known thread, or when a known thread's task or state is gone.
+ * prefetch (threads_plan_reads), so that the states to read again come with it. A full walk
+ * comes every FULL_WALK_CHECKS rounds of counts, and at once when the list's head moved
+ * (threads are added at the head), when the GIL holder is not a known thread, or when a known
+ * thread's task or state is gone.
  */
 #include <string.h>
 
