@@ -282,8 +282,11 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
      * Threading's registry has it once it runs; before that, its bootstrap frame does. */
     const pytop_thread *old = samples_previous(&u->samples, t);
     bool seen_before = old && old->serial == t->serial;
-    bool named = !seen_before && thread_id && names_read_new_by_id(&u->thread_names, t->serial, thread_id);
-    remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE);
+    bool named = false;
+    if (!seen_before && thread_id) {
+        named = names_read_new_by_id(&u->thread_names, t->serial, thread_id); /* bounds its own failed reads */
+        remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE);
+    }
     /* Only the thread itself changes its frames: one that has not been on a CPU since the last
      * sample has the same stack, and reading it again would only cost time. */
     bool unchanged = seen_before && check_task(u, t, t->flags & PYTOP_THREAD_GIL);
