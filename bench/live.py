@@ -82,15 +82,18 @@ def tmux_round_trips(presses: int) -> list[float]:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
-def start_floor(rate: int, seconds: float, build_dir: Path) -> subprocess.Popen[str] | None:
-    """The floor probe (see the top), or None without a C compiler."""
+def start_floor(rate: int, seconds: float, build_dir: Path, realtime: bool) -> subprocess.Popen[str] | None:
+    """The floor probe (see the top), or None without a C compiler. It waits on the engine's own
+    schedule (native/schedule.c), at the priority pytop's sampling thread has."""
     binary = build_dir / "floor"
-    built = subprocess.run(["cc", "-O2", "-o", str(binary), str(HERE / "floor.c"), "-lpthread"],
-                           capture_output=True, text=True)
+    native = HERE.parent / "native"
+    built = subprocess.run(["cc", "-O2", f"-I{native}", "-o", str(binary), str(HERE / "floor.c"),
+                            str(native / "schedule.c"), "-lpthread"], capture_output=True, text=True)
     if built.returncode != 0:
         print(f"floor probe not built: {built.stderr.strip()}", file=sys.stderr)
         return None
-    return subprocess.Popen([str(binary), str(rate), str(seconds)], stdout=subprocess.PIPE, text=True)
+    command = [str(binary), str(rate), str(seconds)] + (["realtime"] if realtime else [])
+    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
 
 
 def main() -> int:
@@ -114,7 +117,7 @@ def main() -> int:
                      if (p.info["cmdline"] or [""])[-1] == str(workload.pid) and "pytop" in p.info["cmdline"])
         cpu_start, wall_start = sum(pytop.cpu_times()[:2]), time.monotonic()
         deadline = wall_start + args.minutes * 60
-        floor = start_floor(args.rate, args.minutes * 60, build_dir)
+        floor = start_floor(args.rate, args.minutes * 60, build_dir, "--realtime" in args.extra.split())
         latencies: list[float] = []
         rss_peak = 0
         while time.monotonic() < deadline:
@@ -136,14 +139,17 @@ def main() -> int:
             floor.kill()
         stats.unlink(missing_ok=True)
         shutil.rmtree(build_dir, ignore_errors=True)
-    late = (result["late"] + result["given_up"]) / max(result["samples"] + result["given_up"], 1)
+    late = (result["late"] + result["skipped"]) / max(result["samples"] + result["skipped"], 1)
     goal = "0.1%" if args.rate <= 1000 else "1%"
     print(f"workload threads: {threads}, rate asked {args.rate}/s, "
           f"achieved {result['rate']:.0f}/s over {args.minutes:g} min")
-    print(f"late samples:   {100 * late:.3f}%   ({result['late']} late, {result['given_up']} given up; goal < {goal})")
+    print(f"late samples:   {100 * late:.3f}%   ({result['late']} late, {result['skipped']} skipped; goal < {goal})")
     if floor_result is not None:
-        print(f"machine floor:  {100 * floor_result['late'] / max(floor_result['ticks'], 1):.3f}% late "
-              f"({floor_result['late']} of {floor_result['ticks']} ticks of a bare wait, same minutes, "
+        missed = floor_result["late"] + floor_result["skipped"]
+        floor_late = missed / max(floor_result["ticks"] + floor_result["skipped"], 1)
+        print(f"machine floor:  {100 * floor_late:.3f}% late "
+              f"({floor_result['late']} late, {floor_result['skipped']} skipped of {floor_result['ticks']} ticks of a "
+              "bare wait, same minutes, "
               f"{'real-time' if floor_result['realtime'] else 'normal'} priority); waking up costs "
               f"{100 * floor_result['cpu_seconds'] / (args.minutes * 60):.1f}% of a core here")
     print(f"failed samples: {result['errors']} of {result['samples']}")

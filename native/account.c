@@ -2,8 +2,8 @@
  * What each sample's time goes to. Runs on the sampling thread, under the engine's lock.
  *
  * Per thread and sample:
- *   wall  the time since the process's previous sample (never more than `cap`), to the stack
- *         the thread has now;
+ *   wall  the time since the process's previous sample (skipped slots included, never more than
+ *         `cap`), to the stack the thread has now;
  *   gil   the same, when it holds the GIL;
  *   cpu   the kernel's count of the thread's CPU time, each time it moves: split over the stacks
  *         the thread was seen running Python with (holding the GIL) since it last moved
@@ -216,10 +216,11 @@ static uint32_t stack_of(pytop_engine *e, uint32_t p, const engine_thread *t, co
     return stacks_intern(&e->stacks, p, kind, frames + pt->first_frame, pt->frame_count);
 }
 
-void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t now, uint64_t cap_ns) {
+void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t now, uint64_t interval_ns,
+                    uint64_t cap_ns) {
     engine_process *P = &e->processes[p];
-    uint64_t span = P->last_ns && now > P->last_ns ? now - P->last_ns : cap_ns / 2; /* since the previous sample */
-    uint64_t dt = span < cap_ns ? span : cap_ns; /* a late sample does not stretch what it saw */
+    uint64_t span = P->last_ns && now > P->last_ns ? now - P->last_ns : interval_ns; /* since the previous sample */
+    uint64_t dt = span < cap_ns ? span : cap_ns; /* a stall of pytop itself is not all the stack's */
     bool first_sample = P->sample_no == 0;
     P->sample_no++;
     P->last_ns = now;

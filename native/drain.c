@@ -147,7 +147,10 @@ int pytop_engine_drain(pytop_engine *e, pytop_drain *out) {
     if (status == PYTOP_OK) status = drain_weights(e, out);
     out->ticks = e->ticks;
     out->late = e->late;
-    out->given_up = e->given_up;
+    out->skipped = e->skipped;
+    out->slot_seconds = (double)e->slot_ns / 1e9;
+    out->rate_now = e->rate_now;
+    out->budget_limited = e->rate_now < e->cfg.rate;
     out->first_at = e->first_at;
     out->last_at = e->last_at;
     out->lag = e->lag;
@@ -157,7 +160,8 @@ int pytop_engine_drain(pytop_engine *e, pytop_drain *out) {
     out->realtime = e->realtime;
     out->stacks_dropped = e->stacks.dropped;
     out->end_at = e->end[0] ? text_add(&e->out_text, e->end, ERROR_TEXT_BYTES) : UINT32_MAX;
-    e->ticks = e->late = e->given_up = 0;
+    e->ticks = e->late = e->skipped = 0;
+    e->slot_ns = 0;
     e->longest_gap_ns = 0;
     e->first_at = 0;
     account_forget_ended(e);

@@ -5,8 +5,12 @@
  * Why a native thread: a sampler that needs Python's GIL is delayed by whatever holds it (the
  * screen, a garbage collection), and its samples come late in bursts. This thread never
  * touches Python. It waits with clock_nanosleep's precision (timer slack 1 ns, so its wake-ups
- * are not moved onto the target's own timer expiries), takes the lowest real-time priority when
- * allowed and gives it back if it ever uses more than its budget of a core.
+ * are not moved onto the target's own timer expiries) for the next slot of its schedule
+ * (schedule.h): slots that pass while the machine is busy are skipped, never caught up.
+ *
+ * Do no harm: it runs at normal priority unless asked (--realtime: the lowest real-time
+ * priority, given back if it ever uses more than its budget of a core), and it lowers its rate
+ * while pytop's whole process uses more than its CPU budget, raising it again when it can.
  *
  * Lifecycle: an unwinder handed over is the sampling thread's alone: it samples it, and frees it
  * when its process ends or when the thread ends. pytop_engine_stop() asks the thread to end and
@@ -26,11 +30,13 @@
 #define DEFAULT_PERIOD_S 0.2
 #define IDLE_CHECK_S 0.01          /* an idle thread's CPU count is read at least this often */
 #define BUDGET_WINDOW_NS 1000000000ull
+#define BUDGET_GRACE_NS 2000000000ull
+#define DEFAULT_MIN_RATE 10.0
 #define WAIT_SLICE_NS 20000000ull /* a stop is seen within this long */
 
 pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status) {
     if (!config || !(config->rate > 0 && config->rate <= 100000) || !(config->jitter >= 0 && config->jitter <= 0.9) ||
-        !(config->max_backlog > 0) || config->period < 0) {
+        !(config->max_gap > 0) || config->period < 0 || !(config->cpu_budget >= 0) || !(config->min_rate >= 0)) {
         *status = PYTOP_ERR_ARGS;
         return NULL;
     }
@@ -42,6 +48,8 @@ pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status) {
     e->cfg = *config;
     if (e->cfg.period == 0) e->cfg.period = DEFAULT_PERIOD_S;
     if (e->cfg.realtime_budget <= 0) e->cfg.realtime_budget = 0.5;
+    if (e->cfg.min_rate <= 0) e->cfg.min_rate = DEFAULT_MIN_RATE;
+    e->rate_now = e->cfg.rate;
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -83,6 +91,12 @@ int pytop_engine_add(pytop_engine *e, pytop_unwinder *u, uint32_t *process) {
 
 /* ---- on the sampling thread --------------------------------------------------------------- */
 
+/* Each idle thread's CPU count is read every IDLE_CHECK_S, whatever the rate. */
+static void set_idle_check(pytop_engine *e, engine_process *P) {
+    uint64_t idle = (uint64_t)(e->rate_now * IDLE_CHECK_S);
+    pytop_set_option(P->u, PYTOP_OPT_IDLE_CHECK, idle > 1 ? (int64_t)idle : 1);
+}
+
 /* Unwinders handed over since the last tick join the process list (under the lock). */
 static void take_up(pytop_engine *e) {
     uint32_t taken = 0;
@@ -97,8 +111,7 @@ static void take_up(pytop_engine *e) {
         P->u = u;
         P->pid = u->pid;
         P->active = true;
-        uint64_t idle = (uint64_t)(e->cfg.rate * IDLE_CHECK_S);
-        pytop_set_option(u, PYTOP_OPT_IDLE_CHECK, idle > 1 ? (int64_t)idle : 1);
+        set_idle_check(e, P);
         if (e->cfg.blocking) pytop_set_option(u, PYTOP_OPT_BLOCKING, 1); /* ptrace belongs to this thread */
     }
     if (taken < e->adding_count) memmove(e->adding, e->adding + taken, (e->adding_count - taken) * sizeof *e->adding);
@@ -111,27 +124,18 @@ static bool any_active(const pytop_engine *e) {
     return false;
 }
 
-/* A wait ends some tens of microseconds after the time asked (the timer's interrupt, the switch
- * back to this thread; 30-50 us on a VM here): at 10 kHz that is half an interval, and samples
- * came late in runs. The wait asks for `due` less what recent waits overshot (never more than
- * half an interval), so that the sample begins on time rather than that much after. */
-typedef struct wake_estimate {
-    uint64_t early_ns; /* how much earlier than due to ask */
-} wake_estimate;
-
 /* Asked to stop? Read without the lock: the wait below does not hold it. */
 static bool stopping(pytop_engine *e) {
     return __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE);
 }
 
-/* Wait until about `due` (monotonic ns) or until asked to stop; false when asked to stop. A
- * plain clock_nanosleep, in slices of at most WAIT_SLICE_NS so that a stop is seen that soon:
- * a timed wait on the condition variable came back holding its priority-inheriting mutex, and
- * giving that back cost a second futex call a sample (bench/floor.c's wait, side by side on
- * this VM: ~5-10% of what a wake costs). */
-static bool wait_until(pytop_engine *e, uint64_t due, uint64_t interval, wake_estimate *w) {
-    uint64_t cap = interval / 2, early = w->early_ns < cap ? w->early_ns : cap;
-    uint64_t ask = due > early ? due - early : due;
+/* Wait until the next sample is due or until asked to stop; false when asked to stop. A plain
+ * clock_nanosleep, in slices of at most WAIT_SLICE_NS so that a stop is seen that soon: a timed
+ * wait on the condition variable came back holding its priority-inheriting mutex, and giving
+ * that back cost a second futex call a sample (bench/floor.c's wait, side by side on this VM:
+ * ~5-10% of what a wake costs). */
+static bool wait_for_slot(pytop_engine *e, sample_schedule *schedule) {
+    uint64_t ask = schedule_ask(schedule);
     bool slept = false;
     for (uint64_t now = monotonic_ns(); now < ask && !stopping(e); now = monotonic_ns()) {
         uint64_t until = ask - now > WAIT_SLICE_NS ? now + WAIT_SLICE_NS : ask;
@@ -139,15 +143,11 @@ static bool wait_until(pytop_engine *e, uint64_t due, uint64_t interval, wake_es
         slept = until == ask;
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &when, NULL);
     }
-    if (slept) { /* a moving average; one long stall (a preemption) moves it by an interval at most */
-        uint64_t now = monotonic_ns(), over = now > ask ? now - ask : 0;
-        if (over > interval) over = interval;
-        w->early_ns = w->early_ns - w->early_ns / 16 + over / 16;
-    }
+    if (slept) schedule_woke(schedule, ask, monotonic_ns());
     return !stopping(e);
 }
 
-static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t cap_ns) {
+static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t interval_ns) {
     engine_process *P = &e->processes[i];
     pytop_unwinder *u = P->u;
     pytop_sample sample;
@@ -157,7 +157,7 @@ static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t cap_
     uint64_t began = (uint64_t)(sample.taken_at * 1e9);
     pthread_mutex_lock(&e->lock);
     if (status == PYTOP_OK) {
-        account_sample(e, i, &sample, began, cap_ns);
+        account_sample(e, i, &sample, began, interval_ns, (uint64_t)(e->cfg.max_gap * 1e9));
         account_ends(e, i);
         account_codes(e, i);
         account_names(e, i, &sample, began);
@@ -182,14 +182,6 @@ static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t cap_
     }
 }
 
-static uint64_t next_random(uint64_t *state) {
-    uint64_t x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *state = x;
-}
-
 static uint64_t thread_cpu_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -197,32 +189,75 @@ static uint64_t thread_cpu_ns(void) {
 }
 
 static void take_priority(pytop_engine *e) {
+    prctl(PR_SET_NAME, (unsigned long)"pytop-sampling", 0, 0, 0); /* for top -H, and for the tests */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     if (!e->cfg.realtime) return;
     struct sched_param param = {.sched_priority = 1};
     e->realtime = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0;
 }
 
-/* Give the real-time priority back if sampling costs more than its budget: it must never
- * starve the target. */
-static void check_budget(pytop_engine *e, uint64_t *cpu_mark, uint64_t *wall_mark) {
+static uint64_t process_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* What the budget looked at last. */
+typedef struct budget_marks {
+    uint64_t wall, thread_cpu, process_cpu, started;
+} budget_marks;
+
+/* The rate that brings pytop's CPU `share` of a core within `budget`, from `rate`: down at once
+ * (at most to a quarter a step), up slowly and only well under the budget, so that it settles
+ * rather than swings. Part of pytop's cost (the screen) does not follow the rate: steps repeat
+ * until the share fits. */
+static double budgeted_rate(double rate, double asked, double floor, double share, double budget) {
+    if (share > budget) {
+        double factor = 0.9 * budget / share;
+        rate *= factor < 0.25 ? 0.25 : factor;
+    } else if (share < 0.75 * budget && rate < asked) {
+        double factor = share > 0 ? 0.9 * budget / share : 1.5;
+        rate *= factor > 1.5 ? 1.5 : factor;
+    }
+    if (rate > asked) rate = asked;
+    return rate < floor ? floor : rate;
+}
+
+/* Once a window: the CPU pytop's process used against its budget (the rate follows), and the
+ * sampling thread's own against its real-time budget (the priority goes back if it is over:
+ * it must never starve the target). */
+static void check_budget(pytop_engine *e, budget_marks *m, sample_schedule *schedule) {
     uint64_t wall = monotonic_ns();
-    if (wall - *wall_mark < BUDGET_WINDOW_NS) return;
-    uint64_t cpu = thread_cpu_ns(); /* a syscall: the vDSO does not serve thread CPU clocks */
-    double share = (double)(cpu - *cpu_mark) / (double)(wall - *wall_mark);
+    if (wall - m->wall < BUDGET_WINDOW_NS) return;
+    uint64_t cpu = thread_cpu_ns(), process = process_cpu_ns(); /* syscalls: the vDSO serves neither */
+    double span = (double)(wall - m->wall);
+    double thread_share = (double)(cpu - m->thread_cpu) / span, share = (double)(process - m->process_cpu) / span;
+    double rate = e->rate_now;
+    /* pytop's own start (its screen's first drawing) is not what sampling costs */
+    if (e->cfg.cpu_budget > 0 && wall - m->started >= BUDGET_GRACE_NS) {
+        double floor = e->cfg.min_rate < e->cfg.rate ? e->cfg.min_rate : e->cfg.rate;
+        rate = budgeted_rate(rate, e->cfg.rate, floor, share, e->cfg.cpu_budget);
+    }
     pthread_mutex_lock(&e->lock);
-    e->cpu_seconds += (double)(cpu - *cpu_mark) / 1e9;
-    if (e->realtime && share > e->cfg.realtime_budget) {
+    e->cpu_seconds += (double)(cpu - m->thread_cpu) / 1e9;
+    if (e->realtime && thread_share > e->cfg.realtime_budget) {
         struct sched_param param = {.sched_priority = 0};
         pthread_setschedparam(pthread_self(), SCHED_OTHER, &param);
         e->realtime = false;
     }
+    if (rate != e->rate_now) {
+        e->rate_now = rate;
+        schedule_set_rate(schedule, rate, wall);
+        for (uint32_t i = 0; i < e->process_count; i++)
+            if (e->processes[i].active) set_idle_check(e, &e->processes[i]);
+    }
     pthread_mutex_unlock(&e->lock);
-    *cpu_mark = cpu;
-    *wall_mark = wall;
+    m->wall = wall;
+    m->thread_cpu = cpu;
+    m->process_cpu = process;
 }
 
-static void count_tick(pytop_engine *e, uint64_t due, uint64_t began, uint64_t interval) {
+static void count_tick(pytop_engine *e, uint64_t began, uint64_t due, uint64_t interval, slot_outcome o) {
     pthread_mutex_lock(&e->lock);
     e->ticks++;
     if (e->first_at == 0) e->first_at = (double)began / 1e9;
@@ -230,7 +265,9 @@ static void count_tick(pytop_engine *e, uint64_t due, uint64_t began, uint64_t i
     e->lag = began > due ? (double)(began - due) / 1e9 : 0.0;
     if (e->previous_tick_ns && began - e->previous_tick_ns > e->longest_gap_ns) e->longest_gap_ns = began - e->previous_tick_ns;
     e->previous_tick_ns = began;
-    e->late += began > due + interval;
+    e->late += o.late;
+    e->skipped += o.skipped;
+    e->slot_ns += (1 + (uint64_t)o.skipped) * interval;
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -250,38 +287,29 @@ static bool have_work(pytop_engine *e) {
 }
 
 static void run(pytop_engine *e) {
-    uint64_t interval = (uint64_t)(1e9 / e->cfg.rate);
-    uint64_t cap = 2 * interval, period = (uint64_t)(e->cfg.period * 1e9);
-    uint64_t backlog = (uint64_t)(e->cfg.max_backlog * 1e9);
-    uint64_t due = monotonic_ns(), next_period = due, rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull | 1;
-    uint64_t cpu_mark = thread_cpu_ns(), wall_mark = monotonic_ns();
-    wake_estimate wake = {0};
-    while (have_work(e) && wait_until(e, due, interval, &wake)) {
-        uint64_t began = monotonic_ns();
+    uint64_t period = (uint64_t)(e->cfg.period * 1e9);
+    uint64_t start = monotonic_ns(), next_period = start;
+    sample_schedule schedule;
+    schedule_init(&schedule, e->cfg.rate, e->cfg.jitter, start, (uint64_t)getpid() * 0x9E3779B97F4A7C15ull);
+    budget_marks marks = {start, thread_cpu_ns(), process_cpu_ns(), start};
+    while (have_work(e) && wait_for_slot(e, &schedule)) {
+        uint64_t began = monotonic_ns(), due = schedule.due_ns, interval = schedule.interval_ns;
         bool full = began >= next_period;
         for (uint32_t i = 0; i < e->process_count; i++)
-            if (e->processes[i].active) sample_process(e, i, full, cap);
+            if (e->processes[i].active) sample_process(e, i, full, interval);
         if (full) next_period = began + period;
-        count_tick(e, due, began, interval);
-        double factor = 1.0 + e->cfg.jitter * ((double)(next_random(&rng) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-        due += (uint64_t)((double)interval * factor);
-        uint64_t now = monotonic_ns();
-        if (now > due + backlog) { /* catching up would only mean sampling back to back */
-            pthread_mutex_lock(&e->lock);
-            e->given_up += (uint32_t)((now - due) / interval);
-            pthread_mutex_unlock(&e->lock);
-            due = now;
-        }
-        check_budget(e, &cpu_mark, &wall_mark);
+        slot_outcome outcome = schedule_advance(&schedule, began, monotonic_ns());
+        count_tick(e, began, due, interval, outcome);
+        check_budget(e, &marks, &schedule);
     }
 }
 
 /* When asked to stop: one last sample that reads every thread's figures and closes the period,
  * so the process's CPU time and what was attributed cover the same time. */
 static void last_sample(pytop_engine *e) {
-    uint64_t cap = 2 * (uint64_t)(1e9 / e->cfg.rate);
+    uint64_t interval = (uint64_t)(1e9 / e->rate_now);
     for (uint32_t i = 0; i < e->process_count; i++)
-        if (e->processes[i].active && e->processes[i].sample_no) sample_process(e, i, true, cap);
+        if (e->processes[i].active && e->processes[i].sample_no) sample_process(e, i, true, interval);
 }
 
 static void *thread_main(void *arg) {

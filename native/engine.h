@@ -11,6 +11,7 @@
 #define PYTOP_ENGINE_H
 
 #include "internal.h"
+#include "schedule.h"
 
 #define PENDING_RUNS 32        /* stacks a thread was seen running with, awaiting its CPU count */
 #define MAX_ENDED 4096         /* threads that ended in one period, kept for the remainder */
@@ -116,7 +117,9 @@ struct pytop_engine {
     uint32_t code_count, code_cap;
     growing_text text;         /* what the next drain's records point into */
     /* Schedule, since the previous drain. */
-    uint32_t ticks, late, given_up;
+    uint32_t ticks, late, skipped;
+    uint64_t slot_ns;          /* the schedule's time the ticks and skipped slots cover */
+    double rate_now;           /* what the schedule runs at (the budget may hold it below the rate asked) */
     uint64_t previous_tick_ns, longest_gap_ns; /* a stall: what happened in it is a guess */
     double first_at, last_at, lag;
     bool realtime;
@@ -135,9 +138,10 @@ struct pytop_engine {
 
 /* ---- account.c: under the lock, on the sampling thread ---------------------------------- */
 
-/* Account for one good sample of process `p`, begun at `now` (ns); `cap_ns` bounds the time one
- * sample may stand for. */
-void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t now, uint64_t cap_ns);
+/* Account for one good sample of process `p`, begun at `now` (ns); `interval_ns` is the
+ * schedule's (what a first sample stands for), `cap_ns` bounds the time one sample may stand for. */
+void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t now, uint64_t interval_ns,
+                    uint64_t cap_ns);
 /* Threads of `p` not in its latest sample have ended. */
 void account_ends(pytop_engine *e, uint32_t p);
 /* Names for threads that have none yet (a few reads each, retried while they are new), from

@@ -20,8 +20,11 @@
  *   unwinder.c   the unwinder's API in pytop.h
  *   stacks.c     the engine's table of unique stacks
  *   weights.c    the engine's time per (stack, thread) since the last drain
+ *   schedule.c   when the engine samples: slots, jitter, skipping (schedule.h: no pytop
+ *                headers, so that bench/floor.c builds on the same code)
  *   account.c    the engine's per-thread bookkeeping: what each sample's time goes to
- *   engine.c     the engine's thread, schedule, lifecycle and drains (its API in pytop.h)
+ *   drain.c      handing out what is new since the previous drain
+ *   engine.c     the engine's thread, CPU budget, lifecycle (its API in pytop.h)
  *
  * Every walk over target memory is bounded and every size read from the target is checked.
  */

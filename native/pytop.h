@@ -216,24 +216,29 @@ int64_t pytop_decode_text(int kind, const uint8_t *data, size_t data_length, siz
 
 /* ---- The engine --------------------------------------------------------------------------
  *
- * One native thread samples every process handed to it, `rate` times a second (intervals
- * jittered), without Python's GIL. Per thread it attributes:
+ * One native thread samples every process handed to it, at most `rate` times a second (one
+ * sample per slot of the schedule, jittered within it; see schedule.h), without Python's GIL.
+ * Slots that pass while the machine is too busy are skipped, never caught up in a burst, and the
+ * rate is lowered while pytop uses more than its CPU budget. Per thread it attributes:
  *   cpu:  the kernel's count of the thread's CPU time, split over the stacks it was seen running
  *         with since the count last moved (or given to its latest stack when it was not seen);
  *   wall: the time between samples, to the stack it had;
  *   gil:  the same, while it held the GIL.
- * Time is never more than the sample interval allows: a late sample does not stretch a stack's
- * share. Python drains what is new a few times a second. Ownership: an unwinder handed to the
+ * A sample after skipped slots stands for them too (up to `max_gap`): wall time adds up to the
+ * time that passed. Python drains what is new a few times a second. Ownership: an unwinder handed to the
  * engine is used and freed by the engine's thread only. */
 
 typedef struct pytop_engine pytop_engine;
 
 typedef struct pytop_engine_config {
-    double rate;              /* samples per second */
-    double jitter;            /* each interval is the nominal one times 1 +- jitter (0..0.9) */
-    double max_backlog;       /* seconds: further behind than this, missed samples are given up */
+    double rate;              /* samples per second asked for */
+    double jitter;            /* where in its slot a sample falls: the middle +- jitter/2 (0..0.9) */
+    double max_gap;           /* seconds: the most wall time one sample may stand for */
     int32_t realtime;         /* 1: try the lowest real-time priority for the sampling thread */
     double realtime_budget;   /* share of a core above which it gives that priority back */
+    double cpu_budget;        /* share of a core pytop's whole process may use: past it, the rate is
+                                 lowered until it fits (0: no budget) */
+    double min_rate;          /* the budget never lowers the rate below this */
     int32_t blocking;         /* 1: stop the target's threads with ptrace while they are read */
     uint32_t max_stack_frames;/* bound on the frames of all unique stacks kept (0: default) */
     double period;            /* seconds between two full checks of every thread (0: default) */
@@ -328,11 +333,14 @@ typedef struct pytop_drain {
     uint32_t text_size;
     uint32_t ticks;          /* since the previous drain: sampling ticks ... */
     uint32_t late;           /* ... that began more than one interval after they were due */
-    uint32_t given_up;       /* samples given up because sampling fell too far behind */
+    uint32_t skipped;        /* slots of the schedule that passed without a sample (a busy machine) */
+    uint32_t budget_limited; /* 1 while the CPU budget holds the rate below the one asked for */
+    double slot_seconds;     /* the schedule's time the ticks and skipped slots cover */
     double first_at, last_at;/* CLOCK_MONOTONIC seconds of the first and last tick drained */
     double lag;              /* seconds the latest tick began after it was due */
     double longest_gap;      /* the longest time between two ticks' beginnings, in seconds */
     double cpu_seconds;      /* CPU time the sampling thread used */
+    double rate_now;         /* samples per second the schedule runs at now */
     int32_t running;         /* 1 while the sampling thread runs */
     int32_t realtime;        /* 1 while it has a real-time priority */
     uint32_t stacks_dropped; /* stacks folded into the overflow stack, since the start */

@@ -10,7 +10,7 @@ from pytop.report import format as fmt
 
 def snapshot(**changes: object) -> Snapshot:
     base = Snapshot(target=TargetInfo(42, "python app.py", "3.12.1", "/srv/app"), rows=(), by_line=False,
-                    samples=1000, elapsed=10.0, rate=100.0, errors=0, last_error=None, late=0, behind=0.0,
+                    samples=1000, elapsed=10.0, rate=100.0, errors=0, last_error=None, late=0, skipped_share=0.0,
                     gil_pct=50.0, active_pct=25.0, threads=4, cpu_pct=80.0, rss=50 << 20)
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -33,7 +33,10 @@ def test_error_banner_needs_one_percent_after_a_hundred_samples() -> None:
 
 def test_behind_banner() -> None:
     assert fmt.behind_banner(snapshot()) is None
-    assert fmt.behind_banner(snapshot(behind=2.5)).startswith("2.5 s behind in sampling")  # type: ignore[union-attr]
+    assert fmt.behind_banner(snapshot(skipped_share=0.05)) is None  # a few skipped: the header's late figure says it
+    text = fmt.behind_banner(snapshot(skipped_share=0.25))
+    assert text == ("Behind in sampling on a busy machine: 25% of samples skipped, not taken late; times stay the "
+                    "kernel's.")
 
 
 def test_exited_banner() -> None:
@@ -51,7 +54,7 @@ def test_header_lines() -> None:
     assert fmt.threads_line(s) == "Mode: cpu, GIL: 50.0%, Active: 25.0%, Threads: 4"
     assert fmt.samples_line(s) == "Samples: 1,000 in 00:00:10 (100/s of 100/s), Errors: 0.0%"
     assert fmt.usage_line(s) == "CPU: 80%, RSS: 50.0 MiB"
-    late = snapshot(rate_asked=100.0, late=30, given_up=20)
+    late = snapshot(rate_asked=100.0, late=30, skipped=20)
     assert fmt.samples_line(late) == "Samples: 1,000 in 00:00:10 (100/s of 100/s, 4.9% late), Errors: 0.0%"
     stalled = snapshot(rate_asked=100.0, late=30, longest_gap=0.0456)
     assert fmt.samples_line(stalled) == ("Samples: 1,000 in 00:00:10 (100/s of 100/s, 3.0% late, a 46 ms gap), "

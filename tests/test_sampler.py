@@ -16,7 +16,7 @@ from pytop.core import calltree
 from pytop.core.model import Snapshot
 from pytop.core.threads import ThreadBook
 from pytop.run import attach_child, info_of
-from pytop.sampling.sampler import Sampler, Settings, schedule_deficit
+from pytop.sampling.sampler import Sampler, Settings, skipped_share
 from pytop.target.attach import attach
 
 
@@ -55,7 +55,7 @@ def test_sampling_at_rate_with_idle_threads_left_out(some_interp: dict[str, Any]
     final = sampler.final_snapshot()
     # Refreshes came quickly at first, then at the chosen pace.
     assert len(got.snapshots) >= 5
-    assert [s.behind for s in got.snapshots[:3]] == [0.0] * 3  # the engine's start is not falling behind
+    assert [s.skipped_share for s in got.snapshots[:3]] == [0.0] * 3  # the engine's start is not falling behind
     assert 400 <= final.samples <= 450, final.samples
     assert 180 <= final.samples / final.elapsed <= 210, (final.samples, final.elapsed)
     assert final.rate > 100 and final.rate_asked == 200 and final.mode == "cpu"
@@ -244,11 +244,10 @@ def test_gc_share(interp: dict[str, Any]) -> None:
     assert shares["collect"] is not None and shares["collect"] > 20, shares
 
 
-def test_behind_means_samples_missing_not_samples_late() -> None:
-    assert schedule_deficit(ticks=1020, given_up=0, seconds=1.0, rate=1000, lag=0.002) == 0.0  # 102/s of 100/s
-    assert schedule_deficit(ticks=950, given_up=0, seconds=1.0, rate=1000, lag=0.3) == 0.0  # late, all taken
-    assert schedule_deficit(ticks=600, given_up=0, seconds=1.0, rate=1000, lag=0.1) == pytest.approx(0.4)
-    assert schedule_deficit(ticks=990, given_up=400, seconds=1.0, rate=1000, lag=0.7) == 0.7
+def test_behind_means_samples_skipped() -> None:
+    assert skipped_share(ticks=1000, skipped=0, slot_seconds=1.0) == 0.0  # every slot had its sample
+    assert skipped_share(ticks=600, skipped=400, slot_seconds=1.0) == pytest.approx(0.4)
+    assert skipped_share(ticks=10, skipped=90, slot_seconds=0.1) == 0.0  # too short a window to tell
 
 
 def wait_for(got: Collected, test: Any, timeout: float = 20) -> Snapshot:

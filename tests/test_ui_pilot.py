@@ -130,13 +130,13 @@ async def test_q_and_ctrl_c_quit_and_stop_the_source() -> None:
 
 
 async def test_banners_appear_only_when_due() -> None:
-    source = FakeSource(snapshot(errors=100, samples=900, last_error="torn read", behind=3.2))
+    source = FakeSource(snapshot(errors=100, samples=900, last_error="torn read", skipped_share=0.37))
     app = PytopApp(source)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert app.query_one("#error-banner").display
         assert "Error rate 10.0% (last: torn read)" in str(app.query_one("#error-banner").render())
-        assert "3.2 s behind in sampling" in str(app.query_one("#behind-banner").render())
+        assert "37% of samples skipped" in str(app.query_one("#behind-banner").render())
         assert not app.query_one("#exited-banner").display
         source._send(snapshot(exited=True, exit_reason="process 4242 has exited"))
         await pilot.pause()
@@ -174,7 +174,7 @@ async def test_a_small_terminal_keeps_the_table_in_sight() -> None:
     target = replace(snapshot().target, command="python -c import time\ndef spin():\n    while True: pass\nspin() "
                      + "--a-long-argument " * 6)
     crowded = snapshot(rows=many_rows(40), target=target, errors=100, samples=900, last_error="torn read",
-                       behind=3.2, exited=True, exit_reason="process 4242 has exited")
+                       skipped_share=0.37, exited=True, exit_reason="process 4242 has exited")
     app = PytopApp(FakeSource(crowded), notes=("[its output: /tmp/pytop-child-abcdefgh.log]",))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("t")

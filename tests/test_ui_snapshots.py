@@ -31,7 +31,7 @@ def test_by_line_sorted_by_total(snap_compare: Any) -> None:
 
 def test_banners(snap_compare: Any) -> None:
     source = FakeSource(snapshot(errors=60, samples=940, last_error="2 thread stacks changed while read",
-                                 behind=1.7, exited=True, exit_reason="process 4242 has exited"))
+                                 skipped_share=0.42, exited=True, exit_reason="process 4242 has exited"))
     assert snap_compare(PytopApp(source), terminal_size=SIZES[0])
 
 

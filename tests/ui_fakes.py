@@ -59,7 +59,7 @@ GRAPHS = {
 def snapshot(by_line: bool = False, scale: float = 1.0, **changes: object) -> Snapshot:
     values: dict[str, object] = dict(
         target=TARGET, rows=rows(by_line, scale), by_line=by_line, samples=int(5012 * scale),
-        elapsed=50.2 * scale, rate=99.8, errors=0, last_error=None, late=0, behind=0.0, gil_pct=61.5,
+        elapsed=50.2 * scale, rate=99.8, errors=0, last_error=None, late=0, skipped_share=0.0, gil_pct=61.5,
         active_pct=43.3, threads=6, cpu_pct=88.0, rss=73 << 20, rate_asked=100.0, mode="cpu",
         thread_rows=THREADS, gc_pct=1.2, processes=(4242,))
     values.update(changes)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from . import __version__, errors
 from .report.table import SORT_CHOICES
+from .sampling.priority import DEFAULT_CPU_BUDGET
 
 
 def parse_pid(text: str) -> int:
@@ -40,6 +41,18 @@ def positive(text: str) -> float:
 
 
 MAX_RATE = 100000.0
+MAX_BUDGET = 100.0 * (os.cpu_count() or 1)
+
+
+def budget(text: str) -> float:
+    """--cpu-budget: a percentage of one core, 0 for none."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= MAX_BUDGET:
+        raise argparse.ArgumentTypeError(f"a percentage of one core from 0 to {MAX_BUDGET:g}: {text!r}")
+    return value
 
 
 def rate(text: str) -> float:
@@ -81,10 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
     sampling.add_argument("-g", "--gil", action="store_true", help="the same as --mode gil")
     sampling.add_argument("-s", "--subprocesses", action="store_true",
                           help="also watch the target's Python child processes as they start and stop")
-    sampling.add_argument("--no-priority", action="store_true",
-                          help="do not raise pytop's scheduling priority (by default, when allowed, "
-                               "its sampler takes a real-time priority so samples come on time "
-                               "even when the target keeps every core busy)")
+    sampling.add_argument("--cpu-budget", type=budget, default=100 * DEFAULT_CPU_BUDGET, metavar="PERCENT",
+                          help=f"the most of one core pytop may use, sampling and screen together (default "
+                               f"{100 * DEFAULT_CPU_BUDGET:g}); over it, pytop lowers its rate until it fits and says "
+                               "so in the header; 0: no budget")
+    sampling.add_argument("--realtime", action="store_true",
+                          help="give the sampling thread a real-time priority and the screen a higher one (root "
+                               "or CAP_SYS_NICE), so samples come on time even when every core is busy. It "
+                               "costs the target: on a saturated host each sample takes a CPU from it at once "
+                               "(a web app served half its requests). By default pytop runs at normal priority "
+                               "and gives way, skipping samples it cannot take on time")
+    sampling.add_argument("--no-priority", action="store_true", help=argparse.SUPPRESS)  # the default now
     sampling.add_argument("--async", dest="tasks", action="store_true",
                           help="asyncio (CPython 3.14+): show the task each sample ran, as 'task NAME' between "
                                "the event loop's frames and the task's coroutines (the A key toggles it); with "
@@ -156,6 +176,8 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         raise errors.UsageError("give only one of a PID, a command after --, --demo or --core")
     if args.json and not (args.dump or args.batch):
         raise errors.UsageError("--json goes with --dump or --batch")
+    if args.realtime and args.no_priority:
+        raise errors.UsageError("--realtime and --no-priority do not go together")
     if args.blocking and args.nonblocking:
         raise errors.UsageError("--blocking and --nonblocking do not go together")
     if (args.format or args.output) and not args.batch:

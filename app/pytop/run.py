@@ -170,7 +170,8 @@ def watch(args: argparse.Namespace, command: list[str]) -> int:
             raise errors.UsageError(f"--async needs CPython 3.14 or newer (process {target.pid} runs "
                                     f"{target.version}: its threads do not say which asyncio task they run)")
         settings = Settings(rate=args.rate, delay=args.delay, mode=args.mode, by_line=args.by_line,
-                            realtime=not args.no_priority, blocking=args.blocking, tasks=args.tasks)
+                            realtime=args.realtime, cpu_budget=args.cpu_budget / 100, blocking=args.blocking,
+                            tasks=args.tasks)
         if args.batch:
             settings = replace(settings, delay=args.duration + 3600, quick_start=False)
             sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if args.subprocesses else None,

@@ -116,7 +116,8 @@ class Counts:
     stacks: ThreadStacks = field(default_factory=dict)
     ticks: int = 0
     late: int = 0
-    given_up: int = 0
+    skipped: int = 0  # slots of the schedule without a sample
+    slot_seconds: float = 0.0  # the schedule's time its ticks and skipped slots cover
     failed: int = 0  # samples that failed as a whole
     torn: int = 0  # thread stacks that could not be read
     gil_samples: int = 0  # samples (of all processes) in which some thread held the GIL
@@ -146,7 +147,8 @@ class Counts:
         self.add_weights(drain.weights)
         self.ticks += drain.ticks
         self.late += drain.late
-        self.given_up += drain.given_up
+        self.skipped += drain.skipped
+        self.slot_seconds += drain.slot_seconds
         self.longest_gap = max(self.longest_gap, drain.longest_gap)
         if drain.ticks:
             self.first_at = self.first_at or drain.first_at

@@ -107,11 +107,11 @@ class Snapshot:
     by_line: bool
     samples: int  # good samples since the last reset
     elapsed: float  # seconds since the last reset
-    rate: float  # samples per second achieved in the last window
+    rate: float  # samples per second in the last window: never more than the rate asked
     errors: int  # failed samples since the last reset
     last_error: str | None
     late: int  # samples taken more than one interval after they were due
-    behind: float  # seconds the sampler is behind its schedule (0: on time)
+    skipped_share: float  # share of the samples asked for lately that a busy machine made pytop skip
     gil_pct: float  # share of the window's samples in which some thread held the GIL
     active_pct: float  # share of the window's thread time spent on a CPU (the kernel's count)
     threads: int  # Python threads in the last sample
@@ -122,7 +122,10 @@ class Snapshot:
     exit_status: int | None = None  # a program pytop started: its status once it ended (-N: signal N)
     mode: str = "cpu"  # what OwnTime and TotalTime measure (MODE_HELP)
     rate_asked: float = 0.0
-    given_up: int = 0  # samples given up since the reset because sampling fell too far behind
+    skipped: int = 0  # samples skipped since the reset because the machine was too busy
+    rate_held: float | None = None  # the rate pytop's CPU budget holds sampling at (None: the rate asked)
+    cpu_budget: float = 0.0  # the share of a core pytop may use (0: no budget)
+    pytop_cpu_pct: float | None = None  # pytop's own CPU use in the window, 100 = one core
     longest_gap: float = 0.0  # seconds: the longest time between two samples since the reset
     torn: int = 0  # thread stacks that could not be read since the reset
     cpu_time: float = 0.0  # seconds of CPU the kernel counted for the target since the reset
@@ -149,5 +152,5 @@ class Snapshot:
 
     @property
     def late_pct(self) -> float:
-        asked = self.samples + self.given_up
-        return 100.0 * (self.late + self.given_up) / asked if asked else 0.0
+        asked = self.samples + self.skipped
+        return 100.0 * (self.late + self.skipped) / asked if asked else 0.0

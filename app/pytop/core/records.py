@@ -178,12 +178,15 @@ class Drain:
     weights: tuple[Weight, ...]
     ticks: int  # sampling ticks
     late: int  # ticks that began more than one interval late
-    given_up: int  # samples given up because sampling fell too far behind
+    skipped: int  # slots of the schedule that passed without a sample (the machine was busy)
+    slot_seconds: float  # the schedule's time the ticks and skipped slots cover
     first_at: float  # CLOCK_MONOTONIC seconds of the first and last tick in it
     last_at: float
     lag: float  # how late the latest tick began
     longest_gap: float  # the longest time between two ticks (a stall of the sampling thread)
     cpu_seconds: float  # CPU time of the sampling thread
+    rate_now: float  # samples per second the schedule runs at now
+    budget_limited: bool  # pytop's CPU budget holds the rate below the one asked for
     running: bool
     realtime: bool
     stacks_dropped: int  # since the start

@@ -51,7 +51,10 @@ class Circumstances:
     window_seconds: float
     elapsed: float
     rate_asked: float
-    behind: float = 0.0
+    skipped_share: float = 0.0
+    rate_held: float | None = None
+    cpu_budget: float = 0.0
+    pytop_cpu_pct: float | None = None
     rss: int | None = None
     exited: bool = False
     exit_reason: str | None = None
@@ -150,11 +153,11 @@ def build(target: TargetInfo, figures: Figures, window_table: FunctionTable, vie
         by_line=view.by_line,
         samples=total.ticks,
         elapsed=c.elapsed,
-        rate=window.ticks / c.window_seconds if c.window_seconds > 0 else 0.0,
+        rate=window.ticks / window.slot_seconds if window.slot_seconds > 0 else 0.0,
         errors=total.failed,
         last_error=c.last_error,
         late=total.late,
-        behind=c.behind,
+        skipped_share=c.skipped_share,
         gil_pct=_share(window.gil_samples, window.process_samples),
         active_pct=_share(window_cpu, window_wall),
         threads=sum(1 for t in figures.threads.threads.values() if t.alive and not t.native),
@@ -165,7 +168,10 @@ def build(target: TargetInfo, figures: Figures, window_table: FunctionTable, vie
         exit_status=c.exit_status,
         mode=view.mode,
         rate_asked=c.rate_asked,
-        given_up=total.given_up,
+        skipped=total.skipped,
+        rate_held=c.rate_held,
+        cpu_budget=c.cpu_budget,
+        pytop_cpu_pct=c.pytop_cpu_pct,
         longest_gap=total.longest_gap,
         torn=total.torn,
         cpu_time=total.cpu_ns / 1e9,

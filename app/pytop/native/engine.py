@@ -29,11 +29,13 @@ for _struct, _name in ((_PROCESS, "pytop_drain_process"), (_DRAIN_THREAD, "pytop
 NO_TEXT = 0xFFFFFFFF
 
 
+
+
 def default_realtime_budget() -> float:
-    """Share of a core the sampling thread may use at a real-time priority. Half a core on a
-    machine of one core (the target keeps the other half); with more, 0.8: the target keeps
-    every other core and a fifth of this one. 10 kHz on a hundred threads needs ~0.56 of a core
-    here: at 0.5 it lost the priority and 35-48% of its samples came late (1-2% at 0.8)."""
+    """Share of a core the sampling thread may use at a real-time priority (--realtime). Half a
+    core on a machine of one core (the target keeps the other half); with more, 0.8: the target
+    keeps every other core and a fifth of this one. 10 kHz on a hundred threads needs ~0.56 of a
+    core here: at 0.5 it lost the priority and 35-48% of its samples came late (1-2% at 0.8)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -43,12 +45,19 @@ def default_realtime_budget() -> float:
 
 @dataclass(frozen=True)
 class EngineConfig:
-    rate: float = 1000.0  # samples per second
-    jitter: float = 0.5  # intervals are the nominal one times 1 +- jitter
-    max_backlog: float = 1.0  # seconds behind schedule after which samples are given up
-    realtime: bool = True  # the lowest real-time priority for the sampling thread, when allowed
+    rate: float = 1000.0  # samples per second asked for
+    jitter: float = 0.5  # a sample falls in the middle of its slot +- jitter/2 of a slot
+    max_gap: float = 1.0  # seconds: the most wall time one sample may stand for
+    # Do no harm: normal priority unless asked. A real-time sampling thread takes a CPU from the
+    # target whenever it wakes: on a saturated host it halved a web app's throughput.
+    realtime: bool = False
     # share of a core above which it gives that priority back
     realtime_budget: float = field(default_factory=default_realtime_budget)
+    # Share of a core the whole process may use (sampling, drains, a screen): over it, the rate
+    # is lowered until it fits, and raised again as it can. 0: no budget (pytop's policy is in
+    # sampling/priority.py).
+    cpu_budget: float = 0.0
+    min_rate: float = 10.0  # samples per second the budget never goes below
     blocking: bool = False  # stop the target's threads with ptrace while they are read
     max_stack_frames: int = 0  # bound on frames of all unique stacks kept (0: the default)
     period: float = 0.0  # seconds between full checks of every thread (0: the default)
@@ -116,8 +125,9 @@ class Engine:
 
     def __init__(self, config: EngineConfig):
         c = ffi.new("pytop_engine_config *")
-        c.rate, c.jitter, c.max_backlog = config.rate, config.jitter, config.max_backlog
+        c.rate, c.jitter, c.max_gap = config.rate, config.jitter, config.max_gap
         c.realtime, c.realtime_budget, c.blocking = int(config.realtime), config.realtime_budget, int(config.blocking)
+        c.cpu_budget, c.min_rate = config.cpu_budget, config.min_rate
         c.max_stack_frames, c.period = config.max_stack_frames, config.period
         status = ffi.new("int *")
         handle = lib.pytop_engine_new(c, status)
@@ -173,9 +183,10 @@ class Engine:
         return Drain(
             processes=_processes(out, text), threads=_threads(out, text), codes=_codes(out, text),
             stacks=_stacks(out), weights=_weights(out),
-            ticks=out.ticks, late=out.late, given_up=out.given_up, first_at=out.first_at, last_at=out.last_at,
-            lag=out.lag, longest_gap=out.longest_gap, cpu_seconds=out.cpu_seconds, running=bool(out.running),
-            realtime=bool(out.realtime),
+            ticks=out.ticks, late=out.late, skipped=out.skipped, slot_seconds=out.slot_seconds,
+            first_at=out.first_at, last_at=out.last_at, lag=out.lag, longest_gap=out.longest_gap,
+            cpu_seconds=out.cpu_seconds, rate_now=out.rate_now, budget_limited=bool(out.budget_limited),
+            running=bool(out.running), realtime=bool(out.realtime),
             stacks_dropped=out.stacks_dropped, end=text.at(out.end_at),
         )
 

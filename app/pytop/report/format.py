@@ -71,10 +71,13 @@ def threads_line(s: Snapshot) -> str:
 
 def samples_line(s: Snapshot) -> str:
     rate = f"{s.rate:,.0f}/s" + (f" of {s.rate_asked:,.0f}/s" if s.rate_asked else "")
+    if s.rate_held is not None:  # pytop gives way rather than take more than its share
+        rate += f", held down by pytop's {100 * s.cpu_budget:g}% CPU budget"
     late = f", {s.late_pct:.1f}% late" if s.late_pct >= 0.05 else ""
     if s.longest_gap >= STALL_SECONDS:  # what the target did in a stall is a guess: say so
         late += f", a {1000 * s.longest_gap:,.0f} ms gap"
-    return f"Samples: {s.samples:,} in {clock(s.elapsed)} ({rate}{late}), Errors: {100 * s.error_rate:.1f}%"
+    own = f", pytop CPU {s.pytop_cpu_pct:.1f}%" if s.pytop_cpu_pct is not None else ""
+    return f"Samples: {s.samples:,} in {clock(s.elapsed)} ({rate}{late}), Errors: {100 * s.error_rate:.1f}%{own}"
 
 
 def usage_line(s: Snapshot) -> str:
@@ -90,10 +93,12 @@ def error_banner(s: Snapshot) -> str | None:
 
 
 def behind_banner(s: Snapshot) -> str | None:
-    if s.behind < 0.05:
+    """Sampling fell behind a busy machine: pytop skipped what it could not take on time (never
+    catching up in a burst that would take more from the target)."""
+    if s.skipped_share < 0.1:
         return None
-    return (f"{s.behind:.1f} s behind in sampling: fewer samples are taken than asked for. Times stay "
-            "right (they are the kernel's) but they are placed less finely; try a lower --rate.")
+    return (f"Behind in sampling on a busy machine: {100 * s.skipped_share:.0f}% of samples skipped, not taken late; "
+            "times stay the kernel's.")
 
 
 def exit_status(status: int) -> str:

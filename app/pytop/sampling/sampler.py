@@ -26,15 +26,16 @@ from ..core.records import Drain
 from ..core.snapshot import Circumstances, Figures, View, build
 from ..native import Closed, Engine, EngineConfig, Unwinder
 from ..report import export
+from .priority import DEFAULT_CPU_BUDGET
 from .processes import Attach, ProcessSet
 
 FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickly
 DRAIN_SECONDS = 0.5  # how often the engine is drained between refreshes (each costs per (thread, stack) pair)
 DISCOVERY_SECONDS = 1.0  # how often to look for new subprocesses
 STOP_SECONDS = 5.0  # how long stop() waits for the engine's thread
-BEHIND_SHOWN_FROM = 0.05  # seconds behind schedule worth a banner
-BEHIND_JUDGED_FROM = 0.2  # seconds of ticks a window needs before it can say sampling is behind
-BEHIND_HOLD_SECONDS = 3.0  # the banner stays this long after the last window that was behind
+SKIPPING_SHOWN_FROM = 0.1  # share of a window's samples skipped that is worth a banner
+SKIPPING_JUDGED_FROM = 0.2  # seconds of schedule a window needs before it can say so
+SKIPPING_HOLD_SECONDS = 3.0  # the banner stays this long after the last window that skipped
 EXIT_STATUS_WAIT = 1.0  # a started program whose memory is gone is ending: time to reap it
 
 
@@ -45,20 +46,18 @@ class Settings:
     mode: str = "cpu"  # cpu, wall or gil (see core.model.MODE_HELP)
     by_line: bool = False
     quick_start: bool = True  # refresh early while the first samples arrive
-    realtime: bool = True  # take a real-time priority when allowed
+    realtime: bool = False  # take a real-time priority when allowed (--realtime; it costs the target)
+    cpu_budget: float = DEFAULT_CPU_BUDGET  # share of a core pytop may use; the rate gives way (0: none)
     blocking: bool = False  # stop the target's threads while each sample is read
     tasks: bool = False  # start with asyncio tasks shown (the A key toggles them)
 
 
-def schedule_deficit(ticks: int, given_up: int, seconds: float, rate: float, lag: float) -> float:
-    """How far sampling is behind its schedule over a window, in seconds: 0 while it takes at
-    least 90% of the samples asked for and gives none up (samples that come late but are all
-    taken are not "behind"); else the samples missing, or the latest lag if that is more."""
-    asked = seconds * rate
-    missing = max(0.0, asked - ticks)
-    if given_up == 0 and missing <= 0.1 * asked:
+def skipped_share(ticks: int, skipped: int, slot_seconds: float) -> float:
+    """The share of a window's samples that a busy machine made the engine skip; 0 until the
+    window covers enough of the schedule to tell."""
+    if slot_seconds < SKIPPING_JUDGED_FROM or ticks + skipped == 0:
         return 0.0
-    return max(missing / rate, lag)
+    return skipped / (ticks + skipped)
 
 
 class Sampler:
@@ -71,7 +70,8 @@ class Sampler:
         self.target = target
         self.settings = settings
         self.publish: Callable[[Snapshot], None] = lambda snapshot: None
-        self.engine = Engine(EngineConfig(rate=settings.rate, realtime=settings.realtime, blocking=settings.blocking))
+        self.engine = Engine(EngineConfig(rate=settings.rate, realtime=settings.realtime, blocking=settings.blocking,
+                                          cpu_budget=settings.cpu_budget))
         self.figures = Figures()
         self.figures.book.show_tasks(settings.tasks)
         self._add_process(unwinder, target.pid)
@@ -85,13 +85,15 @@ class Sampler:
         self._inbox: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pytop-sampler", daemon=True)
-        self._lag = 0.0
         self._realtime = False
+        self._rate_now = settings.rate
+        self._budget_limited = False
+        self._cpu_mark = time.process_time()  # pytop's own CPU at the window's start
         self._sampler_cpu = 0.0
         self._dropped = 0
         self._last_window: tuple[Counts, FunctionTable, Circumstances] | None = None
         self._exit_status = exit_status
-        self._behind_shown = self._behind_until = 0.0
+        self._skipping_shown = self._skipping_until = 0.0
         self.status: int | None = None  # the started program's exit status, once sampling saw it end
         self._reset_figures()
 
@@ -172,9 +174,9 @@ class Sampler:
         """How sampling went since the last reset (read once the threads have stopped)."""
         total = self.figures.total
         elapsed = max(time.monotonic() - self.started, 1e-9)
-        return {"samples": total.ticks, "late": total.late, "given_up": total.given_up, "errors": total.failed,
+        return {"samples": total.ticks, "late": total.late, "skipped": total.skipped, "errors": total.failed,
                 "elapsed": elapsed, "rate": total.ticks / elapsed, "target_rate": self.settings.rate,
-                "sampler_cpu": self._sampler_cpu}
+                "rate_now": self._rate_now, "sampler_cpu": self._sampler_cpu}
 
     def final_snapshot(self) -> Snapshot:
         """Once stopped: the figures of the last window and since the reset."""
@@ -311,8 +313,9 @@ class Sampler:
             if p.status:
                 self.processes.gone(p.pid)
                 f.threads.ended_process(p.process)
-        self._lag = d.lag
         self._realtime = d.realtime
+        self._rate_now = d.rate_now
+        self._budget_limited = d.budget_limited
         self._sampler_cpu = d.cpu_seconds
         self._dropped = d.stacks_dropped
         if not d.running and d.end is not None and not self._stop.is_set():
@@ -336,20 +339,22 @@ class Sampler:
     def _publish(self, exited: bool = False, reason: str | None = None) -> None:
         self.publish(self._close_window(exited, reason))
 
-    def _behind(self, window: Counts) -> float:
-        """Seconds behind schedule, held for BEHIND_HOLD_SECONDS after the last window that was,
-        so that the banner does not blink on and off."""
-        # Judged over the window's own ticks, first to last: the first window also holds the
-        # engine's start (it showed "0.1 s behind" for the first 3 s of every run).
-        span = window.last_at - window.first_at if window.ticks > 1 else 0.0
-        deficit = schedule_deficit(window.ticks - 1, window.given_up, span, self.settings.rate, self._lag) if (
-            span >= BEHIND_JUDGED_FROM or window.given_up) else 0.0
+    def _skipping(self, window: Counts) -> float:
+        """The share of samples skipped, held for SKIPPING_HOLD_SECONDS after the last window
+        that skipped many, so that the banner does not blink on and off."""
+        share = skipped_share(window.ticks, window.skipped, window.slot_seconds)
         now = time.monotonic()
-        if deficit >= BEHIND_SHOWN_FROM:
-            self._behind_shown, self._behind_until = deficit, now + BEHIND_HOLD_SECONDS
-        elif now >= self._behind_until:
-            self._behind_shown = 0.0
-        return self._behind_shown
+        if share >= SKIPPING_SHOWN_FROM:
+            self._skipping_shown, self._skipping_until = share, now + SKIPPING_HOLD_SECONDS
+        elif now >= self._skipping_until:
+            self._skipping_shown = 0.0
+        return self._skipping_shown
+
+    def _pytop_cpu(self, seconds: float) -> float:
+        """pytop's own CPU use over the window, 100 = one core."""
+        cpu = time.process_time()
+        used, self._cpu_mark = cpu - self._cpu_mark, cpu
+        return 100.0 * used / seconds
 
     def _close_window(self, exited: bool = False, reason: str | None = None) -> Snapshot:
         if self.engine.is_open:
@@ -371,7 +376,9 @@ class Sampler:
         seconds = max(now - self._window_started, 1e-9)
         circumstances = Circumstances(
             window_seconds=seconds, elapsed=max(now - self.started, 1e-9), rate_asked=self.settings.rate,
-            behind=self._behind(f.window), rss=self.processes.rss(), exited=exited, exit_reason=reason,
+            skipped_share=self._skipping(f.window), rss=self.processes.rss(), exited=exited, exit_reason=reason,
+            rate_held=self._rate_now if self._budget_limited and not exited else None,
+            cpu_budget=self.settings.cpu_budget, pytop_cpu_pct=self._pytop_cpu(seconds),
             exported=self.exported, processes=self.processes.alive, sampler_cpu=self._sampler_cpu,
             stacks_dropped=self._dropped, last_error=self.last_error, failure=self.failure, exit_status=self.status)
         snapshot = build(self.target, f, window_table, self.view, circumstances)

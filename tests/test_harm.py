@@ -1,0 +1,85 @@
+"""Do no harm: pytop must never take from the target what it needs. By default its sampling
+thread runs at normal priority (a real-time one only with --realtime), and its whole process
+keeps within its CPU budget by lowering the rate, which it says."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import helpers
+from conftest import interpreters
+
+SAMPLING_THREAD = "pytop-sampling"
+
+
+@pytest.fixture(scope="module")
+def target_interp() -> dict[str, Any]:
+    """What is tested here does not depend on the target's version: one interpreter will do."""
+    found, complaints = interpreters()
+    if "pyenv-3.12" not in found:
+        (pytest.fail if helpers.IN_CI else pytest.skip)(f"no pyenv-3.12: {complaints}")
+    return found["pyenv-3.12"]
+
+
+def thread_policies(pid: int, timeout: float = 60) -> dict[str, tuple[int, int]]:
+    """{thread name: (scheduling policy, nice)} of pytop's threads, once its sampling thread runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = {}
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                name = (task / "comm").read_text().strip()
+                found[name] = (os.sched_getscheduler(int(task.name)), os.getpriority(os.PRIO_PROCESS, int(task.name)))
+            except OSError:
+                continue
+        if SAMPLING_THREAD in found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"no {SAMPLING_THREAD} thread in pytop {pid}")
+
+
+def policies_during_batch(pid: int, *options: str) -> dict[str, tuple[int, int]]:
+    pytop = subprocess.Popen([*helpers.PYTOP, "--batch", "--duration", "30", *options, str(pid)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        return thread_policies(pytop.pid)
+    finally:
+        pytop.terminate()
+        pytop.wait(60)
+
+
+def test_normal_priority_unless_asked(target_interp: dict[str, Any]) -> None:
+    with helpers.running(target_interp, "stacks.py") as t:
+        default = policies_during_batch(t.pid)
+        asked = policies_during_batch(t.pid, "--realtime")
+    assert all(policy == os.SCHED_OTHER and nice == 0 for policy, nice in default.values()), default
+    if os.geteuid() == 0:  # allowed to take it: it does, only when asked
+        assert asked[SAMPLING_THREAD][0] == os.SCHED_FIFO, asked
+
+
+def test_the_cpu_budget_lowers_the_rate_and_says_so(target_interp: dict[str, Any]) -> None:
+    # A budget no sampler at 2 kHz can keep (0.5% of a core: ~25 us of CPU a second per 100
+    # samples): the rate must come down, whatever the machine's load.
+    with helpers.running(target_interp, "stacks.py") as t:
+        done = helpers.run_pytop("--batch", "--duration", "6", "--rate", "2000", "--cpu-budget", "0.5", "--json",
+                                 str(t.pid))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["rate_held"] is not None and report["rate_held"] < 1000, report["rate_held"]
+    assert report["samples"] < 2000 * report["duration"] * 0.75, (report["samples"], report["duration"])
+    assert report["cpu_budget_pct"] == 0.5
+
+
+def test_a_rate_the_budget_allows_is_not_held(target_interp: dict[str, Any]) -> None:
+    # 20 samples a second of a three-thread target cost far less than 5% of a core.
+    with helpers.running(target_interp, "stacks.py") as t:
+        done = helpers.run_pytop("--batch", "--duration", "4", "--rate", "20", "--json", str(t.pid))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["rate_held"] is None
