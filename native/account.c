@@ -109,6 +109,7 @@ void account_forget_ended(pytop_engine *e) {
         engine_thread *t = &e->threads[i];
         if (t->ended && !t->dirty) {
             free(t->name);
+            stack_path_free(&t->path);
             continue;
         }
         e->threads[kept++] = *t;
@@ -203,17 +204,25 @@ static uint64_t born_cpu(engine_process *P, const pytop_thread *pt) {
     return pt->cpu_ns > before ? pt->cpu_ns - before : 0;
 }
 
-static uint32_t stack_of(pytop_engine *e, uint32_t p, const engine_thread *t, const pytop_thread *pt,
+static uint32_t stack_of(pytop_engine *e, uint32_t p, engine_thread *t, const pytop_thread *pt,
                          const pytop_frame *frames) {
     engine_process *P = &e->processes[p];
     if (pt->status != PYTOP_OK) { /* torn: the time goes to the latest stack it had */
         P->d_torn++;
-        return t->stack ? t->stack : stacks_intern(&e->stacks, p, PYTOP_STACK_EMPTY | PYTOP_STACK_INCOMPLETE, frames, 0);
+        if (t->stack) {
+            stacks_touch(&e->stacks, t->stack);
+            return t->stack;
+        }
+        return stacks_intern(&e->stacks, &e->functions, p, PYTOP_STACK_EMPTY | PYTOP_STACK_INCOMPLETE, frames, 0,
+                             NULL);
     }
-    if ((pt->flags & PYTOP_THREAD_UNCHANGED) && t->stack) return t->stack;
+    if ((pt->flags & PYTOP_THREAD_UNCHANGED) && t->stack) {
+        stacks_touch(&e->stacks, t->stack);
+        return t->stack;
+    }
     uint32_t kind = pt->frame_count ? PYTOP_STACK_FRAMES : PYTOP_STACK_EMPTY;
     if (pt->flags & PYTOP_THREAD_TRUNCATED) kind |= PYTOP_STACK_INCOMPLETE;
-    return stacks_intern(&e->stacks, p, kind, frames + pt->first_frame, pt->frame_count);
+    return stacks_intern(&e->stacks, &e->functions, p, kind, frames + pt->first_frame, pt->frame_count, &t->path);
 }
 
 void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t now, uint64_t interval_ns,
@@ -368,6 +377,11 @@ void account_codes(pytop_engine *e, uint32_t p) {
         if (!codes) return;
         e->codes = codes;
         const code_entry *entry = &c->entries[P->codes_sent++];
+        /* pseudo-frames are asyncio tasks' (asyncio.c) */
+        if (!functions_add_code(&e->functions, p, P->codes_sent, entry->qualname, entry->filename, entry->pseudo)) {
+            P->codes_sent--; /* out of memory: again after the next sample */
+            return;
+        }
         e->codes[e->code_count++] = (pytop_drain_code){
             .process = p, .code_id = P->codes_sent, .firstlineno = entry->firstlineno,
             .name_at = text_add(&e->text, entry->name, MAX_NAME_CHARS * 4),
@@ -397,7 +411,7 @@ static void visit_other(void *ctx, const other_task *o, uint64_t delta, bool fir
     if (created) {
         t->native_id = o->tid;
         t->name = strdup(o->comm);
-        t->stack = stacks_intern(&e->stacks, c->p, PYTOP_STACK_NATIVE, NULL, 0);
+        t->stack = stacks_intern(&e->stacks, &e->functions, c->p, PYTOP_STACK_NATIVE, NULL, 0, NULL);
     }
     t->alive = true;
     t->seen = c->scan;
@@ -444,7 +458,7 @@ static engine_thread *unseen_thread(pytop_engine *e, uint32_t p) {
     engine_thread *t = account_thread(e, p, true, 0, &created);
     if (t && created) {
         t->name = strdup(UNSEEN_NAME);
-        t->stack = stacks_intern(&e->stacks, p, PYTOP_STACK_UNSEEN, NULL, 0);
+        t->stack = stacks_intern(&e->stacks, &e->functions, p, PYTOP_STACK_UNSEEN, NULL, 0, NULL);
     }
     return t;
 }

@@ -72,25 +72,85 @@ static void drain_threads(pytop_engine *e, pytop_drain *out) {
     out->thread_count = n;
 }
 
-static int drain_stacks(pytop_engine *e, pytop_drain *out) {
-    stack_table *s = &e->stacks;
-    uint32_t count = s->count - s->drained, frames = 0;
-    for (uint32_t id = s->drained + 1; id <= s->count; id++) frames += s->stacks[id - 1].count;
-    if (!ROOM(e, out_stacks, out_stack_cap, count) || !ROOM(e, out_frames, out_frame_cap, frames))
-        return PYTOP_ERR_NOMEM;
-    uint32_t at = 0;
+/* Functions first met since the previous drain, with their names. */
+static int drain_functions(pytop_engine *e, pytop_drain *out) {
+    function_table *f = &e->functions;
+    uint32_t count = f->count - f->drained;
+    if (!ROOM(e, out_functions, out_function_cap, count)) return PYTOP_ERR_NOMEM;
     for (uint32_t k = 0; k < count; k++) {
-        uint32_t id = s->drained + 1 + k;
-        const stack_record *r = &s->stacks[id - 1];
-        e->out_stacks[k] = (pytop_drain_stack){id, r->process, at, r->count, r->kind, 0};
-        if (r->count) memcpy(e->out_frames + at, s->frames + r->first, r->count * sizeof *s->frames);
-        at += r->count;
+        const function_entry *x = &f->entries[f->drained + k];
+        e->out_functions[k] = (pytop_drain_function){f->drained + k + 1, x->process, x->kind, x->task,
+                                                     UINT32_MAX, UINT32_MAX};
+        if (!x->kind) {
+            e->out_functions[k].qualname_at = text_add(&e->out_text, x->qualname, MAX_NAME_CHARS * 4);
+            e->out_functions[k].filename_at = text_add(&e->out_text, x->filename, MAX_FILENAME_CHARS * 4);
+        }
     }
-    s->drained = s->count;
-    out->stacks = e->out_stacks;
-    out->stack_count = count;
-    out->frames = e->out_frames;
-    out->frame_count = frames;
+    f->drained = f->count;
+    out->functions = e->out_functions;
+    out->function_count = count;
+    return PYTOP_OK;
+}
+
+/* What no thread of the engine may lose: each one's stack, the stacks its CPU may still go to. */
+static void pin_stacks(pytop_engine *e) {
+    for (uint32_t i = 0; i < e->thread_count; i++) {
+        const engine_thread *t = &e->threads[i];
+        stacks_pin(&e->stacks, t->stack);
+        for (uint32_t k = 0; k < t->pending_count; k++) stacks_pin(&e->stacks, t->pending[k].stack);
+    }
+    for (uint32_t p = 0; p < e->process_count; p++) {
+        const engine_process *P = &e->processes[p];
+        for (uint32_t i = 0; i < P->ended_count; i++) {
+            stacks_pin(&e->stacks, P->ended[i].stack);
+            for (uint32_t k = 0; k < P->ended[i].pending_count; k++) stacks_pin(&e->stacks, P->ended[i].pending[k].stack);
+        }
+    }
+}
+
+/* Old nodes out (past the tree's bound), then the nodes made since the previous drain. */
+static int drain_nodes(pytop_engine *e, pytop_drain *out) {
+    stack_table *s = &e->stacks;
+    if (s->live > s->max_nodes) {
+        pin_stacks(e);
+        stacks_evict(s, e->drained_clock, 0.75);
+    }
+    if (!ROOM(e, out_nodes, out_node_cap, s->fresh_count)) return PYTOP_ERR_NOMEM;
+    for (uint32_t k = 0; k < s->fresh_count; k++) {
+        uint32_t id = s->fresh[k];
+        const stack_node *n = &s->nodes[id - 1];
+        e->out_nodes[k] = (pytop_drain_node){id, n->parent, n->code_id, n->line, n->process, n->function, n->depth,
+                                             (uint8_t)(n->flags & (NODE_FIRST_FUNCTION | NODE_FIRST_LINE)), n->kind,
+                                             {0, 0}};
+    }
+    out->nodes = e->out_nodes;
+    out->node_count = s->fresh_count;
+    s->fresh_count = 0;
+    /* Handed out, the evicted list can be cleared at the next drain: it stays valid until then. */
+    out->evicted = s->evicted;
+    out->evicted_count = s->evicted_count;
+    e->drained_clock = s->clock;
+    return PYTOP_OK;
+}
+
+/* The weights summed per function and per line, before they are cleared. */
+static int drain_rows(pytop_engine *e, pytop_drain *out) {
+    weight_map *m = &e->weights;
+    pytop_leaf_tally *tallies = grow_array(e->drain_tallies, &e->drain_tally_cap, m->count + 1ull, sizeof *tallies, 256);
+    if (!tallies) return PYTOP_ERR_NOMEM;
+    e->drain_tallies = tallies;
+    for (uint32_t i = 0; i < m->count; i++) {
+        const weight *w = &m->items[i];
+        tallies[i] = (pytop_leaf_tally){w->cpu_ns, w->wall_ns, w->gil_ns, w->stack, w->samples};
+    }
+    pytop_aggregate sums;
+    int status = aggregate_tallies(e->drain_sums, &e->stacks, &e->functions, tallies, m->count,
+                                   PYTOP_AGGREGATE_TABLES, &sums);
+    if (status != PYTOP_OK) return status;
+    out->function_rows = sums.functions;
+    out->function_row_count = sums.function_count;
+    out->line_rows = sums.lines;
+    out->line_row_count = sums.line_count;
     return PYTOP_OK;
 }
 
@@ -141,10 +201,13 @@ int pytop_engine_drain(pytop_engine *e, pytop_drain *out) {
         status = PYTOP_ERR_NOMEM;
     if (status == PYTOP_OK) {
         drain_processes(e, out);
-        drain_threads(e, out);
-        status = drain_stacks(e, out);
+        drain_threads(e, out); /* first: it adds what the threads hold to the weights */
+        e->stacks.evicted_count = 0; /* the previous drain's list was handed out */
+        status = drain_functions(e, out);
     }
+    if (status == PYTOP_OK) status = drain_rows(e, out);
     if (status == PYTOP_OK) status = drain_weights(e, out);
+    if (status == PYTOP_OK) status = drain_nodes(e, out);
     out->ticks = e->ticks;
     out->late = e->late;
     out->skipped = e->skipped;
@@ -159,6 +222,7 @@ int pytop_engine_drain(pytop_engine *e, pytop_drain *out) {
     out->running = e->started && !e->finished;
     out->realtime = e->realtime;
     out->stacks_dropped = e->stacks.dropped;
+    out->stack_nodes = e->stacks.live;
     out->end_at = e->end[0] ? text_add(&e->out_text, e->end, ERROR_TEXT_BYTES) : UINT32_MAX;
     e->ticks = e->late = e->skipped = 0;
     e->slot_ns = 0;

@@ -31,7 +31,7 @@
 #define IDLE_CHECK_S 0.01          /* an idle thread's CPU count is read at least this often */
 #define BUDGET_WINDOW_NS 1000000000ull
 #define BUDGET_GRACE_NS 2000000000ull
-#define DEFAULT_MIN_RATE 10.0
+#define DEFAULT_MIN_RATE 1.0
 #define WAIT_SLICE_NS 20000000ull /* a stop is seen within this long */
 
 pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status) {
@@ -63,7 +63,10 @@ pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status) {
     pthread_mutexattr_destroy(&mattr);
     pthread_cond_init(&e->wake, &attr);
     pthread_condattr_destroy(&attr);
-    if (stacks_init(&e->stacks, config->max_stack_frames) != PYTOP_OK || weights_init(&e->weights) != PYTOP_OK) {
+    e->drain_sums = aggregator_new();
+    e->asked_sums = aggregator_new();
+    if (functions_init(&e->functions) != PYTOP_OK || stacks_init(&e->stacks, config->max_stack_nodes) != PYTOP_OK ||
+        weights_init(&e->weights) != PYTOP_OK || !e->drain_sums || !e->asked_sums) {
         pytop_engine_free(e);
         *status = PYTOP_ERR_NOMEM;
         return NULL;
@@ -157,9 +160,10 @@ static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t inte
     uint64_t began = (uint64_t)(sample.taken_at * 1e9);
     pthread_mutex_lock(&e->lock);
     if (status == PYTOP_OK) {
+        account_codes(e, i); /* first: the stack tree needs each code's function */
+        e->stacks.clock++;
         account_sample(e, i, &sample, began, interval_ns, (uint64_t)(e->cfg.max_gap * 1e9));
         account_ends(e, i);
-        account_codes(e, i);
         account_names(e, i, &sample, began);
         if (full) account_period(e, i);
     } else {
@@ -375,6 +379,15 @@ int pytop_engine_stop(pytop_engine *e, double timeout) {
     return PYTOP_OK;
 }
 
+int pytop_engine_aggregate(pytop_engine *e, const pytop_leaf_tally *tallies, uint32_t count, uint32_t flags,
+                           pytop_aggregate *out) {
+    if (!e || !out || (count && !tallies)) return PYTOP_ERR_ARGS;
+    pthread_mutex_lock(&e->lock);
+    int status = aggregate_tallies(e->asked_sums, &e->stacks, &e->functions, tallies, count, flags, out);
+    pthread_mutex_unlock(&e->lock);
+    return status;
+}
+
 int pytop_engine_free(pytop_engine *e) {
     if (!e) return PYTOP_OK;
     if (e->started && e->thread != 0) return PYTOP_ERR_STATE; /* its thread may still use it */
@@ -385,20 +398,27 @@ int pytop_engine_free(pytop_engine *e) {
         tasks_free_others(&P->others);
         free(P->ended);
     }
-    for (uint32_t i = 0; i < e->thread_count; i++) free(e->threads[i].name);
+    for (uint32_t i = 0; i < e->thread_count; i++) {
+        free(e->threads[i].name);
+        stack_path_free(&e->threads[i].path);
+    }
     free(e->adding);
     free(e->processes);
     free(e->threads);
     free(e->thread_slots);
     stacks_free(&e->stacks);
+    functions_free(&e->functions);
+    aggregator_free(e->drain_sums);
+    aggregator_free(e->asked_sums);
+    free(e->drain_tallies);
+    free(e->out_functions);
+    free(e->out_nodes);
     weights_free(&e->weights);
     free(e->codes);
     free(e->text.bytes);
     free(e->out_processes);
     free(e->out_threads);
     free(e->out_codes);
-    free(e->out_stacks);
-    free(e->out_frames);
     free(e->out_weights);
     free(e->out_text.bytes);
     pthread_mutex_destroy(&e->lock);

@@ -35,7 +35,8 @@ typedef struct engine_thread {
     char *name;
     uint32_t name_tries;
     uint64_t name_retry_at;    /* monotonic ns */
-    uint32_t stack;            /* its stack in its latest sample */
+    uint32_t stack;            /* its stack in its latest sample (the stack tree's leaf) */
+    stack_path path;           /* ... as a path, for interning the next one from where they differ */
     uint32_t seen;             /* its process's sample number when last seen */
     /* Time for `stack` not yet added to the weight map. */
     uint64_t acc_wall, acc_gil;
@@ -111,7 +112,16 @@ struct pytop_engine {
     uint32_t *thread_slots;    /* (process, native, ident) -> index + 1 */
     uint32_t thread_slot_mask;
     uint32_t next_key;
+    function_table functions;
     stack_table stacks;
+    uint32_t drained_clock;    /* the stack tree's clock at the previous drain */
+    aggregator *drain_sums;    /* the drain's per-function rows */
+    aggregator *asked_sums;    /* pytop_engine_aggregate's */
+    pytop_drain_function *out_functions;
+    pytop_drain_node *out_nodes;
+    uint32_t out_function_cap, out_node_cap;
+    pytop_leaf_tally *drain_tallies;
+    uint32_t drain_tally_cap;
     weight_map weights;
     pytop_drain_code *codes;   /* new since the last drain */
     uint32_t code_count, code_cap;
@@ -129,11 +139,9 @@ struct pytop_engine {
     pytop_drain_process *out_processes;
     pytop_drain_thread *out_threads;
     pytop_drain_code *out_codes;
-    pytop_drain_stack *out_stacks;
-    pytop_frame *out_frames;
     pytop_drain_weight *out_weights;
     growing_text out_text;
-    uint32_t out_process_cap, out_thread_cap, out_code_cap, out_stack_cap, out_frame_cap, out_weight_cap;
+    uint32_t out_process_cap, out_thread_cap, out_code_cap, out_weight_cap;
 };
 
 /* ---- account.c: under the lock, on the sampling thread ---------------------------------- */

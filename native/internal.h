@@ -18,7 +18,9 @@
  *   blocking.c   --blocking: ptrace stops
  *   threads.c    one sample: interpreters, thread states, GIL holder, GC flag, each thread
  *   unwinder.c   the unwinder's API in pytop.h
- *   stacks.c     the engine's table of unique stacks
+ *   functions.c  the engine's functions: (process, qualname, filename) -> id
+ *   stacks.c     the engine's stack tree: a node per frame of each distinct path, evicted when old
+ *   aggregate.c  summing stacks' time over the tree: per function, per line, per node
  *   weights.c    the engine's time per (stack, thread) since the last drain
  *   schedule.c   when the engine samples: slots, jitter, skipping (schedule.h: no pytop
  *                headers, so that bench/floor.c builds on the same code)
@@ -640,34 +642,141 @@ int threads_walk(struct pytop_unwinder *u);
  * those that moved to go with the prefetch (see threads.c). */
 void threads_plan_reads(struct pytop_unwinder *u);
 
-/* ---- stacks.c --------------------------------------------------------------------------- */
+/* ---- functions.c ------------------------------------------------------------------------ */
 
-typedef struct stack_record {
+/* The engine's functions: one id per (process, qualname, filename), so that recursion through
+ * two code objects of one function (an exec'd module run twice) is one function, as the table
+ * shows it; pseudo-functions (a stack kind's row, an asyncio task) are functions too. */
+typedef struct function_entry {
     uint64_t hash;
-    uint32_t first, count;  /* frames[first .. first + count) */
     uint32_t process;
-    uint32_t kind;          /* pytop_stack_kind */
-} stack_record;
+    uint32_t kind;          /* pytop_stack_kind of a stack kind's row; 0 for code */
+    char *qualname, *filename;
+    bool task;              /* an asyncio task's pseudo-frame */
+} function_entry;
+
+typedef struct process_functions {
+    uint32_t *of_code;      /* code id -> function id (0: not yet known) */
+    uint32_t code_count, code_cap;
+    uint32_t kinds[PYTOP_STACK_OVERFLOW + 1]; /* a stack kind's function, 0 until first needed */
+} process_functions;
+
+typedef struct function_table {
+    function_entry *entries; /* id = index + 1 */
+    uint32_t count, cap;
+    uint32_t *slots;
+    uint32_t slot_mask;
+    process_functions *processes;
+    uint32_t process_cap;
+    uint32_t drained;       /* functions [0, drained) were handed out already */
+} function_table;
+
+int functions_init(function_table *f);
+void functions_free(function_table *f);
+/* The function of code `code_id` of `process`, named `qualname` in `filename`: a new id the
+ * first time that (process, qualname, filename) is met. 0 when memory runs out. */
+uint32_t functions_add_code(function_table *f, uint32_t process, uint32_t code_id, const char *qualname,
+                            const char *filename, bool task);
+/* What code `code_id` of `process` was given (0: none). */
+static inline uint32_t functions_of_code(const function_table *f, uint32_t process, uint32_t code_id) {
+    const process_functions *p = process < f->process_cap ? &f->processes[process] : NULL;
+    return p && code_id < p->code_count ? p->of_code[code_id] : 0;
+}
+/* The row of stack kind `kind` (without its INCOMPLETE flag) of `process`. */
+uint32_t functions_of_kind(function_table *f, uint32_t process, uint32_t kind);
+const function_entry *functions_get(const function_table *f, uint32_t id);
+
+/* ---- stacks.c ------------------------------------------------------------------------------- */
+
+/* Every stack is a path in one tree per (process, stack kind): a node per frame, keyed by its
+ * parent and its (code, line), so stacks that share their outer frames share those nodes, and a
+ * stack is known by its innermost node (its leaf). Nodes of stacks not seen for a while are
+ * evicted, least recently seen first, once the tree passes its bound. */
+enum stack_node_flags {
+    NODE_LIVE = 1,
+    NODE_FIRST_FUNCTION = 2, /* its function is not on its path further out: it counts once */
+    NODE_FIRST_LINE = 4,     /* ... nor its (function, line) */
+    NODE_PINNED = 8,         /* in use by the engine's threads: not to be evicted now */
+};
+
+typedef struct stack_node {
+    uint32_t parent;        /* 0 for a root */
+    uint32_t code_id;       /* a root: its kind (pytop_stack_kind, flags included) */
+    int32_t line;
+    uint32_t process;
+    uint32_t function;      /* the engine's function (a root: its kind's row, or 0 for frames) */
+    uint32_t children;      /* live nodes whose parent it is */
+    uint32_t last_seen;     /* the tree's clock when a sample last ended at it or made it */
+    uint32_t depth;         /* frames between it and its root (0: a root) */
+    uint8_t flags;          /* stack_node_flags */
+    uint8_t kind;           /* its root's kind */
+} stack_node;
+
+/* A thread's latest stack, so that the next one is interned from where they differ: a deep
+ * stack whose innermost frames change costs lookups for those frames only. */
+typedef struct stack_path {
+    pytop_frame *frames;    /* outermost first */
+    uint32_t *nodes;
+    uint32_t count, cap;
+    uint32_t root;
+    uint32_t epoch;         /* the tree's eviction epoch when it was recorded */
+} stack_path;
 
 typedef struct stack_table {
-    stack_record *stacks;   /* id = index + 1 */
-    uint32_t count, cap;
-    uint32_t *slots;        /* open addressing: hash -> id, 0 = empty */
+    stack_node *nodes;      /* id = index + 1; freed ids are reused */
+    uint32_t count, cap;    /* nodes[0, count) have been used */
+    uint32_t live;
+    uint32_t *free_ids;
+    uint32_t free_count, free_cap;
+    uint32_t *slots;        /* open addressing: (parent, code, line, process) -> id, 0 = empty */
     uint32_t slot_mask;
-    pytop_frame *frames;
-    uint32_t frame_count, frame_cap;
-    uint32_t max_frames;
-    uint32_t dropped;       /* stacks that did not fit and went to an overflow stack */
-    uint32_t drained;       /* stacks [0, drained) were handed out already */
+    uint32_t max_nodes;     /* evictions bring the tree back under this */
+    uint32_t clock;         /* moved on by the engine at each sample */
+    uint32_t epoch;         /* evictions so far: stack_paths of an older epoch are not trusted */
+    uint32_t dropped;       /* stacks that found no room even after evictions: overflow rows */
+    /* For the next drain: nodes made since the previous one (in the order made, parents first)
+     * and nodes evicted since then (all handed out before: only nodes not seen since the
+     * previous drain are evicted). */
+    uint32_t *fresh, fresh_count, fresh_cap;
+    uint32_t *evicted, evicted_count, evicted_cap;
+    /* Scratch for the flags of new nodes: the functions and lines on a path, by stamp. */
+    uint64_t *seen_keys;
+    uint32_t *seen_stamps;
+    uint32_t seen_mask, seen_stamp;
 } stack_table;
 
-int stacks_init(stack_table *t, uint32_t max_frames);
+int stacks_init(stack_table *t, uint32_t max_nodes);
 void stacks_free(stack_table *t);
-/* The id of this stack of `process`, added the first time; 0 only when memory runs out. A
- * stack that does not fit under the bound is counted and given the process's overflow stack. */
-uint32_t stacks_intern(stack_table *t, uint32_t process, uint32_t kind, const pytop_frame *frames,
-                       uint32_t count);
-const stack_record *stacks_get(const stack_table *t, uint32_t id);
+void stack_path_free(stack_path *p);
+/* The leaf of this stack (frames innermost first) of `process`, its nodes made the first time;
+ * `path` (may be NULL) is the thread's previous stack and becomes this one. 0 only when memory
+ * runs out; a stack that finds no room gets its process's overflow row. */
+uint32_t stacks_intern(stack_table *t, function_table *f, uint32_t process, uint32_t kind,
+                       const pytop_frame *frames, uint32_t count, stack_path *path);
+static inline const stack_node *stacks_get(const stack_table *t, uint32_t id) {
+    return id >= 1 && id <= t->count && (t->nodes[id - 1].flags & NODE_LIVE) ? &t->nodes[id - 1] : NULL;
+}
+/* The stack ending at `id` was seen again (a thread whose stack did not change). */
+static inline void stacks_touch(stack_table *t, uint32_t id) {
+    if (id >= 1 && id <= t->count) t->nodes[id - 1].last_seen = t->clock;
+}
+static inline void stacks_pin(stack_table *t, uint32_t id) {
+    if (id >= 1 && id <= t->count) t->nodes[id - 1].flags |= NODE_PINNED;
+}
+/* Past the bound: evict nodes without children, unpinned and not seen since `since` (a clock
+ * value), least recently seen first, until the tree is back to `keep_share` of its bound. Pins
+ * are cleared. Returns how many were evicted. */
+uint32_t stacks_evict(stack_table *t, uint32_t since, double keep_share);
+
+/* ---- aggregate.c ------------------------------------------------------------------------- */
+
+/* Scratch for summing stacks over the tree, kept between calls (its arrays only grow). */
+typedef struct aggregator aggregator;
+aggregator *aggregator_new(void);
+void aggregator_free(aggregator *a);
+/* See pytop_engine_aggregate; `out` points into `a` until its next use. */
+int aggregate_tallies(aggregator *a, const stack_table *t, function_table *f, const pytop_leaf_tally *tallies,
+                      uint32_t count, uint32_t flags, pytop_aggregate *out);
 
 /* ---- weights.c -------------------------------------------------------------------------- */
 

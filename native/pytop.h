@@ -240,7 +240,7 @@ typedef struct pytop_engine_config {
                                  lowered until it fits (0: no budget) */
     double min_rate;          /* the budget never lowers the rate below this */
     int32_t blocking;         /* 1: stop the target's threads with ptrace while they are read */
-    uint32_t max_stack_frames;/* bound on the frames of all unique stacks kept (0: default) */
+    uint32_t max_stack_nodes; /* bound on the nodes of the stack tree (0: default) */
     double period;            /* seconds between two full checks of every thread (0: default) */
 } pytop_engine_config;
 
@@ -305,31 +305,92 @@ typedef struct pytop_drain_code {
     uint32_t name_at, qualname_at, filename_at; /* offsets in `text` */
 } pytop_drain_code;
 
-typedef struct pytop_drain_stack {
-    uint32_t stack;          /* ids start at 1 */
+/* A node of the stack tree (see stacks.c): a frame reached by one path from its root. A stack
+ * is known by its innermost node; a root stands for a stack kind with no frame. */
+typedef struct pytop_drain_node {
+    uint32_t node;           /* ids start at 1; an id evicted in this drain or before may be reused */
+    uint32_t parent;         /* 0 for a root */
+    uint32_t code_id;        /* a root: its kind (pytop_stack_kind, flags included) */
+    int32_t line;
     uint32_t process;
-    uint32_t first_frame;    /* into `frames` */
-    uint32_t frame_count;
-    uint32_t kind;           /* pytop_stack_kind, with PYTOP_STACK_INCOMPLETE as a flag */
-    uint32_t reserved;
-} pytop_drain_stack;
+    uint32_t function;       /* the engine's function (a root of a kind without frames: its row) */
+    uint32_t depth;          /* 0 for a root */
+    uint8_t flags;           /* pytop_node_flags */
+    uint8_t kind;            /* its root's kind */
+    uint8_t reserved[2];
+} pytop_drain_node;
+
+enum pytop_node_flags {
+    PYTOP_NODE_FIRST_FUNCTION = 2, /* its function is not on its path further out */
+    PYTOP_NODE_FIRST_LINE = 4      /* ... nor its (function, line) */
+};
 
 typedef struct pytop_drain_weight {
     uint64_t cpu_ns, wall_ns, gil_ns;
-    uint32_t stack, thread;
+    uint32_t stack, thread;  /* stack: its innermost node */
     uint32_t samples;        /* samples in which the thread had this stack */
     uint32_t running;        /* ... and the kernel reported it running */
 } pytop_drain_weight;
+
+/* A function (a row of the table), first seen since the last drain. */
+typedef struct pytop_drain_function {
+    uint32_t function;
+    uint32_t process;
+    uint32_t kind;           /* a stack kind's row (pytop_stack_kind); 0 for code */
+    uint32_t task;           /* 1: an asyncio task's pseudo-frame */
+    uint32_t qualname_at, filename_at; /* offsets in `text` (UINT32_MAX for a kind's row) */
+} pytop_drain_function;
+
+/* Time of stacks, summed per function or per (function, line): `own` where it is the innermost
+ * frame, `total` where it is anywhere on the stack (once per stack), `own_hidden` the own time
+ * it has when asyncio tasks' pseudo-frames are hidden (a task frame's own time goes out to the
+ * nearest real frame). Figures: samples, cpu ns, wall ns, gil ns. */
+typedef struct pytop_function_row {
+    uint64_t own[4], total[4], own_hidden[4];
+    uint32_t function;
+    int32_t line;            /* per-line rows: its line; per-function rows: 0 */
+} pytop_function_row;
+
+/* A node's time: `own` in stacks that end at it, `total` in every stack through it. */
+typedef struct pytop_node_row {
+    uint64_t own[4], total[4];
+    uint32_t node;
+    uint32_t reserved;
+} pytop_node_row;
+
+/* Time of one stack (its innermost node), to be summed (pytop_engine_aggregate). */
+typedef struct pytop_leaf_tally {
+    uint64_t cpu_ns, wall_ns, gil_ns;
+    uint32_t leaf;
+    uint32_t samples;
+} pytop_leaf_tally;
+
+enum pytop_aggregate_flags {
+    PYTOP_AGGREGATE_TABLES = 1,  /* per-function and per-line rows */
+    PYTOP_AGGREGATE_NODES = 2    /* per-node rows: every node on the stacks' paths */
+};
+
+typedef struct pytop_aggregate {
+    const pytop_function_row *functions;
+    const pytop_function_row *lines;
+    const pytop_node_row *nodes;
+    uint32_t function_count, line_count, node_count;
+    uint32_t skipped;        /* tallies whose stack is no longer in the tree (evicted) */
+} pytop_aggregate;
 
 typedef struct pytop_drain {
     const pytop_drain_process *processes;
     const pytop_drain_thread *threads;     /* threads new, changed or ended since the last drain */
     const pytop_drain_code *codes;         /* code objects first seen since the last drain */
-    const pytop_drain_stack *stacks;       /* stacks first seen since the last drain */
-    const pytop_frame *frames;
-    const pytop_drain_weight *weights;     /* time added since the last drain */
+    const pytop_drain_function *functions; /* functions first seen since the last drain */
+    const pytop_drain_node *nodes;         /* nodes made since the last drain, parents first */
+    const uint32_t *evicted;               /* nodes evicted since the last drain (before `nodes`) */
+    const pytop_drain_weight *weights;     /* time added since the last drain, per (stack, thread) */
+    const pytop_function_row *function_rows; /* ... the same time per function */
+    const pytop_function_row *line_rows;   /* ... and per (function, line) */
     const char *text;
-    uint32_t process_count, thread_count, code_count, stack_count, frame_count, weight_count;
+    uint32_t process_count, thread_count, code_count, function_count, node_count, evicted_count;
+    uint32_t weight_count, function_row_count, line_row_count;
     uint32_t text_size;
     uint32_t ticks;          /* since the previous drain: sampling ticks ... */
     uint32_t late;           /* ... that began more than one interval after they were due */
@@ -343,7 +404,8 @@ typedef struct pytop_drain {
     double rate_now;         /* samples per second the schedule runs at now */
     int32_t running;         /* 1 while the sampling thread runs */
     int32_t realtime;        /* 1 while it has a real-time priority */
-    uint32_t stacks_dropped; /* stacks folded into the overflow stack, since the start */
+    uint32_t stacks_dropped; /* stacks that found no room in the tree (overflow rows), since the start */
+    uint32_t stack_nodes;    /* nodes in the stack tree now */
     uint32_t end_at;         /* why sampling ended (offset in `text`), or UINT32_MAX */
 } pytop_drain;
 
@@ -364,6 +426,11 @@ int pytop_engine_drain(pytop_engine *e, pytop_drain *out);
 /* Ticks taken since the previous drain, without draining (any thread; a counter read under the
  * engine's lock). */
 int pytop_engine_pending_ticks(pytop_engine *e, uint32_t *ticks);
+/* Sum `count` stacks' time per function and per (function, line) (PYTOP_AGGREGATE_TABLES)
+ * and per node of their paths (PYTOP_AGGREGATE_NODES), into arrays the engine owns until the
+ * next call. Tallies of stacks no longer in the tree are skipped and counted. Any thread. */
+int pytop_engine_aggregate(pytop_engine *e, const pytop_leaf_tally *tallies, uint32_t count, uint32_t flags,
+                           pytop_aggregate *out);
 /* Free an engine whose thread has ended (or never started). PYTOP_ERR_STATE otherwise. */
 int pytop_engine_free(pytop_engine *e);
 

@@ -2,8 +2,15 @@
 
 The engine hands over time per (thread, stack), in three kinds at once: `cpu` (the kernel's
 count of the thread's CPU time), `wall` (time between samples), `gil` (wall time while holding
-the GIL). Keeping all three lets the view switch mode without losing history. Stacks arrive once
-as packed (code id, line) frames, innermost first, and are decoded once.
+the GIL). Keeping all three lets the view switch mode without losing history.
+
+A stack is a path in the engine's stack tree, known by its innermost node (its leaf). The
+engine sums each drain's time per function and per line itself (over the tree: a deep stack is
+a walk over its nodes in C, not a decoding of its frames here), so the tables since the reset
+are exact sums of those rows, drain after drain. The time per (thread, stack) is kept too, for
+what needs whole stacks (the call tree, callers, exports, one thread's figures): that detail
+ages out with the stacks the engine evicts, least recently seen first; each thread's own sum
+stays whole.
 
 Own: the function is the innermost frame. Total: the function is anywhere in the stack; a
 recursive function is counted once per stack. A stack without Python frames (a thread in C, a
@@ -12,12 +19,22 @@ thread without Python, threads that ended between samples) counts as one pseudo-
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .model import RowKey
-from .records import FRAME, PSEUDO_FUNCTIONS, STACK_INCOMPLETE, TASK_FILENAME, Code, Drain, Stack, Weight
+from .records import (
+    PSEUDO_FUNCTIONS,
+    STACK_INCOMPLETE,
+    TASK_FILENAME,
+    Drain,
+    Function,
+    FunctionRow,
+    Node,
+    Weight,
+)
 
 MODES = ("cpu", "wall", "gil")
 # A tally: [samples, running samples, cpu ns, wall ns, gil ns]
@@ -34,79 +51,147 @@ def add_into(into: list[int], more: Iterable[int]) -> None:
         into[i] += value
 
 
+class FunctionName(NamedTuple):
+    key: RowKey  # (function, filename, 0, pid)
+    task: bool  # an asyncio task's pseudo-frame
+
+
 class StackInfo(NamedTuple):
-    """What one stack contributes: its innermost function/line and every distinct one in it."""
+    """One stack, decoded: its frames and where it belongs."""
 
     pid: int
-    own_function: RowKey
-    functions: tuple[RowKey, ...]
-    own_line: RowKey
-    lines: tuple[RowKey, ...]
     frames: tuple[tuple[str, str, int], ...]  # (function, filename, line), innermost first
     incomplete: bool  # outer frames missing: no caller/callee edges from it
 
+    @property
+    def own_function(self) -> RowKey:
+        function, filename, _ = self.frames[0]
+        return (function, filename, 0, self.pid)
+
 
 class StackBook:
-    """What the engine's code ids and stack ids stand for, learned once from the drains. Stacks
-    of asyncio programs (3.14+) hold a pseudo-frame per running task, outside its coroutine;
-    they are read with it while `tasks` is on, without it otherwise."""
+    """What the engine's function ids and stack-tree nodes stand for, learned from the drains.
+    Stacks of asyncio programs (3.14+) hold a pseudo-frame per running task, outside its
+    coroutine; they are read with it while `tasks` is on, without it otherwise."""
 
     def __init__(self, tasks: bool = False) -> None:
-        self.names: dict[tuple[int, int], tuple[str, str]] = {}  # (process, code id) -> (function, file)
-        self.stacks: dict[int, Stack] = {}
+        self.functions: dict[int, FunctionName] = {}
         self.pids: dict[int, int] = {}  # engine process index -> pid
         self.tasks = tasks
-        self._info: dict[int, StackInfo] = {}
+        # The stack tree, one entry per node id (ids are reused after an eviction).
+        self.parent = array("I")
+        self.function = array("I")
+        self.line = array("i")
+        self.kind = array("B")
+        self.flags = array("B")
+        self.depth = array("I")
+        self.process = array("I")
+        self.nodes = 0  # live nodes
 
     def show_tasks(self, tasks: bool) -> bool:
-        """Read stacks with or without their task pseudo-frames; True if that changed (every
-        table made from the stacks must then be made anew)."""
+        """Read stacks with or without their task pseudo-frames; True if that changed."""
         if tasks == self.tasks:
             return False
         self.tasks = tasks
-        self._info.clear()
         return True
 
-    def learn(self, codes: Iterable[Code], stacks: Iterable[Stack]) -> None:
-        for code in codes:
-            name = code.qualname
-            if code.filename == TASK_FILENAME and not name.startswith("("):
-                name = f"task {name}"
-            self.names[(code.process, code.code_id)] = (name, code.filename)
-        for stack in stacks:
-            self.stacks[stack.stack] = stack
+    def learn(self, drain: Drain) -> None:
+        self.learn_functions(drain.functions)
+        self.forget(drain.evicted)
+        self.learn_nodes(drain.nodes)
 
-    def has_frames(self, stack_id: int) -> bool:
-        stack = self.stacks.get(stack_id)
-        return stack is not None and bool(stack.frames)
+    def learn_functions(self, functions: Iterable[Function]) -> None:
+        for f in functions:
+            pid = self.pids.get(f.process, f.process)
+            if f.kind:
+                name, filename = PSEUDO_FUNCTIONS.get(f.kind, "(no Python frame)"), ""
+            else:
+                name, filename = f.qualname or "?", f.filename or "?"
+                if filename == TASK_FILENAME and not name.startswith("("):
+                    name = f"task {name}"
+            self.functions[f.function] = FunctionName((name, filename, 0, pid), f.task)
 
-    def name(self, process: int, code_id: int) -> tuple[str, str]:
-        return self.names.get((process, code_id), ("<unknown>", "<unknown>"))
+    def forget(self, evicted: Iterable[int]) -> None:
+        for node in evicted:
+            if node < len(self.parent) and self.function[node] | self.kind[node] | self.parent[node]:
+                self.nodes -= 1
+            self._set(node, 0, 0, 0, 0, 0, 0, 0)
 
-    def info(self, stack_id: int) -> StackInfo | None:
-        info = self._info.get(stack_id)
-        if info is None:
-            stack = self.stacks.get(stack_id)
-            if stack is None:
-                return None
-            info = self._info[stack_id] = self._decode(stack)
-        return info
+    def learn_nodes(self, nodes: Iterable[Node]) -> None:
+        for n in nodes:
+            self._set(n.node, n.parent, n.function, n.line, n.kind | 0x80, n.flags, n.depth, n.process)
+            self.nodes += 1
 
-    def _decode(self, stack: Stack) -> StackInfo:
-        pid = self.pids.get(stack.process, stack.process)
-        frames = tuple((*self.name(stack.process, code_id), line) for code_id, line in FRAME.iter_unpack(stack.frames))
-        if not self.tasks:
-            frames = tuple(frame for frame in frames if frame[1] != TASK_FILENAME)
+    def _set(self, node: int, parent: int, function: int, line: int, kind: int, flags: int, depth: int,
+             process: int) -> None:
+        grow = node + 1 - len(self.parent)
+        if grow > 0:
+            grow = max(grow, len(self.parent) // 2, 1024)
+            for column, zero in ((self.parent, 0), (self.function, 0), (self.line, 0), (self.kind, 0),
+                                 (self.flags, 0), (self.depth, 0), (self.process, 0)):
+                column.extend([zero] * grow)
+        self.parent[node], self.function[node], self.line[node] = parent, function, line
+        self.kind[node], self.flags[node], self.depth[node], self.process[node] = kind, flags, depth, process
+
+    def known(self, node: int) -> bool:
+        """A live node (the 0x80 bit of `kind` marks one)."""
+        return 0 < node < len(self.kind) and bool(self.kind[node] & 0x80)
+
+    def has_frames(self, leaf: int) -> bool:
+        return self.known(leaf) and self.parent[leaf] != 0
+
+    def incomplete(self, leaf: int) -> bool:
+        return bool(self.kind[leaf] & STACK_INCOMPLETE) if self.known(leaf) else False
+
+    def pid(self, node: int) -> int:
+        return self.pids.get(self.process[node], self.process[node]) if self.known(node) else 0
+
+    def name(self, function: int) -> FunctionName:
+        return self.functions.get(function, FunctionName(("<unknown>", "<unknown>", 0, 0), False))
+
+    def key(self, node: int, by_line: bool) -> RowKey:
+        """The row of a node: its function, or its (function, line)."""
+        function, filename, _, pid = self.name(self.function[node]).key
+        return (function, filename, self.line[node] if by_line else 0, pid)
+
+    def hidden(self, node: int) -> bool:
+        """A task's pseudo-frame while tasks are not shown."""
+        return not self.tasks and self.parent[node] != 0 and self.name(self.function[node]).task
+
+    def path(self, leaf: int) -> list[int]:
+        """The frames' nodes of a stack, innermost first (the root left out), hidden ones too."""
+        out = []
+        node = leaf
+        while node and self.known(node) and self.parent[node]:
+            out.append(node)
+            node = self.parent[node]
+        return out
+
+    def info(self, leaf: int) -> StackInfo | None:
+        """The stack ending at `leaf`, decoded (a walk over its frames: for reports, not tables)."""
+        if not self.known(leaf):
+            return None
+        frames = tuple((*self.name(self.function[n]).key[:2], self.line[n]) for n in self.path(leaf)
+                       if not self.hidden(n))
         if not frames:
-            frames = ((PSEUDO_FUNCTIONS.get(stack.kind & ~STACK_INCOMPLETE, "(no Python frame)"), "", 0),)
-        functions = tuple(dict.fromkeys((function, filename, 0, pid) for function, filename, _ in frames))
-        lines = tuple(dict.fromkeys((function, filename, line, pid) for function, filename, line in frames))
-        own = frames[0]
-        return StackInfo(pid, (own[0], own[1], 0, pid), functions, (own[0], own[1], own[2], pid), lines, frames,
-                         bool(stack.kind & STACK_INCOMPLETE))
+            kind = self.kind[leaf] & 0x7F & ~STACK_INCOMPLETE
+            frames = ((PSEUDO_FUNCTIONS.get(kind, "(no Python frame)"), "", 0),)
+        return StackInfo(self.pid(leaf), frames, self.incomplete(leaf))
+
+    def own_function(self, leaf: int) -> RowKey | None:
+        """The innermost function shown of a stack (a thread's current function)."""
+        node = leaf
+        while node and self.known(node) and self.parent[node] and self.hidden(node):
+            node = self.parent[node]
+        if not self.known(node):
+            return None
+        if self.parent[node] or self.function[node]:
+            return self.key(node, False)
+        return ("(no Python frame)", "", 0, self.pid(node))
 
 
-ThreadStacks = dict[tuple[int, int], list[int]]  # (thread key, stack id) -> tally
+Tally = list[int]
+ThreadStacks = dict[tuple[int, int], Tally]  # (thread key, leaf) -> tally
 
 
 @dataclass
@@ -114,6 +199,8 @@ class Counts:
     """Time per (thread, stack) over a stretch of sampling, with the engine's figures for it."""
 
     stacks: ThreadStacks = field(default_factory=dict)
+    threads: dict[int, Tally] = field(default_factory=dict)  # per thread: every tally, aged or not
+    aged: dict[int, Tally] = field(default_factory=dict)  # per thread: tallies whose stacks aged out
     ticks: int = 0
     late: int = 0
     skipped: int = 0  # slots of the schedule without a sample
@@ -131,17 +218,20 @@ class Counts:
     longest_gap: float = 0.0  # seconds: the longest time between two ticks
 
     def add_weights(self, weights: Iterable[Weight]) -> None:
-        stacks = self.stacks
+        stacks, threads = self.stacks, self.threads
         for w in weights:
-            tally = stacks.get((w.thread, w.stack))
-            if tally is None:
-                stacks[(w.thread, w.stack)] = [w.samples, w.running, w.cpu_ns, w.wall_ns, w.gil_ns]
-            else:
+            for tally in (stacks.get((w.thread, w.stack)), threads.get(w.thread)):
+                if tally is None:
+                    continue
                 tally[0] += w.samples
                 tally[1] += w.running
                 tally[2] += w.cpu_ns
                 tally[3] += w.wall_ns
                 tally[4] += w.gil_ns
+            if (w.thread, w.stack) not in stacks:
+                stacks[(w.thread, w.stack)] = [w.samples, w.running, w.cpu_ns, w.wall_ns, w.gil_ns]
+            if w.thread not in threads:
+                threads[w.thread] = [w.samples, w.running, w.cpu_ns, w.wall_ns, w.gil_ns]
 
     def add_drain(self, drain: Drain) -> None:
         self.add_weights(drain.weights)
@@ -163,18 +253,51 @@ class Counts:
             self.cpu_ns += p.cpu_ns
             self.unseen_ns += p.unseen_cpu_ns
 
+    def forget(self, evicted: Iterable[int]) -> None:
+        """The engine evicted these stacks: their detail goes, their time stays in `aged`."""
+        gone = set(evicted)
+        if not gone:
+            return
+        for pair in [pair for pair in self.stacks if pair[1] in gone]:
+            add_into(self.aged.setdefault(pair[0], new_tally()), self.stacks.pop(pair))
+
     def fold(self, threads: dict[int, int]) -> None:
         """Merge the stacks of threads[key] into threads' fold keys (finished threads)."""
         for (thread, stack) in [k for k in self.stacks if k[0] in threads]:
             tally = self.stacks.pop((thread, stack))
             into = self.stacks.setdefault((threads[thread], stack), new_tally())
             add_into(into, tally)
+        for per_thread in (self.threads, self.aged):
+            for thread in [t for t in per_thread if t in threads]:
+                add_into(per_thread.setdefault(threads[thread], new_tally()), per_thread.pop(thread))
+
+    def leaf_tallies(self, keep: Callable[[int], bool] | None = None) -> list[tuple[int, int, int, int, int]]:
+        """(leaf, samples, cpu, wall, gil) per stack, threads summed; keep: which threads count."""
+        by_leaf: dict[int, list[int]] = {}
+        for (thread, leaf), tally in self.stacks.items():
+            if keep is not None and not keep(thread):
+                continue
+            into = by_leaf.get(leaf)
+            if into is None:
+                by_leaf[leaf] = [tally[0], tally[2], tally[3], tally[4]]
+            else:
+                into[0] += tally[0]
+                into[1] += tally[2]
+                into[2] += tally[3]
+                into[3] += tally[4]
+        return [(leaf, *t) for leaf, t in by_leaf.items()]  # type: ignore[misc]
+
+    def aged_share(self, index: int, keep: Callable[[int], bool] | None = None) -> float:
+        """The share of the time in `index` whose stack detail has aged out."""
+        aged = sum(t[index] for thread, t in self.aged.items() if keep is None or keep(thread))
+        whole = sum(t[index] for thread, t in self.threads.items() if keep is None or keep(thread))
+        return aged / whole if whole else 0.0
 
 
 def timed_stacks(counts: Counts, book: StackBook, mode: str,
                  keep: Callable[[int], bool] | None = None) -> Iterator[tuple[StackInfo, float]]:
     """Every counted stack with time in `mode`, decoded, and its seconds; keep: which threads'
-    stacks count (None: all)."""
+    stacks count (None: all). A walk over each stack's frames: for reports."""
     index = MODE_INDEX[mode]
     for (thread, stack), tally in counts.stacks.items():
         seconds = tally[index] / 1e9
@@ -186,69 +309,44 @@ def timed_stacks(counts: Counts, book: StackBook, mode: str,
 
 
 # A function's figures: [own samples, own cpu, own wall, own gil, total samples, total cpu,
-# total wall, total gil]
-OWN, TOTAL = 0, 4
+# total wall, total gil, own samples / cpu / wall / gil when tasks are hidden]
+OWN, TOTAL, HIDDEN = 0, 4, 8
 
 
 class FunctionTable:
-    """Per-function figures in both views (by function, by line), all three modes at once."""
+    """Per-function figures in both views (by function, by line), all three modes at once, with
+    tasks shown and hidden, as sums of the engine's rows."""
 
     def __init__(self, book: StackBook):
         self.book = book
         self.by_function: dict[RowKey, list[int]] = {}
         self.by_line: dict[RowKey, list[int]] = {}
+        self.tasks: set[RowKey] = set()  # rows of asyncio tasks' pseudo-frames
 
-    def add_stack(self, stack_id: int, tally: list[int]) -> None:
-        info = self.book.info(stack_id)
-        if info is None:
-            return
-        figures = (tally[SAMPLES], tally[CPU], tally[WALL], tally[GIL])
-        self._add(self.by_function, info.own_function, info.functions, figures)
-        self._add(self.by_line, info.own_line, info.lines, figures)
-
-    @staticmethod
-    def _add(table: dict[RowKey, list[int]], own_key: RowKey, keys: tuple[RowKey, ...],
-             figures: tuple[int, int, int, int]) -> None:
-        own = table.get(own_key)
-        if own is None:
-            own = table[own_key] = [0] * 8
-        for i in range(4):
-            own[OWN + i] += figures[i]
-        for key in keys:  # distinct already: recursion counts once
-            row = table.get(key)
-            if row is None:
-                row = table[key] = [0] * 8
-            for i in range(4):
-                row[TOTAL + i] += figures[i]
-
-    def add_counts(self, counts: Counts, keep: Callable[[int], bool] | None = None) -> None:
-        """Every counted stack, or those of the threads `keep` says yes to. Threads of a pool
-        share their stacks: summed per stack first, each stack's frames are gone through once
-        (a hundred threads, ~15 stacks: ~300 (thread, stack) pairs a refresh)."""
-        by_stack: dict[int, list[int]] = {}
-        for (thread, stack), tally in counts.stacks.items():
-            if keep is not None and not keep(thread):
-                continue
-            into = by_stack.get(stack)
-            if into is None:
-                by_stack[stack] = list(tally)
-            else:  # a tally's five fields, spelled out: this loop runs per pair
-                into[0] += tally[0]
-                into[1] += tally[1]
-                into[2] += tally[2]
-                into[3] += tally[3]
-                into[4] += tally[4]
-        for stack, tally in by_stack.items():
-            self.add_stack(stack, tally)
+    def add_rows(self, functions: Iterable[FunctionRow], lines: Iterable[FunctionRow]) -> None:
+        for table, rows, by_line in ((self.by_function, functions, False), (self.by_line, lines, True)):
+            for row in rows:
+                name = self.book.name(row.function)
+                function, filename, _, pid = name.key
+                key = (function, filename, row.line if by_line else 0, pid)
+                into = table.get(key)
+                if into is None:
+                    table[key] = list(row.figures)
+                    if name.task:
+                        self.tasks.add(key)
+                else:
+                    for i, value in enumerate(row.figures):
+                        into[i] += value
 
     def merge(self, other: FunctionTable) -> None:
+        self.tasks |= other.tasks
         for mine, theirs in ((self.by_function, other.by_function), (self.by_line, other.by_line)):
             for key, row in theirs.items():
                 into = mine.get(key)
                 if into is None:
                     mine[key] = list(row)
                 else:
-                    for i in range(8):
+                    for i in range(12):
                         into[i] += row[i]
 
     def rows(self, by_line: bool) -> dict[RowKey, list[int]]:
@@ -256,5 +354,5 @@ class FunctionTable:
 
 
 def mode_column(mode: str) -> int:
-    """Which of a function's time figures a mode shows (offset from OWN or TOTAL)."""
+    """Which of a function's time figures a mode shows (offset from OWN, TOTAL or HIDDEN)."""
     return {"cpu": 1, "wall": 2, "gil": 3}[mode]

@@ -1,44 +1,70 @@
 """Who calls a function and what it calls, from the stacks counted since the last reset. Pure.
 
-Each stack the function appears in counts once for it, once for each distinct caller (the frame
-just outside one of its occurrences) and once for each distinct callee (the frame just inside).
-Shares are of the function's total time, so callers add up to 100% unless recursion makes a
-stack count for two of them. A stack known to be incomplete (cut at the depth limit, or read
-while it changed) gives no edges: its outermost frame is not really called from nowhere.
+Made from the engine's per-node sums over its stack tree (Engine.aggregate with nodes). A stack
+through the function is counted once, at the function's outermost call on it (the node where it
+first occurs on its path): its caller is the frame just outside that call (the thread's start for
+an outermost frame), its callee the frame just inside (or the function itself, when the stack
+ends there). So callers add up to the function's total, and so do callees, recursion or not; a
+recursive function is its own callee. A stack known to be incomplete (cut at the depth limit,
+or read while it changed) gives no edges: its outermost frame is not really called from nowhere.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
 
-from .aggregate import Counts, StackBook, timed_stacks
+from .aggregate import StackBook, mode_column
 from .model import CallGraph, Neighbour, RowKey
+from .records import NODE_FIRST_FUNCTION, NODE_FIRST_LINE, STACK_INCOMPLETE, NodeRow
 
 ROOT: RowKey = ("(thread start)", "", 0, 0)  # the caller of an outermost frame
 SELF: RowKey = ("(itself)", "", 0, 0)  # the "callee" of samples taken in the function itself
 
 
-def call_graph(counts: Counts, book: StackBook, focus: RowKey, by_line: bool, mode: str = "cpu",
-               keep: Callable[[int], bool] | None = None) -> CallGraph:
-    """keep: which threads' stacks count (None: all)."""
+def call_graph(rows: Iterable[NodeRow], book: StackBook, focus: RowKey, by_line: bool,
+               mode: str = "cpu") -> CallGraph:
+    col = mode_column(mode)
+    first = NODE_FIRST_LINE if by_line else NODE_FIRST_FUNCTION
+    rows = list(rows)
+    own = {row.node: row.own[col] / 1e9 for row in rows}
+    total_of = {row.node: row.total[col] / 1e9 for row in rows}
+    at = [row.node for row in rows
+          if book.known(row.node) and book.parent[row.node] and book.flags[row.node] & first
+          and book.key(row.node, by_line) == focus]
+    children: dict[int, list[int]] = {}
+    wanted = set(at)
+    for row in rows:
+        parent = book.parent[row.node] if book.known(row.node) else 0
+        while parent and parent not in wanted and book.hidden(parent):  # inside a hidden task frame
+            parent = book.parent[parent]
+        if parent in wanted:
+            children.setdefault(parent, []).append(row.node)
     total = 0.0
     callers: dict[RowKey, float] = {}
     callees: dict[RowKey, float] = {}
-    for info, seconds in timed_stacks(counts, book, mode, keep):
-        keys = [(function, filename, line if by_line else 0, info.pid) for function, filename, line in info.frames]
-        at = [i for i, key in enumerate(keys) if key == focus]
-        if not at:
+    for node in at:
+        seconds = total_of.get(node, 0.0)
+        if not seconds:
             continue
         total += seconds
-        if info.incomplete:
+        if book.kind[node] & STACK_INCOMPLETE:
             continue
-        for caller in {keys[i + 1] if i + 1 < len(keys) else ROOT for i in at}:
-            callers[caller] = callers.get(caller, 0.0) + seconds
-        for callee in {keys[i - 1] if i else SELF for i in at}:
-            callees[callee] = callees.get(callee, 0.0) + seconds
+        caller = book.parent[node]
+        while caller and book.parent[caller] and book.hidden(caller):
+            caller = book.parent[caller]
+        key = book.key(caller, by_line) if book.parent[caller] else ROOT
+        callers[key] = callers.get(key, 0.0) + seconds
+        itself = own.get(node, 0.0)
+        for child in children.get(node, ()):
+            if book.hidden(child):  # its own time is the function's; its children are callees
+                itself += own.get(child, 0.0)
+                continue
+            callees[book.key(child, by_line)] = callees.get(book.key(child, by_line), 0.0) + total_of.get(child, 0.0)
+        if itself:
+            callees[SELF] = callees.get(SELF, 0.0) + itself
     return CallGraph(focus, total, _ranked(callers, total), _ranked(callees, total))
 
 
 def _ranked(seconds: dict[RowKey, float], total: float) -> tuple[Neighbour, ...]:
-    ordered = sorted(seconds.items(), key=lambda item: (-item[1], item[0]))
+    ordered = sorted(((key, s) for key, s in seconds.items() if s), key=lambda item: (-item[1], item[0]))
     return tuple(Neighbour(key, s, s / total if total else 0.0) for key, s in ordered)

@@ -1,18 +1,24 @@
 """The call tree: every counted stack as a path from its outermost frame in, merged where paths
 share a start, with each node's total (its subtree) and own (samples taken in it) time. Pure.
 
+Made from the engine's per-node sums over its stack tree (Engine.aggregate with nodes): the
+stack tree is already this tree, keyed by (code, line) at each level; here nodes of one level are
+merged by function (or line), a task's pseudo-frame is left out while tasks are hidden, and a run
+of direct recursion (a node whose only child is the same function) is folded into one node that
+says how deep it goes. Every walk is a loop, never a recursion: a stack may be 50,000 frames deep.
+
 Stacks known to be incomplete (cut at the depth limit, or read while they changed) do not start
 at a thread's start: they go under a node of their own rather than pass for a root. Nodes below
-MIN_SHARE of the whole are folded into one "(smaller calls)" node per parent, so that a tree of
-a long run stays a size a screen can rebuild every refresh.
+MIN_SHARE of the whole are folded into one "(smaller calls)" node per parent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
 
-from .aggregate import Counts, StackBook, timed_stacks
+from .aggregate import StackBook, mode_column
 from .model import RowKey, TreeNode
+from .records import STACK_INCOMPLETE, NodeRow
 
 ROOT: RowKey = ("(all threads)", "", 0, 0)
 CUT: RowKey = ("(stacks cut short: outer frames unknown)", "", 0, 0)
@@ -21,39 +27,139 @@ MIN_SHARE = 0.001  # of the root's total
 
 
 class _Building:
-    __slots__ = ("total", "own", "children")
+    """A node of the tree being made: the stack-tree nodes merged into it."""
 
-    def __init__(self) -> None:
+    __slots__ = ("key", "total", "own", "nodes", "children", "repeat", "frozen")
+
+    def __init__(self, key: RowKey) -> None:
+        self.key = key
         self.total = 0.0
         self.own = 0.0
-        self.children: dict[RowKey, _Building] = {}
+        self.nodes: list[int] = []
+        self.children: list[_Building] = []
+        self.repeat = 1
+        self.frozen: TreeNode | None = None
 
 
-def call_tree(counts: Counts, book: StackBook, by_line: bool, mode: str = "cpu",
-              keep: Callable[[int], bool] | None = None) -> TreeNode:
-    """keep: which threads' stacks count (None: all)."""
-    root = _Building()
-    for info, seconds in timed_stacks(counts, book, mode, keep):
-        node = root
-        node.total += seconds
-        if info.incomplete:
-            node = node.children.setdefault(CUT, _Building())
-            node.total += seconds
-        for function, filename, line in reversed(info.frames):  # outermost first
-            node = node.children.setdefault((function, filename, line if by_line else 0, info.pid), _Building())
-            node.total += seconds
-        node.own += seconds
-    return _freeze(ROOT, root, MIN_SHARE * root.total)
+class _Sums:
+    """Per stack-tree node: own and total seconds, and children, for the rows' nodes."""
+
+    def __init__(self, rows: Iterable[NodeRow], book: StackBook, mode: str) -> None:
+        col = mode_column(mode)
+        self.own: dict[int, float] = {}
+        self.total: dict[int, float] = {}
+        self.children: dict[int, list[int]] = {}
+        self.roots: list[int] = []
+        for row in rows:
+            if not book.known(row.node):
+                continue
+            self.own[row.node] = row.own[col] / 1e9
+            self.total[row.node] = row.total[col] / 1e9
+            parent = book.parent[row.node]
+            if parent:
+                self.children.setdefault(parent, []).append(row.node)
+            else:
+                self.roots.append(row.node)
 
 
-def _freeze(key: RowKey, node: _Building, smallest: float) -> TreeNode:
-    big = [(k, child) for k, child in node.children.items() if child.total >= smallest]
-    small = [child for child in node.children.values() if child.total < smallest]
-    children = [_freeze(k, child, smallest) for k, child in sorted(big, key=lambda kc: (-kc[1].total, kc[0]))]
-    if small:
-        rest = sum(child.total for child in small)
-        children.append(TreeNode(SMALLER, rest, rest, ()))
-    return TreeNode(key, node.total, node.own, tuple(children))
+def _shown_children(node: int, sums: _Sums, book: StackBook) -> list[int]:
+    """A node's children as shown: a hidden task frame gives way to its own children."""
+    out: list[int] = []
+    pending = list(sums.children.get(node, ()))
+    while pending:
+        child = pending.pop()
+        if book.hidden(child):
+            pending.extend(sums.children.get(child, ()))
+        else:
+            out.append(child)
+    return out
+
+
+def _group(parent: _Building, sums: _Sums, book: StackBook, by_line: bool) -> dict[RowKey, _Building]:
+    """The children of a tree node: its stack-tree nodes' children, merged by key."""
+    groups: dict[RowKey, _Building] = {}
+    for node in parent.nodes:
+        for child in _shown_children(node, sums, book):
+            key = book.key(child, by_line)
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = _Building(key)
+            group.nodes.append(child)
+            group.total += sums.total.get(child, 0.0)
+            group.own += sums.own.get(child, 0.0) + _hidden_own(child, sums, book)
+    return groups
+
+
+def _hidden_own(node: int, sums: _Sums, book: StackBook) -> float:
+    """Own time of hidden task frames right below `node`: while tasks are hidden, it is its."""
+    if book.tasks:
+        return 0.0
+    extra = 0.0
+    pending = [c for c in sums.children.get(node, ()) if book.hidden(c)]
+    while pending:
+        child = pending.pop()
+        extra += sums.own.get(child, 0.0)
+        pending.extend(c for c in sums.children.get(child, ()) if book.hidden(c))
+    return extra
+
+
+def call_tree(rows: Iterable[NodeRow], book: StackBook, by_line: bool, mode: str = "cpu") -> TreeNode:
+    """The tree of the stacks whose per-node sums are `rows`."""
+    sums = _Sums(rows, book, mode)
+    root = _Building(ROOT)
+    cut = _Building(CUT)
+    for node in sums.roots:
+        root.total += sums.total.get(node, 0.0)
+        incomplete = bool(book.kind[node] & STACK_INCOMPLETE)
+        holder = cut if incomplete else root
+        if incomplete:
+            cut.total += sums.total.get(node, 0.0)
+        if book.function[node]:  # a kind without frames (a thread in C, ...): a node of its own
+            pseudo = _Building(book.key(node, by_line))
+            pseudo.total = pseudo.own = sums.total.get(node, 0.0)
+            holder.children.append(pseudo)
+        else:
+            holder.nodes.append(node)
+    smallest = MIN_SHARE * root.total
+    # Grow level by level, from a work list: no recursion, whatever the depth.
+    work = [root, cut]
+    while work:
+        building = work.pop()
+        groups = _group(building, sums, book, by_line)
+        while len(groups) == 1 and building is not root and building is not cut:
+            (only,) = groups.values()
+            if only.key != building.key:
+                break
+            building.repeat += 1  # direct recursion: one node that says how deep
+            building.own += only.own
+            building.nodes = only.nodes
+            groups = _group(building, sums, book, by_line)
+        building.children.extend(groups.values())
+        work.extend(child for child in groups.values() if child.total >= smallest)
+    if cut.total:
+        root.children.append(cut)
+    return _freeze(root, smallest)
+
+
+def _freeze(root: _Building, smallest: float) -> TreeNode:
+    """The immutable tree, children hottest first, small ones folded; made from the leaves up."""
+    order: list[_Building] = []
+    work = [root]
+    while work:  # parents before children
+        node = work.pop()
+        order.append(node)
+        work.extend(child for child in node.children if child.total >= smallest or child.key == CUT)
+    for node in reversed(order):
+        big = [c for c in node.children if c.frozen is not None]
+        small = [c for c in node.children if c.frozen is None]
+        children = [c.frozen for c in sorted(big, key=lambda c: (-c.total, c.key)) if c.frozen is not None]
+        if small:
+            rest = sum(c.total for c in small)
+            children.append(TreeNode(SMALLER, rest, rest, ()))
+        node.frozen = TreeNode(node.key, node.total, node.own, tuple(children), node.repeat)
+        node.children = []  # what it held is in its frozen node now
+    assert root.frozen is not None
+    return root.frozen
 
 
 def hottest_path(node: TreeNode, through: RowKey | None = None) -> tuple[RowKey, ...]:
@@ -65,13 +171,17 @@ def hottest_path(node: TreeNode, through: RowKey | None = None) -> tuple[RowKey,
             node = node.children[0]
             hottest.append(node.key)
         return tuple(hottest)
-    best: tuple[float, tuple[RowKey, ...]] = (-1.0, ())
-    stack: list[tuple[TreeNode, tuple[RowKey, ...]]] = [(child, (child.key,)) for child in node.children]
-    while stack:
-        current, path = stack.pop()
+    best_total = -1.0
+    best: tuple[RowKey, ...] = ()
+    path: list[RowKey] = []
+    work: list[tuple[TreeNode, int]] = [(child, 0) for child in node.children]
+    while work:  # depth first, the path so far kept once (a deep tree's paths are long)
+        current, depth = work.pop()
+        del path[depth:]
+        path.append(current.key)
         if current.key == through:
-            if current.total > best[0]:
-                best = (current.total, path)
+            if current.total > best_total:
+                best_total, best = current.total, tuple(path)
             continue
-        stack.extend((child, (*path, child.key)) for child in current.children)
-    return best[1]
+        work.extend((child, depth + 1) for child in current.children)
+    return best

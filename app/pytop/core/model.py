@@ -56,7 +56,7 @@ class CallGraph:
     callees: tuple[Neighbour, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: a generated __eq__ would recurse down a deep tree
 class TreeNode:
     """A node of the call tree: a function reached by one path of calls from a thread's start."""
 
@@ -64,6 +64,7 @@ class TreeNode:
     total: float  # seconds in it and below it, by this path
     own: float  # seconds in it itself
     children: tuple[TreeNode, ...]  # hottest first
+    repeat: int = 1  # a run of direct recursion folded into one node: how many calls deep it is
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Plain records shared by every part: what a stack is made of. No native code, no I/O.
 
-A stack is packed (code id: uint32, line: int32) pairs, innermost first, in one `bytes` object
-that doubles as a hashable key. Code ids are the native unwinder's, per process; names come
-once per id.
+A sample's stack is packed (code id: uint32, line: int32) pairs, innermost first. The engine
+keeps the stacks it samples as a tree (a node per frame of each distinct path) and hands out each
+node and each function once; a stack is then known by its innermost node.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ PSEUDO_FUNCTIONS = {
     STACK_EMPTY: "(no Python frame)",
     STACK_NATIVE: "(thread without Python)",
     STACK_UNSEEN: "(threads that ended between samples)",
-    STACK_OVERFLOW: "(stacks past pytop's memory bound)",
+    STACK_OVERFLOW: "(stacks past pytop's memory bound)",  # only when memory runs out
 }
 
 # Status codes of the native core, and what they mean to a reader.
@@ -95,17 +95,49 @@ class Code(NamedTuple):
     firstlineno: int
 
 
-class Stack(NamedTuple):
-    """A stack, first seen in this drain; ids are the engine's, for the whole run."""
+class Node(NamedTuple):
+    """A node of the engine's stack tree, made since the previous drain: a frame reached by one
+    path from its root. A stack is known by its innermost node (its leaf)."""
 
-    stack: int
+    node: int
+    parent: int  # 0 for a root
+    code_id: int  # a root: its kind (STACK_*)
+    line: int
     process: int
-    kind: int  # STACK_*, with STACK_INCOMPLETE as a flag
-    frames: bytes  # FRAME records, innermost first
+    function: int  # the engine's function id (a root of a kind without frames: its row)
+    depth: int  # 0 for a root
+    flags: int  # NODE_FIRST_*
+    kind: int  # its root's kind
 
-    @property
-    def incomplete(self) -> bool:
-        return bool(self.kind & STACK_INCOMPLETE)
+
+NODE_FIRST_FUNCTION, NODE_FIRST_LINE = 2, 4
+
+
+class Function(NamedTuple):
+    """A function (a row of the table), first seen in this drain."""
+
+    function: int
+    process: int
+    kind: int  # STACK_* of a stack kind's row; 0 for code
+    task: bool  # an asyncio task's pseudo-frame
+    qualname: str | None
+    filename: str | None
+
+
+# A function's (or line's) figures, as summed by the engine: own, total and own_hidden (own
+# when tasks are hidden), each (samples, cpu ns, wall ns, gil ns).
+class FunctionRow(NamedTuple):
+    function: int
+    line: int  # per-line rows; 0 per function
+    figures: tuple[int, ...]  # own[4] + total[4] + own_hidden[4]
+
+
+class NodeRow(NamedTuple):
+    """A node's time: own in stacks that end at it, total in every stack through it."""
+
+    node: int
+    own: tuple[int, int, int, int]
+    total: tuple[int, int, int, int]
 
 
 class Weight(NamedTuple):
@@ -174,8 +206,12 @@ class Drain:
     processes: tuple[ProcessUpdate, ...]
     threads: tuple[ThreadUpdate, ...]
     codes: tuple[Code, ...]
-    stacks: tuple[Stack, ...]
+    functions: tuple[Function, ...]
+    evicted: tuple[int, ...]  # nodes evicted from the stack tree (learned before `nodes`)
+    nodes: tuple[Node, ...]
     weights: tuple[Weight, ...]
+    function_rows: tuple[FunctionRow, ...]  # the weights summed per function ...
+    line_rows: tuple[FunctionRow, ...]  # ... and per (function, line)
     ticks: int  # sampling ticks
     late: int  # ticks that began more than one interval late
     skipped: int  # slots of the schedule that passed without a sample (the machine was busy)
@@ -189,5 +225,6 @@ class Drain:
     budget_limited: bool  # pytop's CPU budget holds the rate below the one asked for
     running: bool
     realtime: bool
-    stacks_dropped: int  # since the start
+    stacks_dropped: int  # stacks that found no room in the stack tree, since the start
+    stack_nodes: int  # nodes in the stack tree now
     end: str | None  # why sampling ended

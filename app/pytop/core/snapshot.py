@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .aggregate import CPU, MODE_INDEX, OWN, TOTAL, WALL, Counts, FunctionTable, StackBook, mode_column
-from .callgraph import call_graph
-from .calltree import call_tree
-from .model import FunctionRow, RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow
+from .aggregate import CPU, HIDDEN, MODE_INDEX, OWN, TOTAL, WALL, Counts, FunctionTable, StackBook, mode_column
+from .model import CallGraph, FunctionRow, RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow, TreeNode
 from .threads import ThreadBook, ThreadState
 
 
@@ -31,17 +28,29 @@ class View:
 
 @dataclass
 class Figures:
-    """Everything counted: the current window and everything since the last reset."""
+    """Everything counted: the current window and everything since the last reset, as time per
+    (thread, stack) and as tables summed drain by drain (exact however much detail ages out)."""
 
     book: StackBook = field(default_factory=StackBook)
     window: Counts = field(default_factory=Counts)
     total: Counts = field(default_factory=Counts)
-    totals: FunctionTable | None = None  # of `total`, kept up to date window by window
+    window_table: FunctionTable | None = None  # of `window`
+    totals: FunctionTable | None = None  # of `total`
     threads: ThreadBook = field(default_factory=ThreadBook)
 
     def __post_init__(self) -> None:
+        if self.window_table is None:
+            self.window_table = FunctionTable(self.book)
         if self.totals is None:
             self.totals = FunctionTable(self.book)
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The tables a snapshot shows: all threads', or one thread's or process's."""
+
+    totals: FunctionTable
+    window: FunctionTable
 
 
 @dataclass(frozen=True)
@@ -68,54 +77,44 @@ class Circumstances:
 
 
 def rows_of(totals: FunctionTable, window: FunctionTable, window_seconds: float, mode: str,
-            by_line: bool) -> tuple[FunctionRow, ...]:
-    """Every function with time in this mode since the last reset, with the window's shares."""
+            by_line: bool, tasks: bool = True) -> tuple[FunctionRow, ...]:
+    """Every function with time in this mode since the last reset, with the window's shares.
+    With tasks hidden, their pseudo-frames' rows go and their own time is their callers'."""
     col = mode_column(mode)
+    own_at = (OWN if tasks else HIDDEN) + col
     now = window.rows(by_line)
     scale = 100.0 / (window_seconds * 1e9) if window_seconds > 0 else 0.0
+    hidden = set() if tasks else totals.tasks
     rows = []
     for key, row in totals.rows(by_line).items():
-        if not row[TOTAL + col]:
+        if not row[TOTAL + col] and not row[own_at]:
             continue  # nothing in this mode (a sleeping thread's functions in cpu mode)
+        if key in hidden:
+            continue
         recent = now.get(key)
         function, filename, line, pid = key
+        own_pct = recent[own_at] * scale if recent else 0.0
         rows.append(FunctionRow(
             key=key, function=function, filename=filename, line=line if by_line else None, pid=pid,
-            own_pct=recent[OWN + col] * scale if recent else 0.0,
-            total_pct=recent[TOTAL + col] * scale if recent else 0.0,
-            own_time=row[OWN + col] / 1e9, total_time=row[TOTAL + col] / 1e9,
-            own_count=row[OWN], total_count=row[TOTAL],
+            own_pct=own_pct, total_pct=max(recent[TOTAL + col] * scale, own_pct) if recent else 0.0,
+            own_time=row[own_at] / 1e9, total_time=max(row[TOTAL + col], row[own_at]) / 1e9,
+            own_count=row[own_at - col], total_count=max(row[TOTAL], row[own_at - col]),
         ))
     return tuple(rows)
 
 
-def _keeper(view: View, threads: ThreadBook) -> Callable[[int], bool] | None:
-    if view.thread is not None:
-        return lambda key: key == view.thread
-    if view.process is not None:
-        pids = {k: t.pid for k, t in threads.threads.items()}
-        return lambda key: pids.get(key) == view.process
-    return None
-
-
-def _per_thread(counts: Counts, index: int) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for (thread, _), tally in counts.stacks.items():
-        out[thread] = out.get(thread, 0) + tally[index]
-    return out
-
-
 def thread_rows(figures: Figures, mode: str, elapsed: float) -> tuple[ThreadRow, ...]:
-    own = _per_thread(figures.total, MODE_INDEX[mode])
+    index = MODE_INDEX[mode]
+    own = {thread: tally[index] for thread, tally in figures.total.threads.items()}
 
     def row(t: ThreadState) -> ThreadRow:
-        info = figures.book.info(t.stack) if t.stack else None
+        top = figures.book.own_function(t.stack) if t.stack else None
         span = t.wall_ns if t.wall_ns else elapsed * 1e9  # threads without Python are not sampled
         return ThreadRow(
             key=t.key, pid=t.pid, thread_id=t.thread_id, native_id=t.native_id or None, name=t.name,
             samples=t.samples, active_pct=100.0 * t.cpu_ns / span if span else 0.0,
             gil_pct=100.0 * t.gil_samples / t.samples if t.samples else 0.0,
-            top_frame=info.own_function[0] if info else None, alive=t.alive, cpu_time=t.cpu_ns / 1e9,
+            top_frame=top[0] if top else None, alive=t.alive, cpu_time=t.cpu_ns / 1e9,
             own_time=own.get(t.key, 0) / 1e9, wait_time=t.wait_ns / 1e9, errors=t.errors,
             last_error=t.last_error_text, native=t.native, threads=t.threads, os_state=t.os_state,
             folded=t.key < 0)
@@ -127,29 +126,18 @@ def _share(part: int, whole: int) -> float:
     return 100.0 * part / whole if whole else 0.0
 
 
-def build(target: TargetInfo, figures: Figures, window_table: FunctionTable, view: View,
-          c: Circumstances) -> Snapshot:
-    """The snapshot of the figures as `view` shows them."""
-    assert figures.totals is not None
+def build(target: TargetInfo, figures: Figures, tables: Tables, view: View, c: Circumstances,
+          graph: CallGraph | None = None, tree: TreeNode | None = None) -> Snapshot:
+    """The snapshot of the figures as `view` shows them: `tables` are all threads' or the ones
+    the view narrows to; callers (`graph`) and the call tree come made."""
     window, total = figures.window, figures.total
-    totals, recent = figures.totals, window_table
-    keep = _keeper(view, figures.threads)
-    if keep is not None:  # only the chosen thread's or process's stacks, in both tables
-        totals = FunctionTable(figures.book)
-        totals.add_counts(total, keep)
-        recent = FunctionTable(figures.book)
-        recent.add_counts(window, keep)
     rows = thread_rows(figures, view.mode, c.elapsed)
-    window_cpu = sum(tally[CPU] for tally in window.stacks.values())
-    window_wall = sum(tally[WALL] for tally in window.stacks.values())
-    graph = None
-    if view.focus is not None:
-        graph = call_graph(total, figures.book, view.focus, view.by_line, view.mode, keep)
-    tree = call_tree(total, figures.book, view.by_line, view.mode, keep) if view.tree else None
+    window_cpu = sum(tally[CPU] for tally in window.threads.values())
+    window_wall = sum(tally[WALL] for tally in window.threads.values())
     col = mode_column(view.mode)
     return Snapshot(
         target=target,
-        rows=rows_of(totals, recent, c.window_seconds, view.mode, view.by_line),
+        rows=rows_of(tables.totals, tables.window, c.window_seconds, view.mode, view.by_line, view.tasks),
         by_line=view.by_line,
         samples=total.ticks,
         elapsed=c.elapsed,
@@ -176,7 +164,7 @@ def build(target: TargetInfo, figures: Figures, window_table: FunctionTable, vie
         torn=total.torn,
         cpu_time=total.cpu_ns / 1e9,
         unseen_time=total.unseen_ns / 1e9,
-        attributed=sum(r[OWN + col] for r in totals.by_function.values()) / 1e9,
+        attributed=sum(r[(OWN if view.tasks else HIDDEN) + col] for r in tables.totals.by_function.values()) / 1e9,
         sampled_from=total.first_at,
         sampled_until=total.last_at,
         stacks_dropped=c.stacks_dropped,

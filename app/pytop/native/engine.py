@@ -8,11 +8,24 @@ from __future__ import annotations
 import os
 import struct
 import threading
+import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._native import ffi, lib
-from ..core.records import FRAME, STATUS_NAMES, Code, Drain, ProcessUpdate, Stack, ThreadUpdate, Weight
+from ..core.records import (
+    STATUS_NAMES,
+    Code,
+    Drain,
+    Function,
+    FunctionRow,
+    Node,
+    NodeRow,
+    ProcessUpdate,
+    ThreadUpdate,
+    Weight,
+)
 from .status import Closed
 from .unwinder import Unwinder
 
@@ -20,11 +33,17 @@ from .unwinder import Unwinder
 _PROCESS = struct.Struct("<IiiIIIIIIIQQII")
 _DRAIN_THREAD = struct.Struct("<QQQQIIiIIIIiIIc7x")
 _CODE = struct.Struct("<IIiIII")
-_STACK = struct.Struct("<IIIIII")
+_FUNCTION = struct.Struct("<IIIIII")
+_NODE = struct.Struct("<IIIiIIIBB2x")
 _WEIGHT = struct.Struct("<QQQIIII")
+_FUNCTION_ROW = struct.Struct("<12QIi")
+_NODE_ROW = struct.Struct("<8QII")
+_LEAF_TALLY = struct.Struct("<QQQII")
+_UINT32 = struct.Struct("<I")
 for _struct, _name in ((_PROCESS, "pytop_drain_process"), (_DRAIN_THREAD, "pytop_drain_thread"),
-                       (_CODE, "pytop_drain_code"), (_STACK, "pytop_drain_stack"),
-                       (_WEIGHT, "pytop_drain_weight")):
+                       (_CODE, "pytop_drain_code"), (_FUNCTION, "pytop_drain_function"), (_NODE, "pytop_drain_node"),
+                       (_WEIGHT, "pytop_drain_weight"), (_FUNCTION_ROW, "pytop_function_row"),
+                       (_NODE_ROW, "pytop_node_row"), (_LEAF_TALLY, "pytop_leaf_tally")):
     assert _struct.size == ffi.sizeof(_name), f"pytop.h and native/engine.py disagree on {_name}"
 NO_TEXT = 0xFFFFFFFF
 
@@ -57,9 +76,9 @@ class EngineConfig:
     # is lowered until it fits, and raised again as it can. 0: no budget (pytop's policy is in
     # sampling/priority.py).
     cpu_budget: float = 0.0
-    min_rate: float = 10.0  # samples per second the budget never goes below
+    min_rate: float = 1.0  # samples per second the budget never goes below
     blocking: bool = False  # stop the target's threads with ptrace while they are read
-    max_stack_frames: int = 0  # bound on frames of all unique stacks kept (0: the default)
+    max_stack_nodes: int = 0  # bound on the nodes of the stack tree (0: the default)
     period: float = 0.0  # seconds between full checks of every thread (0: the default)
 
 
@@ -103,17 +122,44 @@ def _codes(out: Any, text: _Text) -> tuple[Code, ...]:
                  for process, code_id, firstlineno, name, qualname, filename in rows)
 
 
-def _stacks(out: Any) -> tuple[Stack, ...]:
-    frames, size = _array(out.frames, out.frame_count, FRAME), FRAME.size
-    rows = _STACK.iter_unpack(_array(out.stacks, out.stack_count, _STACK))
-    return tuple(Stack(stack, process, kind, frames[first * size:(first + count) * size])
-                 for stack, process, first, count, kind, _ in rows)
+def _functions(out: Any, text: _Text) -> tuple[Function, ...]:
+    rows = _FUNCTION.iter_unpack(_array(out.functions, out.function_count, _FUNCTION))
+    return tuple(Function(function, process, kind, bool(task), text.at(qualname), text.at(filename))
+                 for function, process, kind, task, qualname, filename in rows)
+
+
+def _nodes(out: Any) -> tuple[Node, ...]:
+    return tuple(Node(*row) for row in _NODE.iter_unpack(_array(out.nodes, out.node_count, _NODE)))
+
+
+def _evicted(out: Any) -> tuple[int, ...]:
+    return tuple(v for (v,) in _UINT32.iter_unpack(_array(out.evicted, out.evicted_count, _UINT32)))
+
+
+def function_rows(pointer: Any, count: int) -> tuple[FunctionRow, ...]:
+    return tuple(FunctionRow(row[12], row[13], row[:12])
+                 for row in _FUNCTION_ROW.iter_unpack(_array(pointer, count, _FUNCTION_ROW)))
+
+
+def node_rows(pointer: Any, count: int) -> tuple[NodeRow, ...]:
+    return tuple(NodeRow(row[8], row[:4], row[4:8])
+                 for row in _NODE_ROW.iter_unpack(_array(pointer, count, _NODE_ROW)))
 
 
 def _weights(out: Any) -> tuple[Weight, ...]:
     rows = _WEIGHT.iter_unpack(_array(out.weights, out.weight_count, _WEIGHT))
     return tuple(Weight(stack, thread, samples, running, cpu, wall, gil)
                  for cpu, wall, gil, stack, thread, samples, running in rows)
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """What Engine.aggregate summed."""
+
+    functions: tuple[FunctionRow, ...]
+    lines: tuple[FunctionRow, ...]
+    nodes: tuple[NodeRow, ...]
+    skipped: int  # tallies of stacks no longer in the tree
 
 
 class Engine:
@@ -128,7 +174,7 @@ class Engine:
         c.rate, c.jitter, c.max_gap = config.rate, config.jitter, config.max_gap
         c.realtime, c.realtime_budget, c.blocking = int(config.realtime), config.realtime_budget, int(config.blocking)
         c.cpu_budget, c.min_rate = config.cpu_budget, config.min_rate
-        c.max_stack_frames, c.period = config.max_stack_frames, config.period
+        c.max_stack_nodes, c.period = config.max_stack_nodes, config.period
         status = ffi.new("int *")
         handle = lib.pytop_engine_new(c, status)
         if handle == ffi.NULL:
@@ -141,6 +187,9 @@ class Engine:
         self._draining = threading.Lock()
         self._out = ffi.new("pytop_drain *")
         self._pids: dict[int, int] = {}  # engine process index -> pid
+        self.stopped = False  # its thread has ended (it can still sum stacks: see aggregate)
+        # Freed with this object at the latest (the native side refuses while its thread runs).
+        self._finalizer = weakref.finalize(self, lib.pytop_engine_free, handle)
 
     @property
     def handle(self) -> Any:
@@ -182,13 +231,32 @@ class Engine:
         text = _Text(ffi.buffer(out.text, out.text_size)[:] if out.text_size else b"")
         return Drain(
             processes=_processes(out, text), threads=_threads(out, text), codes=_codes(out, text),
-            stacks=_stacks(out), weights=_weights(out),
+            functions=_functions(out, text), evicted=_evicted(out), nodes=_nodes(out), weights=_weights(out),
+            function_rows=function_rows(out.function_rows, out.function_row_count),
+            line_rows=function_rows(out.line_rows, out.line_row_count),
             ticks=out.ticks, late=out.late, skipped=out.skipped, slot_seconds=out.slot_seconds,
             first_at=out.first_at, last_at=out.last_at, lag=out.lag, longest_gap=out.longest_gap,
             cpu_seconds=out.cpu_seconds, rate_now=out.rate_now, budget_limited=bool(out.budget_limited),
             running=bool(out.running), realtime=bool(out.realtime),
-            stacks_dropped=out.stacks_dropped, end=text.at(out.end_at),
+            stacks_dropped=out.stacks_dropped, stack_nodes=out.stack_nodes, end=text.at(out.end_at),
         )
+
+    def aggregate(self, tallies: Iterable[tuple[int, int, int, int, int]], tables: bool = True,
+                  nodes: bool = False) -> Aggregate:
+        """Stacks' time summed over the stack tree: per function and per line (`tables`), per node
+        of their paths (`nodes`). tallies: (leaf, samples, cpu ns, wall ns, gil ns). Stacks no
+        longer in the tree are left out and counted (`skipped`)."""
+        packed = b"".join(_LEAF_TALLY.pack(cpu, wall, gil, leaf, samples) for leaf, samples, cpu, wall, gil in tallies)
+        count = len(packed) // _LEAF_TALLY.size
+        data = ffi.from_buffer("pytop_leaf_tally[]", packed) if count else ffi.NULL
+        flags = (lib.PYTOP_AGGREGATE_TABLES if tables else 0) | (lib.PYTOP_AGGREGATE_NODES if nodes else 0)
+        out = ffi.new("pytop_aggregate *")
+        with self._draining:  # the tree changes (evictions) only in a drain: none meanwhile
+            status = lib.pytop_engine_aggregate(self.handle, data, count, flags, out)
+            if status != lib.PYTOP_OK:
+                raise MemoryError("the sampling engine ran out of memory")
+            return Aggregate(function_rows(out.functions, out.function_count), function_rows(out.lines, out.line_count),
+                             node_rows(out.nodes, out.node_count), out.skipped)
 
     def pending_ticks(self) -> int:
         """Ticks taken since the previous drain, without draining them."""
@@ -203,6 +271,7 @@ class Engine:
             return not self._stuck
         ended = bool(lib.pytop_engine_stop(self._handle, timeout) == lib.PYTOP_OK)
         self._stuck = not ended
+        self.stopped = self.stopped or ended
         return ended
 
     def close(self) -> None:
@@ -212,5 +281,6 @@ class Engine:
         if not self.stop():
             return
         with self._draining:
+            self._finalizer.detach()
             lib.pytop_engine_free(self._handle)
             self._handle = None

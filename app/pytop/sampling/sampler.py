@@ -21,9 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..core.aggregate import MODES, Counts, FunctionTable
-from ..core.model import RowKey, Snapshot, TargetInfo, ThreadKey
-from ..core.records import Drain
-from ..core.snapshot import Circumstances, Figures, View, build
+from ..core.callgraph import call_graph
+from ..core.calltree import call_tree
+from ..core.model import CallGraph, RowKey, Snapshot, TargetInfo, ThreadKey, TreeNode
+from ..core.records import Drain, NodeRow
+from ..core.snapshot import Circumstances, Figures, Tables, View, build
 from ..native import Closed, Engine, EngineConfig, Unwinder
 from ..report import export
 from .priority import DEFAULT_CPU_BUDGET
@@ -77,7 +79,6 @@ class Sampler:
         self._add_process(unwinder, target.pid)
         self.processes = ProcessSet(target.pid, attach)
         self.view = View(mode=settings.mode, by_line=settings.by_line, tasks=settings.tasks)
-        self._retable = False  # the totals table is made anew at the next window (tasks toggled)
         self.exported: tuple[str, ...] = ()
         self.failure: str | None = None
         self.end: str | None = None
@@ -92,6 +93,7 @@ class Sampler:
         self._sampler_cpu = 0.0
         self._dropped = 0
         self._last_window: tuple[Counts, FunctionTable, Circumstances] | None = None
+        self._stack_nodes = 0
         self._exit_status = exit_status
         self._skipping_shown = self._skipping_until = 0.0
         self.status: int | None = None  # the started program's exit status, once sampling saw it end
@@ -112,6 +114,7 @@ class Sampler:
             self._thread.join(timeout)
         if not self._thread.is_alive():
             self._shut_engine()
+            self.engine.close()  # final_snapshot() still works: it needs no stack sums in the default view
 
     def reset(self) -> None:
         self._inbox.put(("reset", None))
@@ -179,9 +182,12 @@ class Sampler:
                 "rate_now": self._rate_now, "sampler_cpu": self._sampler_cpu}
 
     def final_snapshot(self) -> Snapshot:
-        """Once stopped: the figures of the last window and since the reset."""
+        """Once stopped: the figures of the last window and since the reset (in a view that
+        needs no stack sums: not narrowed, no callers, no tree; the engine is closed)."""
         if self.running:
             raise RuntimeError("final_snapshot() needs the sampler stopped")
+        if not self.engine.is_open and (self.view.narrowed or self.view.focus is not None or self.view.tree):
+            raise RuntimeError("final_snapshot() after stop() shows all threads' table only")
         return self._close_window(exited=self.end is not None, reason=self.end)
 
     # ---- the sampler's thread ------------------------------------------------------------
@@ -217,24 +223,18 @@ class Sampler:
         assert self._last_window is not None  # the exited snapshot was built
         window, window_table, circumstances = self._last_window
         f = self.figures
-        if self._retable:  # tasks shown or hidden since: both tables read the stacks anew
-            f.totals = FunctionTable(f.book)
-            f.totals.add_counts(f.total)
-            window_table = FunctionTable(f.book)
-            window_table.add_counts(window)
-            self._last_window = (window, window_table, circumstances)
-            self._retable = False
-        current, f.window = f.window, window
+        current = f.window, f.window_table
+        f.window, f.window_table = window, window_table
         try:
-            return build(self.target, f, window_table, self.view, replace(circumstances, exported=self.exported))
+            return self._build(replace(circumstances, exported=self.exported))
         finally:
-            f.window = current
+            f.window, f.window_table = current
 
     def _shut_engine(self) -> None:
-        """Stop the engine, take in what it still holds, free it (unless its thread is stuck)."""
-        if self.engine.is_open and self.engine.stop(STOP_SECONDS):
+        """Stop the engine's thread and take in what it still holds. The engine stays open (a
+        view of the final figures still sums stacks with it) until the sampler is stopped."""
+        if self.engine.is_open and not self.engine.stopped and self.engine.stop(STOP_SECONDS):
             self._drain()
-            self.engine.close()
 
     def _loop(self) -> None:
         early = FIRST_REFRESHES if self.settings.quick_start else ()
@@ -289,7 +289,7 @@ class Sampler:
             self.view = replace(self.view, tree=bool(value))
         elif kind == "tasks":
             self.view = replace(self.view, tasks=bool(value), focus=None)  # a task's row may be gone
-            self._retable = self.figures.book.show_tasks(bool(value)) or self._retable
+            self.figures.book.show_tasks(bool(value))
         elif kind == "delay" and isinstance(value, (int, float)) and value > 0:
             self.settings = replace(self.settings, delay=float(value))
         elif kind == "export":
@@ -303,9 +303,13 @@ class Sampler:
     def _drain(self) -> Drain:
         d = self.engine.drain()
         f = self.figures
-        f.book.learn(d.codes, d.stacks)
-        f.window.add_drain(d)
-        f.total.add_drain(d)
+        f.book.learn(d)
+        for counts in (f.window, f.total):
+            counts.forget(d.evicted)  # first: an evicted id may come back as a new stack
+            counts.add_drain(d)
+        for table in (f.window_table, f.totals):
+            assert table is not None
+            table.add_rows(d.function_rows, d.line_rows)
         f.threads.update(d.threads, lambda process: f.book.pids.get(process, 0), f.book.has_frames)
         for p in d.processes:
             if p.error:
@@ -318,6 +322,7 @@ class Sampler:
         self._budget_limited = d.budget_limited
         self._sampler_cpu = d.cpu_seconds
         self._dropped = d.stacks_dropped
+        self._stack_nodes = d.stack_nodes
         if not d.running and d.end is not None and not self._stop.is_set():
             self.end = d.end  # every process has gone (not: pytop was asked to stop)
         return d
@@ -356,19 +361,53 @@ class Sampler:
         used, self._cpu_mark = cpu - self._cpu_mark, cpu
         return 100.0 * used / seconds
 
+    def _keeper(self) -> Callable[[int], bool] | None:
+        """Which threads' stacks the view counts (None: all)."""
+        view = self.view
+        if view.thread is not None:
+            return lambda key: key == view.thread
+        if view.process is not None:
+            pids = {k: t.pid for k, t in self.figures.threads.threads.items()}
+            return lambda key: pids.get(key) == view.process
+        return None
+
+    def _summed(self, counts: Counts, keep: Callable[[int], bool] | None) -> FunctionTable:
+        table = FunctionTable(self.figures.book)
+        sums = self.engine.aggregate(counts.leaf_tallies(keep))
+        table.add_rows(sums.functions, sums.lines)
+        return table
+
+    def _tables(self) -> Tables:
+        """All threads' tables, summed drain by drain; or, narrowed, one thread's or process's,
+        summed from its stacks (whose detail may have aged out: see Counts)."""
+        f = self.figures
+        assert f.totals is not None and f.window_table is not None
+        keep = self._keeper()
+        if keep is None:
+            return Tables(f.totals, f.window_table)
+        return Tables(self._summed(f.total, keep), self._summed(f.window, keep))
+
+    def _node_rows(self) -> tuple[NodeRow, ...]:
+        return self.engine.aggregate(self.figures.total.leaf_tallies(self._keeper()), tables=False, nodes=True).nodes
+
+    def _graph_and_tree(self) -> tuple[CallGraph | None, TreeNode | None]:
+        view = self.view
+        if view.focus is None and not view.tree:
+            return None, None
+        rows = self._node_rows()
+        book = self.figures.book
+        graph = call_graph(rows, book, view.focus, view.by_line, view.mode) if view.focus is not None else None
+        tree = call_tree(rows, book, view.by_line, view.mode) if view.tree else None
+        return graph, tree
+
+    def _build(self, circumstances: Circumstances) -> Snapshot:
+        graph, tree = self._graph_and_tree()
+        return build(self.target, self.figures, self._tables(), self.view, circumstances, graph, tree)
+
     def _close_window(self, exited: bool = False, reason: str | None = None) -> Snapshot:
-        if self.engine.is_open:
+        if self.engine.is_open and not self.engine.stopped:
             self._drain()
         f = self.figures
-        assert f.totals is not None
-        window_table = FunctionTable(f.book)
-        window_table.add_counts(f.window)
-        if self._retable:  # the stacks read differently now: count everything again
-            f.totals = FunctionTable(f.book)
-            f.totals.add_counts(f.total)
-            self._retable = False
-        else:
-            f.totals.merge(window_table)
         moved = f.threads.fold_finished()
         if moved:
             f.total.fold(moved)
@@ -381,9 +420,11 @@ class Sampler:
             cpu_budget=self.settings.cpu_budget, pytop_cpu_pct=self._pytop_cpu(seconds),
             exported=self.exported, processes=self.processes.alive, sampler_cpu=self._sampler_cpu,
             stacks_dropped=self._dropped, last_error=self.last_error, failure=self.failure, exit_status=self.status)
-        snapshot = build(self.target, f, window_table, self.view, circumstances)
-        self._last_window = (f.window, window_table, circumstances)
+        snapshot = self._build(circumstances)
+        assert f.window_table is not None
+        self._last_window = (f.window, f.window_table, circumstances)
         f.window = Counts()
+        f.window_table = FunctionTable(f.book)
         self._window_started = now
         return snapshot
 
@@ -391,7 +432,8 @@ class Sampler:
         try:
             return self._close_window(exited=True, reason=self.failure)
         except Exception:  # the figures themselves are broken: say so with what is certain
-            return build(self.target, Figures(), FunctionTable(self.figures.book), self.view, Circumstances(
+            empty = FunctionTable(self.figures.book)
+            return build(self.target, Figures(), Tables(empty, empty), self.view, Circumstances(
                 window_seconds=1.0, elapsed=max(time.monotonic() - self.started, 1e-9),
                 rate_asked=self.settings.rate, exited=True, exit_reason=self.failure, failure=self.failure))
 
