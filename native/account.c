@@ -370,23 +370,14 @@ void account_names(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t 
 }
 
 void account_codes(pytop_engine *e, uint32_t p) {
-    engine_process *P = &e->processes[p];
-    const code_cache *c = &P->u->codes;
-    while (P->codes_sent < c->count) {
-        pytop_drain_code *codes = grow_array(e->codes, &e->code_cap, e->code_count + 1ull, sizeof *codes, 256);
-        if (!codes) return;
-        e->codes = codes;
-        const code_entry *entry = &c->entries[P->codes_sent++];
-        /* pseudo-frames are asyncio tasks' (asyncio.c) */
-        if (!functions_add_code(&e->functions, p, P->codes_sent, entry->qualname, entry->filename, entry->pseudo)) {
-            P->codes_sent--; /* out of memory: again after the next sample */
-            return;
-        }
-        e->codes[e->code_count++] = (pytop_drain_code){
-            .process = p, .code_id = P->codes_sent, .firstlineno = entry->firstlineno,
-            .name_at = text_add(&e->text, entry->name, MAX_NAME_CHARS * 4),
-            .qualname_at = text_add(&e->text, entry->qualname, MAX_NAME_CHARS * 4),
-            .filename_at = text_add(&e->text, entry->filename, MAX_FILENAME_CHARS * 4)};
+    code_cache *c = &e->processes[p].u->codes;
+    uint32_t count;
+    const uint32_t *fresh = codes_take_fresh(c, &count);
+    for (uint32_t k = 0; k < count; k++) {
+        const code_entry *entry = codes_get(c, fresh[k]);
+        /* pseudo-frames are asyncio tasks' (asyncio.c). Out of memory: the code has no function
+         * (its frames count for no row) rather than a wrong one. */
+        if (entry) functions_add_code(&e->functions, p, fresh[k], entry->qualname, entry->filename, entry->pseudo);
     }
 }
 
@@ -533,4 +524,62 @@ void account_period(pytop_engine *e, uint32_t p) {
     P->ended_count = 0;
     for (uint32_t i = 0; i < e->thread_count; i++)
         if (e->threads[i].process == p) e->threads[i].period_cpu = 0;
+}
+
+/* ---- the stack tree's upkeep -------------------------------------------------------------- */
+
+/* A node names a code object: the code cache keeps its entry until no node does. */
+static void count_code_ref(pytop_engine *e, const stack_node *n, bool named) {
+    if (!n->parent || n->process >= e->process_count || !e->processes[n->process].u) return;
+    code_cache *c = &e->processes[n->process].u->codes;
+    if (n->code_id < 1 || n->code_id > c->count) return;
+    code_entry *entry = &c->entries[n->code_id - 1];
+    entry->refs = named ? entry->refs + 1 : entry->refs ? entry->refs - 1 : 0;
+}
+
+/* What no thread of the engine may lose: each one's stack, the stacks its CPU may still go to. */
+static void pin_stacks(pytop_engine *e) {
+    for (uint32_t i = 0; i < e->thread_count; i++) {
+        const engine_thread *t = &e->threads[i];
+        stacks_pin(&e->stacks, t->stack);
+        for (uint32_t k = 0; k < t->pending_count; k++) stacks_pin(&e->stacks, t->pending[k].stack);
+    }
+    for (uint32_t p = 0; p < e->process_count; p++) {
+        const engine_process *P = &e->processes[p];
+        for (uint32_t i = 0; i < P->ended_count; i++) {
+            stacks_pin(&e->stacks, P->ended[i].stack);
+            for (uint32_t k = 0; k < P->ended[i].pending_count; k++) stacks_pin(&e->stacks, P->ended[i].pending[k].stack);
+        }
+    }
+}
+
+typedef struct recycling {
+    pytop_engine *e;
+    uint32_t process;
+} recycling;
+
+static void code_recycled(void *ctx, uint32_t id) {
+    recycling *r = ctx;
+    functions_release_code(&r->e->functions, r->process, id);
+}
+
+void account_tree(pytop_engine *e, bool full) {
+    stack_table *s = &e->stacks;
+    for (; e->fresh_counted < s->fresh_count; e->fresh_counted++)
+        count_code_ref(e, &s->nodes[s->fresh[e->fresh_counted] - 1], true);
+    bool evicted = false;
+    if (s->live > s->max_nodes) {
+        uint32_t before = s->evicted_count;
+        pin_stacks(e);
+        evicted = stacks_evict(s, e->drained_clock, 0.75) > 0;
+        for (uint32_t k = before; k < s->evicted_count; k++) count_code_ref(e, &s->nodes[s->evicted[k] - 1], false);
+    }
+    if (!full && !evicted) return;
+    uint32_t recycled = 0;
+    for (uint32_t p = 0; p < e->process_count; p++) {
+        if (!e->processes[p].u) continue;
+        recycling r = {e, p};
+        recycled += codes_recycle(&e->processes[p].u->codes, code_recycled, &r);
+    }
+    if (recycled) s->epoch++; /* a thread's path may hold a recycled code id: look its nodes up again */
 }

@@ -40,11 +40,13 @@ void codes_free(code_cache *c) {
     free(c->entries);
     free(c->slots);
     free(c->due);
+    free(c->free_ids);
+    free(c->fresh);
     memset(c, 0, sizeof *c);
 }
 
 const code_entry *codes_get(const code_cache *c, uint32_t id) {
-    return id >= 1 && id <= c->count ? &c->entries[id - 1] : NULL;
+    return id >= 1 && id <= c->count && !c->entries[id - 1].free ? &c->entries[id - 1] : NULL;
 }
 
 bool codes_is_thread_bootstrap(const code_cache *c, uint32_t id) {
@@ -205,12 +207,19 @@ static void free_entry_data(code_entry *e) {
 
 static void mark_checked(code_cache *c, code_entry *e) { e->checked_generation = c->generation; }
 
-/* Read the code object at `addr` into a new entry and map the address to it. */
+/* Room for one more id in the list the engine takes new entries from. */
+static bool fresh_room(code_cache *c) {
+    uint32_t *fresh = grow_array(c->fresh, &c->fresh_cap, c->fresh_count + 1ull, sizeof *fresh, 64);
+    if (fresh) c->fresh = fresh;
+    return fresh != NULL;
+}
+
+/* Read the code object at `addr` into a new entry (a recycled one if any) and map the address. */
 static int load(code_cache *c, uint64_t addr, uint32_t *id) {
     if (c->count >= UINT32_MAX / 2) return PYTOP_ERR_LIMIT;
     if ((c->count + 1) * 2 > c->slot_mask && grow_slots(c) != PYTOP_OK) return PYTOP_ERR_NOMEM;
     code_entry *entries = grow_array(c->entries, &c->cap, c->count + 1ull, sizeof *entries, 256);
-    if (!entries) return PYTOP_ERR_NOMEM;
+    if (!entries || !fresh_room(c)) return PYTOP_ERR_NOMEM;
     c->entries = entries;
     int status;
     const uint8_t *h = remote_view(c->mem, addr, (size_t)c->L->co_header_size, VIEW_TRACK, &status);
@@ -223,9 +232,11 @@ static int load(code_cache *c, uint64_t addr, uint32_t *id) {
     }
     mark_checked(c, &e);
     e.memo_offset = INT32_MIN;
-    c->entries[c->count++] = e;
-    *id = c->count;
+    e.used = true;
+    *id = c->free_count ? c->free_ids[--c->free_count] : ++c->count;
+    c->entries[*id - 1] = e;
     c->slots[find_slot(c, addr)] = *id;
+    c->fresh[c->fresh_count++] = *id;
     return PYTOP_OK;
 }
 
@@ -234,15 +245,16 @@ int codes_add_pseudo(code_cache *c, char *name, const char *filename, uint32_t *
                               ? grow_array(c->entries, &c->cap, c->count + 1ull, sizeof *entries, 256)
                               : NULL;
     char *file = strdup(filename);
-    if (!entries || !file) {
+    if (entries) c->entries = entries;
+    if (!entries || !file || !fresh_room(c)) {
         free(name);
         free(file);
         return PYTOP_ERR_NOMEM;
     }
-    c->entries = entries;
     c->entries[c->count++] = (code_entry){.name = name, .qualname = name, .filename = file,
                                           .code_bytes = INT32_MAX, .memo_offset = INT32_MIN, .pseudo = true};
     *id = c->count;
+    c->fresh[c->fresh_count++] = *id;
     return PYTOP_OK;
 }
 
@@ -280,6 +292,7 @@ int codes_lookup(code_cache *c, uint64_t addr, uint32_t *id) {
         }
         if (held < 0) add_due(c, found);
     }
+    e->used = true;
     *id = found;
     return PYTOP_OK;
 }
@@ -327,4 +340,33 @@ int32_t codes_line(code_cache *c, uint32_t id, int32_t byte_offset) {
         e->memo_offset = byte_offset;
     }
     return e->memo_line;
+}
+
+const uint32_t *codes_take_fresh(code_cache *c, uint32_t *count) {
+    *count = c->fresh_count;
+    c->fresh_count = 0;
+    return c->fresh;
+}
+
+uint32_t codes_recycle(code_cache *c, void (*recycled)(void *ctx, uint32_t id), void *ctx) {
+    uint32_t n = 0;
+    for (uint32_t id = 1; id <= c->count; id++) {
+        code_entry *e = &c->entries[id - 1];
+        bool used = e->used;
+        e->used = false;
+        /* Gone, or not used since the previous round, and named by no stack kept: a code object
+         * alive after all is read again if a sample meets it. Pseudo-frames (tasks) stay. */
+        if (e->free || e->pseudo || e->refs || (!e->stale && used)) continue;
+        uint32_t *ids = grow_array(c->free_ids, &c->free_cap, c->free_count + 1ull, sizeof *ids, 64);
+        if (!ids) break; /* kept for now: the next round frees it */
+        c->free_ids = ids;
+        if (!e->stale) unmap_address(c, e->addr);
+        free_entry_data(e);
+        e->free = true;
+        e->stale = false;
+        c->free_ids[c->free_count++] = id;
+        recycled(ctx, id);
+        n++;
+    }
+    return n;
 }

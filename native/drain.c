@@ -75,46 +75,27 @@ static void drain_threads(pytop_engine *e, pytop_drain *out) {
 /* Functions first met since the previous drain, with their names. */
 static int drain_functions(pytop_engine *e, pytop_drain *out) {
     function_table *f = &e->functions;
-    uint32_t count = f->count - f->drained;
+    uint32_t count = f->fresh_count;
     if (!ROOM(e, out_functions, out_function_cap, count)) return PYTOP_ERR_NOMEM;
     for (uint32_t k = 0; k < count; k++) {
-        const function_entry *x = &f->entries[f->drained + k];
-        e->out_functions[k] = (pytop_drain_function){f->drained + k + 1, x->process, x->kind, x->task,
-                                                     UINT32_MAX, UINT32_MAX};
+        uint32_t id = f->fresh[k];
+        const function_entry *x = &f->entries[id - 1];
+        e->out_functions[k] = (pytop_drain_function){id, x->process, x->kind, x->task, UINT32_MAX, UINT32_MAX};
         if (!x->kind) {
             e->out_functions[k].qualname_at = text_add(&e->out_text, x->qualname, MAX_NAME_CHARS * 4);
             e->out_functions[k].filename_at = text_add(&e->out_text, x->filename, MAX_FILENAME_CHARS * 4);
         }
     }
-    f->drained = f->count;
+    f->fresh_count = 0;
     out->functions = e->out_functions;
     out->function_count = count;
     return PYTOP_OK;
 }
 
-/* What no thread of the engine may lose: each one's stack, the stacks its CPU may still go to. */
-static void pin_stacks(pytop_engine *e) {
-    for (uint32_t i = 0; i < e->thread_count; i++) {
-        const engine_thread *t = &e->threads[i];
-        stacks_pin(&e->stacks, t->stack);
-        for (uint32_t k = 0; k < t->pending_count; k++) stacks_pin(&e->stacks, t->pending[k].stack);
-    }
-    for (uint32_t p = 0; p < e->process_count; p++) {
-        const engine_process *P = &e->processes[p];
-        for (uint32_t i = 0; i < P->ended_count; i++) {
-            stacks_pin(&e->stacks, P->ended[i].stack);
-            for (uint32_t k = 0; k < P->ended[i].pending_count; k++) stacks_pin(&e->stacks, P->ended[i].pending[k].stack);
-        }
-    }
-}
-
-/* Old nodes out (past the tree's bound), then the nodes made since the previous drain. */
+/* The nodes made since the previous drain, and those evicted and the functions retired since
+ * (on the sampling thread: see account_tree). */
 static int drain_nodes(pytop_engine *e, pytop_drain *out) {
     stack_table *s = &e->stacks;
-    if (s->live > s->max_nodes) {
-        pin_stacks(e);
-        stacks_evict(s, e->drained_clock, 0.75);
-    }
     if (!ROOM(e, out_nodes, out_node_cap, s->fresh_count)) return PYTOP_ERR_NOMEM;
     for (uint32_t k = 0; k < s->fresh_count; k++) {
         uint32_t id = s->fresh[k];
@@ -125,10 +106,18 @@ static int drain_nodes(pytop_engine *e, pytop_drain *out) {
     }
     out->nodes = e->out_nodes;
     out->node_count = s->fresh_count;
-    s->fresh_count = 0;
-    /* Handed out, the evicted list can be cleared at the next drain: it stays valid until then. */
-    out->evicted = s->evicted;
+    s->fresh_count = e->fresh_counted = 0;
+    /* Copied out: the sampling thread adds to the lists as soon as the lock is free. */
+    function_table *f = &e->functions;
+    if (!ROOM(e, out_evicted, out_evicted_cap, s->evicted_count) || !ROOM(e, out_retired, out_retired_cap, f->retired_count))
+        return PYTOP_ERR_NOMEM;
+    if (s->evicted_count) memcpy(e->out_evicted, s->evicted, s->evicted_count * sizeof *s->evicted);
+    if (f->retired_count) memcpy(e->out_retired, f->retired, f->retired_count * sizeof *f->retired);
+    out->evicted = e->out_evicted;
     out->evicted_count = s->evicted_count;
+    out->retired = e->out_retired;
+    out->retired_count = f->retired_count;
+    s->evicted_count = f->retired_count = 0;
     e->drained_clock = s->clock;
     return PYTOP_OK;
 }
@@ -180,21 +169,7 @@ int pytop_engine_drain(pytop_engine *e, pytop_drain *out) {
     if (!e || !out) return PYTOP_ERR_ARGS;
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&e->lock);
-    /* The text that records already point into (code names) goes out; names and errors of this
-     * drain are added to it. */
-    growing_text sent = e->text;
-    e->text = e->out_text;
-    e->text.size = 0;
-    e->out_text = sent;
-    pytop_drain_code *codes = e->out_codes;
-    uint32_t code_cap = e->out_code_cap;
-    e->out_codes = e->codes;
-    e->out_code_cap = e->code_cap;
-    out->codes = e->out_codes;
-    out->code_count = e->code_count;
-    e->codes = codes;
-    e->code_cap = code_cap;
-    e->code_count = 0;
+    e->out_text.size = 0; /* the previous drain's names and errors were handed out */
     int status = PYTOP_OK;
     if (!ROOM(e, out_processes, out_process_cap, e->process_count) ||
         !ROOM(e, out_threads, out_thread_cap, count_dirty(e)))
@@ -202,7 +177,6 @@ int pytop_engine_drain(pytop_engine *e, pytop_drain *out) {
     if (status == PYTOP_OK) {
         drain_processes(e, out);
         drain_threads(e, out); /* first: it adds what the threads hold to the weights */
-        e->stacks.evicted_count = 0; /* the previous drain's list was handed out */
         status = drain_functions(e, out);
     }
     if (status == PYTOP_OK) status = drain_rows(e, out);

@@ -166,6 +166,7 @@ static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t inte
         account_ends(e, i);
         account_names(e, i, &sample, began);
         if (full) account_period(e, i);
+        account_tree(e, full); /* before the lock goes: a drain takes the tree's new nodes */
     } else {
         snprintf(P->error, sizeof P->error, "%s", pytop_last_error(u));
         P->error_new = true;
@@ -413,12 +414,11 @@ int pytop_engine_free(pytop_engine *e) {
     free(e->drain_tallies);
     free(e->out_functions);
     free(e->out_nodes);
+    free(e->out_evicted);
+    free(e->out_retired);
     weights_free(&e->weights);
-    free(e->codes);
-    free(e->text.bytes);
     free(e->out_processes);
     free(e->out_threads);
-    free(e->out_codes);
     free(e->out_weights);
     free(e->out_text.bytes);
     pthread_mutex_destroy(&e->lock);

@@ -76,7 +76,6 @@ typedef struct engine_process {
     bool cpu_known;
     int64_t carry_ns;          /* remainder too small to place, carried to the next period */
     uint64_t period_attributed;
-    uint32_t codes_sent;       /* its code ids 1..codes_sent were handed out */
     other_tasks others;
     ended_thread *ended;
     uint32_t ended_count, ended_cap;
@@ -115,17 +114,16 @@ struct pytop_engine {
     function_table functions;
     stack_table stacks;
     uint32_t drained_clock;    /* the stack tree's clock at the previous drain */
+    uint32_t fresh_counted;    /* the tree's fresh nodes whose code objects were counted */
     aggregator *drain_sums;    /* the drain's per-function rows */
     aggregator *asked_sums;    /* pytop_engine_aggregate's */
     pytop_drain_function *out_functions;
     pytop_drain_node *out_nodes;
-    uint32_t out_function_cap, out_node_cap;
+    uint32_t *out_evicted, *out_retired;
+    uint32_t out_function_cap, out_node_cap, out_evicted_cap, out_retired_cap;
     pytop_leaf_tally *drain_tallies;
     uint32_t drain_tally_cap;
     weight_map weights;
-    pytop_drain_code *codes;   /* new since the last drain */
-    uint32_t code_count, code_cap;
-    growing_text text;         /* what the next drain's records point into */
     /* Schedule, since the previous drain. */
     uint32_t ticks, late, skipped;
     uint64_t slot_ns;          /* the schedule's time the ticks and skipped slots cover */
@@ -138,10 +136,9 @@ struct pytop_engine {
     /* The latest drain's output, owned until the next one. */
     pytop_drain_process *out_processes;
     pytop_drain_thread *out_threads;
-    pytop_drain_code *out_codes;
     pytop_drain_weight *out_weights;
     growing_text out_text;
-    uint32_t out_process_cap, out_thread_cap, out_code_cap, out_weight_cap;
+    uint32_t out_process_cap, out_thread_cap, out_weight_cap;
 };
 
 /* ---- account.c: under the lock, on the sampling thread ---------------------------------- */
@@ -158,11 +155,16 @@ void account_names(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t 
 /* Close a period after a sample that read every thread's figures: the process's CPU time
  * against what was attributed, non-Python threads, and where the rest goes. */
 void account_period(pytop_engine *e, uint32_t p);
-/* Code objects the unwinder of `p` read since the last call, for the next drain. */
+/* Code objects the unwinder of `p` read since the last call: their functions, for the tree. */
 void account_codes(pytop_engine *e, uint32_t p);
 /* Add a thread's not-yet-added time to the weight map. */
 void account_flush(pytop_engine *e, engine_thread *t);
 engine_thread *account_thread(pytop_engine *e, uint32_t p, bool native, uint32_t ident, bool *created);
 void account_forget_ended(pytop_engine *e);
+/* The stack tree's upkeep, after a tick's samples: nodes made name their code objects; past its
+ * bound, old nodes are evicted; with `full`, code objects that are gone and that no node names
+ * leave the code cache (and their functions, if they were the last). On the sampling thread: the
+ * unwinders' code caches are its alone. */
+void account_tree(pytop_engine *e, bool full);
 
 #endif

@@ -25,11 +25,14 @@ void functions_free(function_table *f) {
     free(f->entries);
     free(f->slots);
     free(f->processes);
+    free(f->free_ids);
+    free(f->fresh);
+    free(f->retired);
     memset(f, 0, sizeof *f);
 }
 
 const function_entry *functions_get(const function_table *f, uint32_t id) {
-    return id >= 1 && id <= f->count ? &f->entries[id - 1] : NULL;
+    return id >= 1 && id <= f->count && !f->entries[id - 1].free ? &f->entries[id - 1] : NULL;
 }
 
 static uint64_t hash_text(uint64_t h, const char *s) {
@@ -55,6 +58,7 @@ static int grow_slots(function_table *f) {
     uint32_t *slots = calloc((size_t)mask + 1, sizeof *slots);
     if (!slots) return PYTOP_ERR_NOMEM;
     for (uint32_t id = 1; id <= f->count; id++) {
+        if (f->entries[id - 1].free) continue;
         uint32_t i = (uint32_t)(f->entries[id - 1].hash >> 32) & mask;
         while (slots[i]) i = (i + 1) & mask;
         slots[i] = id;
@@ -63,6 +67,12 @@ static int grow_slots(function_table *f) {
     f->slots = slots;
     f->slot_mask = mask;
     return PYTOP_OK;
+}
+
+static bool room(uint32_t **items, uint32_t *cap, uint32_t count) {
+    uint32_t *grown = grow_array(*items, cap, count + 1ull, sizeof *grown, 64);
+    if (grown) *items = grown;
+    return grown != NULL;
 }
 
 static uint32_t intern(function_table *f, uint32_t process, uint32_t kind, const char *qualname, const char *filename,
@@ -75,15 +85,53 @@ static uint32_t intern(function_table *f, uint32_t process, uint32_t kind, const
     function_entry *entries = grow_array(f->entries, &f->cap, f->count + 1ull, sizeof *entries, 256);
     if (!entries) return 0;
     f->entries = entries;
+    if (!room(&f->fresh, &f->fresh_cap, f->fresh_count)) return 0;
     char *q = strdup(qualname), *file = strdup(filename);
     if (!q || !file) {
         free(q);
         free(file);
         return 0;
     }
-    f->entries[f->count] = (function_entry){hash, process, kind, q, file, task};
-    f->slots[i] = ++f->count;
-    return f->count;
+    uint32_t id = f->free_count ? f->free_ids[--f->free_count] : ++f->count;
+    f->entries[id - 1] = (function_entry){hash, process, kind, q, file, task, false, kind ? 1 : 0};
+    f->slots[i] = id;
+    f->fresh[f->fresh_count++] = id;
+    return id;
+}
+
+/* Take `id` out of the index (backward-shift deletion keeps probe chains whole). */
+static void unindex(function_table *f, uint32_t id) {
+    uint32_t i = (uint32_t)(f->entries[id - 1].hash >> 32) & f->slot_mask;
+    while (f->slots[i] && f->slots[i] != id) i = (i + 1) & f->slot_mask;
+    if (!f->slots[i]) return;
+    f->slots[i] = 0;
+    for (uint32_t j = (i + 1) & f->slot_mask; f->slots[j]; j = (j + 1) & f->slot_mask) {
+        uint32_t moved = f->slots[j];
+        f->slots[j] = 0;
+        uint32_t at = (uint32_t)(f->entries[moved - 1].hash >> 32) & f->slot_mask;
+        while (f->slots[at]) at = (at + 1) & f->slot_mask;
+        f->slots[at] = moved;
+    }
+}
+
+static void retire(function_table *f, uint32_t id) {
+    if (!room(&f->free_ids, &f->free_cap, f->free_count) || !room(&f->retired, &f->retired_cap, f->retired_count))
+        return; /* kept: a function too many, not a wrong one */
+    function_entry *e = &f->entries[id - 1];
+    unindex(f, id);
+    /* Made since the previous drain: never handed out, so never told gone. */
+    bool told = true;
+    for (uint32_t k = 0; k < f->fresh_count && told; k++)
+        if (f->fresh[k] == id) {
+            f->fresh[k] = f->fresh[--f->fresh_count];
+            told = false;
+        }
+    free(e->qualname);
+    free(e->filename);
+    e->qualname = e->filename = NULL;
+    e->free = true;
+    f->free_ids[f->free_count++] = id;
+    if (told) f->retired[f->retired_count++] = id;
 }
 
 static process_functions *process_of(function_table *f, uint32_t process) {
@@ -111,9 +159,21 @@ uint32_t functions_add_code(function_table *f, uint32_t process, uint32_t code_i
         p->code_cap = cap;
         p->code_count = code_id + 1;
     }
+    if (p->of_code[code_id]) functions_release_code(f, process, code_id); /* a recycled code id */
     uint32_t id = intern(f, process, 0, qualname, filename, task);
+    if (id) f->entries[id - 1].refs++;
     p->of_code[code_id] = id;
     return id;
+}
+
+void functions_release_code(function_table *f, uint32_t process, uint32_t code_id) {
+    process_functions *p = process < f->process_cap ? &f->processes[process] : NULL;
+    if (!p || code_id >= p->code_count || !p->of_code[code_id]) return;
+    uint32_t id = p->of_code[code_id];
+    p->of_code[code_id] = 0;
+    function_entry *e = &f->entries[id - 1];
+    if (e->kind || e->free || !e->refs) return;
+    if (--e->refs == 0) retire(f, id);
 }
 
 uint32_t functions_of_kind(function_table *f, uint32_t process, uint32_t kind) {

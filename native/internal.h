@@ -317,6 +317,9 @@ typedef struct code_entry {
     int32_t memo_offset, memo_line; /* the last lookup: stacks repeat offsets */
     bool stale;             /* replaced by a newer object at the same address */
     bool pseudo;            /* no code object: a name pytop gives part of a stack (a task) */
+    bool free;              /* recycled: its id waits for the next code object */
+    bool used;              /* looked up since the last codes_recycle */
+    uint32_t refs;          /* the engine's stack-tree nodes that name it (see codes_recycle) */
 } code_entry;
 
 typedef struct code_cache {
@@ -336,10 +339,22 @@ typedef struct code_cache {
     uint64_t bad[MAX_BAD_CODES];
     int bad_status[MAX_BAD_CODES];
     uint32_t bad_count;
+    /* Ids of entries recycled (stale and named by no node), for new code objects. */
+    uint32_t *free_ids;
+    uint32_t free_count, free_cap;
+    /* Ids loaded since the engine last took them (codes_take_fresh). */
+    uint32_t *fresh;
+    uint32_t fresh_count, fresh_cap;
 } code_cache;
 
 int codes_init(code_cache *c, remote *mem, const pytop_layout *L);
 void codes_free(code_cache *c);
+/* The entries loaded since the last call (their ids, until the next call), emptied. */
+const uint32_t *codes_take_fresh(code_cache *c, uint32_t *count);
+/* Free the entries that no stack-tree node names any more (refs 0) and that are gone (stale) or
+ * were not used since the previous call, so that their ids serve new code objects: a target that
+ * keeps making code does not grow the cache. Calls `recycled` with each id; returns how many. */
+uint32_t codes_recycle(code_cache *c, void (*recycled)(void *ctx, uint32_t id), void *ctx);
 /* Start a sample. */
 void codes_begin_sample(code_cache *c);
 /* The id of the code object at `addr`; reads and decodes it the first time. */
@@ -653,6 +668,8 @@ typedef struct function_entry {
     uint32_t kind;          /* pytop_stack_kind of a stack kind's row; 0 for code */
     char *qualname, *filename;
     bool task;              /* an asyncio task's pseudo-frame */
+    bool free;              /* retired: its id waits for the next new function */
+    uint32_t refs;          /* code ids that are this function (a kind's row: never released) */
 } function_entry;
 
 typedef struct process_functions {
@@ -668,7 +685,12 @@ typedef struct function_table {
     uint32_t slot_mask;
     process_functions *processes;
     uint32_t process_cap;
-    uint32_t drained;       /* functions [0, drained) were handed out already */
+    uint32_t *free_ids;
+    uint32_t free_count, free_cap;
+    /* For the next drain: functions made since the previous one, and those retired (their
+     * last code object gone from the cache; their ids may be reused after the drain). */
+    uint32_t *fresh, fresh_count, fresh_cap;
+    uint32_t *retired, retired_count, retired_cap;
 } function_table;
 
 int functions_init(function_table *f);
@@ -682,6 +704,9 @@ static inline uint32_t functions_of_code(const function_table *f, uint32_t proce
     const process_functions *p = process < f->process_cap ? &f->processes[process] : NULL;
     return p && code_id < p->code_count ? p->of_code[code_id] : 0;
 }
+/* Code `code_id` of `process` was recycled (codes_recycle): its function loses it, and is retired
+ * when it was its last. */
+void functions_release_code(function_table *f, uint32_t process, uint32_t code_id);
 /* The row of stack kind `kind` (without its INCOMPLETE flag) of `process`. */
 uint32_t functions_of_kind(function_table *f, uint32_t process, uint32_t kind);
 const function_entry *functions_get(const function_table *f, uint32_t id);

@@ -298,13 +298,6 @@ typedef struct pytop_drain_thread {
     char reserved[7];
 } pytop_drain_thread;
 
-typedef struct pytop_drain_code {
-    uint32_t process;
-    uint32_t code_id;
-    int32_t firstlineno;
-    uint32_t name_at, qualname_at, filename_at; /* offsets in `text` */
-} pytop_drain_code;
-
 /* A node of the stack tree (see stacks.c): a frame reached by one path from its root. A stack
  * is known by its innermost node; a root stands for a stack kind with no frame. */
 typedef struct pytop_drain_node {
@@ -381,15 +374,16 @@ typedef struct pytop_aggregate {
 typedef struct pytop_drain {
     const pytop_drain_process *processes;
     const pytop_drain_thread *threads;     /* threads new, changed or ended since the last drain */
-    const pytop_drain_code *codes;         /* code objects first seen since the last drain */
     const pytop_drain_function *functions; /* functions first seen since the last drain */
+    const uint32_t *retired;               /* functions gone since the last drain, before `functions`
+                                              (which may reuse their ids) */
     const pytop_drain_node *nodes;         /* nodes made since the last drain, parents first */
     const uint32_t *evicted;               /* nodes evicted since the last drain (before `nodes`) */
     const pytop_drain_weight *weights;     /* time added since the last drain, per (stack, thread) */
     const pytop_function_row *function_rows; /* ... the same time per function */
     const pytop_function_row *line_rows;   /* ... and per (function, line) */
     const char *text;
-    uint32_t process_count, thread_count, code_count, function_count, node_count, evicted_count;
+    uint32_t process_count, thread_count, function_count, retired_count, node_count, evicted_count;
     uint32_t weight_count, function_row_count, line_row_count;
     uint32_t text_size;
     uint32_t ticks;          /* since the previous drain: sampling ticks ... */

@@ -15,7 +15,7 @@
 
 #include "internal.h"
 
-#define DEFAULT_MAX_NODES (1u << 18) /* 262,144 nodes: ~9 MiB here, about as much again in Python */
+#define DEFAULT_MAX_NODES (1u << 16) /* 65,536 nodes: ~2.5 MiB here, a little less in Python */
 #define HARD_LIMIT_FACTOR 2          /* between evictions the tree may grow to twice its bound */
 
 static uint64_t hash_key(uint32_t parent, uint32_t code_id, int32_t line, uint32_t process) {

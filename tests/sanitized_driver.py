@@ -60,39 +60,55 @@ def with_tasks(unwinder: Unwinder) -> Unwinder:
     return unwinder
 
 
-def run_engine(pids: list[int], seconds: float) -> int:
+def run_engine(pids: list[int], seconds: float) -> str:
     """The engine on every target: the first added before it starts, the others while it runs,
-    drained meanwhile from this thread and another one, stopped while it works. Returns the
-    weights drained."""
-    engine = Engine(EngineConfig(rate=2000, realtime=False, period=0.05))
+    drained meanwhile from this thread and another one, its stacks summed from a third, stopped
+    while it works. Its stack tree has a small bound, so that old stacks are evicted (and code
+    objects recycled) all along. Says what was drained."""
+    engine = Engine(EngineConfig(rate=2000, realtime=False, period=0.05, max_stack_nodes=32))
     engine.add(with_tasks(attach(pids[0]).unwinder))
     engine.start()
-    drained = [0]
+    drained, evicted, retired = [0], [0], [0]
+    leaves: list[int] = []
     done = threading.Event()
+
+    def drain() -> int:
+        d = engine.drain()
+        evicted[0] += len(d.evicted)
+        retired[0] += len(d.retired)
+        leaves[:] = [w.stack for w in d.weights][:64] + leaves[:64]
+        return len(d.weights)
 
     def drain_elsewhere() -> None:
         while not done.is_set():
-            drained[0] += len(engine.drain().weights)
+            drained[0] += drain()
             engine.pending_ticks()  # the count a test waits on, read while the engine ticks
 
-    other = threading.Thread(target=drain_elsewhere)
-    other.start()
+    def sum_elsewhere() -> None:
+        while not done.is_set():  # leaves of earlier drains too: some are evicted by now
+            engine.aggregate([(leaf, 1, 1000, 1000, 0) for leaf in list(leaves)], tables=True, nodes=True)
+            time.sleep(0.002)
+
+    others = [threading.Thread(target=drain_elsewhere), threading.Thread(target=sum_elsewhere)]
+    for other in others:
+        other.start()
     for pid in pids[1:]:
         try:
             engine.add(with_tasks(attach(pid).unwinder))
         except errors.PytopError:
             continue  # exited meanwhile
-        drained[0] += len(engine.drain().weights)
+        drained[0] += drain()
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        drained[0] += len(engine.drain().weights)
+        drained[0] += drain()
         time.sleep(0.01)
     done.set()
-    other.join()
+    for other in others:
+        other.join()
     assert engine.stop(30), "the engine's thread did not end"
-    drained[0] += len(engine.drain().weights)
+    drained[0] += drain()
     engine.close()
-    return drained[0]
+    return f"{drained[0]} weights, {evicted[0]} nodes evicted, {retired[0]} functions retired"
 
 
 def fuzz_cores(seconds: float, progress_path: str, specs: list[str]) -> None:
@@ -125,7 +141,7 @@ def main() -> int:
         fuzz_decoders(random.Random(20261122))
         for pid in pids:
             print(f"pid {pid}: {sample(pid)} samples", flush=True)
-    print(f"engine: {run_engine(pids, 3.0)} weights", flush=True)
+    print(f"engine: {run_engine(pids, 3.0)}", flush=True)
     return 0
 
 

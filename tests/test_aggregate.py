@@ -46,6 +46,27 @@ def test_rows_become_keyed_figures(tree: Tree) -> None:
     assert table.by_function[key(3)][OWN + mode_column("cpu")] == 2 * S
 
 
+def test_a_table_of_ever_new_functions_folds_its_smallest_rows(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Generated code with new names all the time: the rows with the least time fold into one,
+    whose share stays that small; every second's time is still in the table."""
+    from pytop.core import aggregate
+
+    monkeypatch.setitem(aggregate.MAX_ROWS, False, 100)
+    names = {n: (f"generated_{n}", "<template>") for n in range(1, 1001)}
+    names[5000] = ("busy", "app.py")
+    tree = Tree(names)
+    table = FunctionTable(tree.book)
+    for n in range(1, 1001):
+        table.add_rows([row(n, own=(1, 1000, 0, 0), total=(1, 1000, 0, 0)),
+                        row(5000, own=(1, S, 0, 0), total=(1, S, 0, 0))], [], bounded=True)
+    assert len(table.by_function) <= 100
+    busy = table.by_function[("busy", "app.py", 0, PID)]
+    folded = table.by_function[aggregate.FOLDED]
+    assert busy[OWN + 1] == 1000 * S  # what matters is never folded
+    assert sum(r[OWN + 1] for r in table.by_function.values()) == 1000 * S + 1000 * 1000
+    assert folded[OWN + 1] / (1000 * S) < 0.01
+
+
 def test_counts_keep_unique_stacks_not_samples(tree: Tree) -> None:
     c = Counts()
     s = tree((2, 20), (1, 10))

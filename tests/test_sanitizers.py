@@ -61,6 +61,8 @@ def test_native_code_under_asan_and_ubsan(tmp_path: Path, memory_build: Path) ->
     plan = [(name, "stacks.py", ()) for name in found]
     plan += [(name, "deep.py", ("3000",)) for name in ("pyenv-3.10", "pyenv-3.12", "sid-3.14-loader") if name in found]
     plan += [(name, "async_tasks.py", ()) for name in ("sid-3.14-loader", "sid-3.15-chroot") if name in found]
+    # code objects that die young: the engine recycles their cache entries and functions
+    plan += [(name, "short_lived_code.py", ()) for name in ("pyenv-3.12", "sid-3.15-loader") if name in found]
     with contextlib.ExitStack() as stack:
         pids = [stack.enter_context(helpers.running(found[name], script, *args)).pid
                 for name, script, args in plan]
@@ -73,6 +75,7 @@ def test_native_code_under_asan_and_ubsan(tmp_path: Path, memory_build: Path) ->
     assert result.returncode == 0, report[-6000:]
     assert report.count(f"{150} samples") == len(pids), report
     assert "engine: " in report and "engine: 0 weights" not in report, report[-3000:]
+    assert " 0 nodes evicted" not in report and " 0 functions retired" not in report, report[-3000:]
 
 
 def test_whole_unwinder_fuzzed_on_core_images(tmp_path: Path, memory_build: Path) -> None:
@@ -123,3 +126,4 @@ def test_engine_under_tsan(tmp_path: Path) -> None:
     assert "ThreadSanitizer" not in report, report[-8000:]
     assert result.returncode == 0, report[-6000:]
     assert "engine: " in report and "engine: 0 weights" not in report, report[-3000:]
+    assert " 0 nodes evicted" not in report, report[-3000:]

@@ -96,6 +96,7 @@ class StackBook:
         return True
 
     def learn(self, drain: Drain) -> None:
+        self.retire(drain.retired)  # first: a new function may have a retired one's id
         self.learn_functions(drain.functions)
         self.forget(drain.evicted)
         self.learn_nodes(drain.nodes)
@@ -111,9 +112,14 @@ class StackBook:
                     name = f"task {name}"
             self.functions[f.function] = FunctionName((name, filename, 0, pid), f.task)
 
+    def retire(self, functions: Iterable[int]) -> None:
+        """Functions the engine no longer has (their ids may come back as new ones)."""
+        for function in functions:
+            self.functions.pop(function, None)
+
     def forget(self, evicted: Iterable[int]) -> None:
         for node in evicted:
-            if node < len(self.parent) and self.function[node] | self.kind[node] | self.parent[node]:
+            if self.known(node):
                 self.nodes -= 1
             self._set(node, 0, 0, 0, 0, 0, 0, 0)
 
@@ -311,6 +317,10 @@ def timed_stacks(counts: Counts, book: StackBook, mode: str,
 # A function's figures: [own samples, own cpu, own wall, own gil, total samples, total cpu,
 # total wall, total gil, own samples / cpu / wall / gil when tasks are hidden]
 OWN, TOTAL, HIDDEN = 0, 4, 8
+# Rows kept per table: a program that keeps making functions of new names (generated code) would
+# grow the tables for ever. Past the bound, the rows with the least time fold into one.
+MAX_ROWS = {False: 20_000, True: 50_000}  # by function, by line
+FOLDED: RowKey = ("(functions with the least time, folded)", "", 0, 0)
 
 
 class FunctionTable:
@@ -323,7 +333,9 @@ class FunctionTable:
         self.by_line: dict[RowKey, list[int]] = {}
         self.tasks: set[RowKey] = set()  # rows of asyncio tasks' pseudo-frames
 
-    def add_rows(self, functions: Iterable[FunctionRow], lines: Iterable[FunctionRow]) -> None:
+    def add_rows(self, functions: Iterable[FunctionRow], lines: Iterable[FunctionRow],
+                 bounded: bool = False) -> None:
+        """bounded: a table since the reset, whose rows fold (least time first) past MAX_ROWS."""
         for table, rows, by_line in ((self.by_function, functions, False), (self.by_line, lines, True)):
             for row in rows:
                 name = self.book.name(row.function)
@@ -337,6 +349,19 @@ class FunctionTable:
                 else:
                     for i, value in enumerate(row.figures):
                         into[i] += value
+            if bounded and len(table) > MAX_ROWS[by_line]:
+                self.fold(table, MAX_ROWS[by_line] * 3 // 4)
+
+    def fold(self, table: dict[RowKey, list[int]], keep: int) -> None:
+        """Fold all but `keep` rows, those with the least time (in every mode), into FOLDED."""
+        least = sorted((key for key in table if key != FOLDED),
+                       key=lambda key: max(table[key][TOTAL + 1], table[key][TOTAL + 2], table[key][TOTAL + 3]))
+        into = table.setdefault(FOLDED, [0] * 12)
+        for key in least[:max(0, len(least) - keep)]:
+            row = table.pop(key)
+            for i in range(12):
+                into[i] += row[i]
+            self.tasks.discard(key)
 
     def merge(self, other: FunctionTable) -> None:
         self.tasks |= other.tasks

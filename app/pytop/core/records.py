@@ -84,17 +84,6 @@ STATUS_NAMES = {
 }
 
 
-class Code(NamedTuple):
-    """A code object, first seen in this drain: what its (process, code id) stand for."""
-
-    process: int
-    code_id: int
-    name: str
-    qualname: str
-    filename: str
-    firstlineno: int
-
-
 class Node(NamedTuple):
     """A node of the engine's stack tree, made since the previous drain: a frame reached by one
     path from its root. A stack is known by its innermost node (its leaf)."""
@@ -205,8 +194,8 @@ class Drain:
 
     processes: tuple[ProcessUpdate, ...]
     threads: tuple[ThreadUpdate, ...]
-    codes: tuple[Code, ...]
     functions: tuple[Function, ...]
+    retired: tuple[int, ...]  # functions gone (learned before `functions`, which may reuse their ids)
     evicted: tuple[int, ...]  # nodes evicted from the stack tree (learned before `nodes`)
     nodes: tuple[Node, ...]
     weights: tuple[Weight, ...]

@@ -16,7 +16,6 @@ from typing import Any
 from .._native import ffi, lib
 from ..core.records import (
     STATUS_NAMES,
-    Code,
     Drain,
     Function,
     FunctionRow,
@@ -32,7 +31,6 @@ from .unwinder import Unwinder
 # The drain's structs as laid out in C (see pytop.h).
 _PROCESS = struct.Struct("<IiiIIIIIIIQQII")
 _DRAIN_THREAD = struct.Struct("<QQQQIIiIIIIiIIc7x")
-_CODE = struct.Struct("<IIiIII")
 _FUNCTION = struct.Struct("<IIIIII")
 _NODE = struct.Struct("<IIIiIIIBB2x")
 _WEIGHT = struct.Struct("<QQQIIII")
@@ -41,7 +39,7 @@ _NODE_ROW = struct.Struct("<8QII")
 _LEAF_TALLY = struct.Struct("<QQQII")
 _UINT32 = struct.Struct("<I")
 for _struct, _name in ((_PROCESS, "pytop_drain_process"), (_DRAIN_THREAD, "pytop_drain_thread"),
-                       (_CODE, "pytop_drain_code"), (_FUNCTION, "pytop_drain_function"), (_NODE, "pytop_drain_node"),
+                       (_FUNCTION, "pytop_drain_function"), (_NODE, "pytop_drain_node"),
                        (_WEIGHT, "pytop_drain_weight"), (_FUNCTION_ROW, "pytop_function_row"),
                        (_NODE_ROW, "pytop_node_row"), (_LEAF_TALLY, "pytop_leaf_tally")):
     assert _struct.size == ffi.sizeof(_name), f"pytop.h and native/engine.py disagree on {_name}"
@@ -115,13 +113,6 @@ def _threads(out: Any, text: _Text) -> tuple[ThreadUpdate, ...]:
         name_at, state in rows)
 
 
-def _codes(out: Any, text: _Text) -> tuple[Code, ...]:
-    rows = _CODE.iter_unpack(_array(out.codes, out.code_count, _CODE))
-    return tuple(Code(process, code_id, text.at(name) or "?", text.at(qualname) or "?", text.at(filename) or "?",
-                      firstlineno)
-                 for process, code_id, firstlineno, name, qualname, filename in rows)
-
-
 def _functions(out: Any, text: _Text) -> tuple[Function, ...]:
     rows = _FUNCTION.iter_unpack(_array(out.functions, out.function_count, _FUNCTION))
     return tuple(Function(function, process, kind, bool(task), text.at(qualname), text.at(filename))
@@ -132,8 +123,8 @@ def _nodes(out: Any) -> tuple[Node, ...]:
     return tuple(Node(*row) for row in _NODE.iter_unpack(_array(out.nodes, out.node_count, _NODE)))
 
 
-def _evicted(out: Any) -> tuple[int, ...]:
-    return tuple(v for (v,) in _UINT32.iter_unpack(_array(out.evicted, out.evicted_count, _UINT32)))
+def _ids(pointer: Any, count: int) -> tuple[int, ...]:
+    return tuple(v for (v,) in _UINT32.iter_unpack(_array(pointer, count, _UINT32)))
 
 
 def function_rows(pointer: Any, count: int) -> tuple[FunctionRow, ...]:
@@ -230,8 +221,9 @@ class Engine:
             raise MemoryError("the sampling engine ran out of memory")
         text = _Text(ffi.buffer(out.text, out.text_size)[:] if out.text_size else b"")
         return Drain(
-            processes=_processes(out, text), threads=_threads(out, text), codes=_codes(out, text),
-            functions=_functions(out, text), evicted=_evicted(out), nodes=_nodes(out), weights=_weights(out),
+            processes=_processes(out, text), threads=_threads(out, text), functions=_functions(out, text),
+            retired=_ids(out.retired, out.retired_count), evicted=_ids(out.evicted, out.evicted_count),
+            nodes=_nodes(out), weights=_weights(out),
             function_rows=function_rows(out.function_rows, out.function_row_count),
             line_rows=function_rows(out.line_rows, out.line_row_count),
             ticks=out.ticks, late=out.late, skipped=out.skipped, slot_seconds=out.slot_seconds,

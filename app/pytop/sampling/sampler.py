@@ -307,9 +307,9 @@ class Sampler:
         for counts in (f.window, f.total):
             counts.forget(d.evicted)  # first: an evicted id may come back as a new stack
             counts.add_drain(d)
-        for table in (f.window_table, f.totals):
-            assert table is not None
-            table.add_rows(d.function_rows, d.line_rows)
+        assert f.window_table is not None and f.totals is not None
+        f.window_table.add_rows(d.function_rows, d.line_rows)
+        f.totals.add_rows(d.function_rows, d.line_rows, bounded=True)
         f.threads.update(d.threads, lambda process: f.book.pids.get(process, 0), f.book.has_frames)
         for p in d.processes:
             if p.error:
