@@ -3,9 +3,10 @@
 (`python3.15 -m profiling.sampling attach`), rate by rate, on the `basic` workload of a 3.15
 target (started through its loader), side by side in one run.
 
-For each tool and rate, a fresh target; the tool samples it twice, for D and for 2D seconds, and
-the difference between the two runs is what sampling costs once started (start-up, imports and
-attaching cancel out):
+For each tool and rate, a fresh target; the tool samples it twice, for D and for 2D seconds (pytop
+with --cpu-budget 0: what it can do, not what it allows itself by default), and the difference
+between the two runs is what sampling costs once started (start-up, imports and attaching cancel
+out):
   achieved   extra samples / D: pytop's JSON `samples`; the profiler's collapsed stacks' counts
              (one thread: one count per sample)
   CPU        extra CPU of the tool's process (rusage) / D, % of one core
@@ -41,8 +42,8 @@ def run_child(argv: list[str]) -> tuple[float, str]:
 
 
 def pytop_run(pid: int, rate: int, seconds: int) -> tuple[float, int, float]:
-    argv = [sys.executable, "-m", "pytop", "--batch", "--json", "--rate", str(rate), "--duration",
-            str(seconds), str(pid)]
+    argv = [sys.executable, "-m", "pytop", "--batch", "--json", "--cpu-budget", "0", "--rate", str(rate),
+            "--duration", str(seconds), str(pid)]
     cpu, out = run_child(argv)
     document = json.loads(out[out.index("{"):])
     return cpu, document["samples"], document["late_pct"]

@@ -4,10 +4,12 @@
  * made of; done here so that a deep stack costs a walk over its nodes in C, not one over its
  * frames in Python, and each node of many stacks' shared outer frames is visited once.
  *
- * How: the stacks' leaves and all their ancestors are gathered (each node once), ordered by
- * depth, and each node's time is added into its parent's from the deepest up: a node's total
- * is then its whole subtree's. A function's total is the sum over the nodes where it first
- * occurs on their path (NODE_FIRST_FUNCTION): each stack through it reaches exactly one.
+ * Per function (per line): each stack's time is own at its leaf's function, and total at each
+ * distinct function on its path, found by following the nodes' up links from one first
+ * occurrence (NODE_FIRST_FUNCTION) to the next: a stack 50,000 frames deep in one recursion costs
+ * a handful of steps. Per node: the stacks' leaves and all their ancestors are gathered (each
+ * node once), ordered by depth, and each node's time is added into its parent's from the deepest
+ * up: a node's total is then its whole subtree's.
  */
 #include <string.h>
 
@@ -168,50 +170,57 @@ static const stack_node *outside_tasks(const stack_table *t, const function_tabl
     return n;
 }
 
-static void table_rows(aggregator *a, const stack_table *t, function_table *f) {
+/* Per function and per line, straight from the tallies: own at each stack's leaf; total at each
+ * distinct function (line) of its stack, reached by the up links (see stack_node), so that a deep
+ * stack costs its distinct functions, not its depth. */
+static int table_rows(aggregator *a, const stack_table *t, function_table *f, const pytop_leaf_tally *tallies,
+                      uint32_t count, pytop_aggregate *out) {
     a->function_count = a->line_count = 0;
-    if (!map_ready(&a->rows, 2ull * a->item_count + 2)) return;
-    for (uint32_t i = 0; i < a->item_count; i++) {
-        const summing *s = &a->items[i];
-        const stack_node *n = &t->nodes[s->node - 1];
-        bool owns = s->own[0] || s->own[1] || s->own[2] || s->own[3];
-        if (n->function && (n->flags & NODE_FIRST_FUNCTION)) add_row(a, false, n->function, 0, NULL, s->total, NULL);
-        if (n->function && (n->flags & NODE_FIRST_LINE)) add_row(a, true, n->function, n->line, NULL, s->total, NULL);
-        if (!owns) continue;
+    if (!map_ready(&a->rows, 4ull * count + 1024)) return PYTOP_ERR_NOMEM;
+    for (uint32_t i = 0; i < count; i++) {
+        const pytop_leaf_tally *l = &tallies[i];
+        const stack_node *n = stacks_get(t, l->leaf);
+        if (!n) continue;
+        uint64_t figures[4] = {l->samples, l->cpu_ns, l->wall_ns, l->gil_ns};
+        if ((a->function_count + a->line_count + 2ull) * 2 > a->rows.mask) { /* keep the map under half full */
+            uint32_t functions = a->function_count, lines = a->line_count;
+            if (!map_ready(&a->rows, 2ull * (functions + lines) + 1024)) return PYTOP_ERR_NOMEM;
+            bool added;
+            for (uint32_t k = 0; k < functions; k++)
+                map_get(&a->rows, (uint64_t)a->functions[k].function << 32 | (uint32_t)a->functions[k].line, k,
+                        &added);
+            for (uint32_t k = 0; k < lines; k++)
+                map_get(&a->rows, 1ull << 63 | (uint64_t)a->lines[k].function << 32 | (uint32_t)a->lines[k].line, k,
+                        &added);
+        }
+        for (uint32_t id = (n->flags & NODE_FIRST_FUNCTION) ? l->leaf : n->up_function; id; id = t->nodes[id - 1].up_function)
+            if (t->nodes[id - 1].function) add_row(a, false, t->nodes[id - 1].function, 0, NULL, figures, NULL);
+        for (uint32_t id = (n->flags & NODE_FIRST_LINE) ? l->leaf : n->up_line; id; id = t->nodes[id - 1].up_line)
+            if (t->nodes[id - 1].function) add_row(a, true, t->nodes[id - 1].function, t->nodes[id - 1].line, NULL, figures, NULL);
         uint32_t function = n->function ? n->function : functions_of_kind(f, n->process, PYTOP_STACK_EMPTY);
-        add_row(a, false, function, 0, s->own, NULL, NULL);
-        add_row(a, true, function, n->line, s->own, NULL, NULL);
-        const stack_node *out = outside_tasks(t, f, n);
-        uint32_t hidden = out->function ? out->function : functions_of_kind(f, n->process, PYTOP_STACK_EMPTY);
-        add_row(a, false, hidden, 0, NULL, NULL, s->own);
-        add_row(a, true, hidden, out->parent ? out->line : 0, NULL, NULL, s->own);
+        add_row(a, false, function, 0, figures, NULL, NULL);
+        add_row(a, true, function, n->line, figures, NULL, NULL);
+        const stack_node *out_of_tasks = outside_tasks(t, f, n);
+        uint32_t hidden = out_of_tasks->function ? out_of_tasks->function
+                                                 : functions_of_kind(f, n->process, PYTOP_STACK_EMPTY);
+        add_row(a, false, hidden, 0, NULL, NULL, figures);
+        add_row(a, true, hidden, out_of_tasks->parent ? out_of_tasks->line : 0, NULL, NULL, figures);
     }
+    out->functions = a->functions;
+    out->function_count = a->function_count;
+    out->lines = a->lines;
+    out->line_count = a->line_count;
+    return PYTOP_OK;
 }
 
-static void node_rows(aggregator *a, pytop_aggregate *out) {
-    pytop_node_row *rows = grow_array(a->node_rows, &a->node_row_cap, a->item_count + 1ull, sizeof *rows, 256);
-    if (!rows) return;
-    a->node_rows = rows;
-    for (uint32_t i = 0; i < a->item_count; i++) {
-        rows[i] = (pytop_node_row){{0}, {0}, a->items[i].node, 0};
-        memcpy(rows[i].own, a->items[i].own, sizeof rows[i].own);
-        memcpy(rows[i].total, a->items[i].total, sizeof rows[i].total);
-    }
-    out->nodes = rows;
-    out->node_count = a->item_count;
-}
-
-int aggregate_tallies(aggregator *a, const stack_table *t, function_table *f, const pytop_leaf_tally *tallies,
-                      uint32_t count, uint32_t flags, pytop_aggregate *out) {
-    memset(out, 0, sizeof *out);
+/* Per node: every node on the stacks' paths, each once, its own time and its subtree's. */
+static int node_rows(aggregator *a, const stack_table *t, const pytop_leaf_tally *tallies, uint32_t count,
+                     pytop_aggregate *out) {
     a->item_count = 0;
     if (!map_ready(&a->nodes, count + 1ull)) return PYTOP_ERR_NOMEM;
     for (uint32_t i = 0; i < count; i++) {
         const pytop_leaf_tally *l = &tallies[i];
-        if (!stacks_get(t, l->leaf)) {
-            out->skipped++;
-            continue;
-        }
+        if (!stacks_get(t, l->leaf)) continue;
         uint32_t at = item_of(a, t, l->leaf);
         if (at == UINT32_MAX) return PYTOP_ERR_NOMEM;
         uint64_t own[4] = {l->samples, l->cpu_ns, l->wall_ns, l->gil_ns};
@@ -239,13 +248,25 @@ int aggregate_tallies(aggregator *a, const stack_table *t, function_table *f, co
         uint32_t up = map_get(&a->nodes, parent, UINT32_MAX, &added);
         if (!added && up < a->item_count) add4(a->items[up].total, s->total);
     }
-    if (flags & PYTOP_AGGREGATE_TABLES) {
-        table_rows(a, t, f);
-        out->functions = a->functions;
-        out->function_count = a->function_count;
-        out->lines = a->lines;
-        out->line_count = a->line_count;
+    pytop_node_row *rows = grow_array(a->node_rows, &a->node_row_cap, a->item_count + 1ull, sizeof *rows, 256);
+    if (!rows) return PYTOP_ERR_NOMEM;
+    a->node_rows = rows;
+    for (uint32_t i = 0; i < a->item_count; i++) {
+        rows[i] = (pytop_node_row){{0}, {0}, a->items[i].node, 0};
+        memcpy(rows[i].own, a->items[i].own, sizeof rows[i].own);
+        memcpy(rows[i].total, a->items[i].total, sizeof rows[i].total);
     }
-    if (flags & PYTOP_AGGREGATE_NODES) node_rows(a, out);
+    out->nodes = rows;
+    out->node_count = a->item_count;
     return PYTOP_OK;
+}
+
+int aggregate_tallies(aggregator *a, const stack_table *t, function_table *f, const pytop_leaf_tally *tallies,
+                      uint32_t count, uint32_t flags, pytop_aggregate *out) {
+    memset(out, 0, sizeof *out);
+    for (uint32_t i = 0; i < count; i++) out->skipped += !stacks_get(t, tallies[i].leaf);
+    int status = PYTOP_OK;
+    if (flags & PYTOP_AGGREGATE_TABLES) status = table_rows(a, t, f, tallies, count, out);
+    if (status == PYTOP_OK && (flags & PYTOP_AGGREGATE_NODES)) status = node_rows(a, t, tallies, count, out);
+    return status;
 }

@@ -191,7 +191,7 @@ int pytop_engine_drain(pytop_engine *e, pytop_drain *out) {
     out->first_at = e->first_at;
     out->last_at = e->last_at;
     out->lag = e->lag;
-    out->longest_gap = (double)e->longest_gap_ns / 1e9;
+    out->longest_delay = (double)e->longest_delay_ns / 1e9;
     out->cpu_seconds = e->cpu_seconds;
     out->running = e->started && !e->finished;
     out->realtime = e->realtime;
@@ -200,7 +200,7 @@ int pytop_engine_drain(pytop_engine *e, pytop_drain *out) {
     out->end_at = e->end[0] ? text_add(&e->out_text, e->end, ERROR_TEXT_BYTES) : UINT32_MAX;
     e->ticks = e->late = e->skipped = 0;
     e->slot_ns = 0;
-    e->longest_gap_ns = 0;
+    e->longest_delay_ns = 0;
     e->first_at = 0;
     account_forget_ended(e);
     out->text = e->out_text.bytes;

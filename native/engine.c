@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -207,22 +208,41 @@ static uint64_t process_cpu_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+#define OTHER_WINDOWS 5 /* the rest of pytop's cost is judged over this many windows */
+
 /* What the budget looked at last. */
 typedef struct budget_marks {
     uint64_t wall, thread_cpu, process_cpu, started;
+    double other[OTHER_WINDOWS]; /* the share of a core the rest of pytop used, window by window */
+    uint32_t windows;
 } budget_marks;
 
-/* The rate that brings pytop's CPU `share` of a core within `budget`, from `rate`: down at once
- * (at most to a quarter a step), up slowly and only well under the budget, so that it settles
- * rather than swings. Part of pytop's cost (the screen) does not follow the rate: steps repeat
- * until the share fits. */
-static double budgeted_rate(double rate, double asked, double floor, double share, double budget) {
-    if (share > budget) {
-        double factor = 0.9 * budget / share;
+static int by_share(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of the recent windows: a one-off (pytop's start, a key that draws a big view, an
+ * export) does not hold sampling down; what the screen and drains keep costing does. */
+static double other_share(budget_marks *m, double now) {
+    m->other[m->windows++ % OTHER_WINDOWS] = now;
+    uint32_t n = m->windows < OTHER_WINDOWS ? m->windows : OTHER_WINDOWS;
+    double sorted[OTHER_WINDOWS];
+    memcpy(sorted, m->other, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, by_share);
+    return sorted[n / 2];
+}
+
+/* The rate at which the sampling thread's share fits what the budget leaves it (never less than
+ * a quarter of the budget, whatever the rest costs): its cost follows the rate, so the step is
+ * the ratio, down at once (at most to a quarter a step), up only well under (at most double). */
+static double budgeted_rate(double rate, double asked, double floor, double sampling, double allowed) {
+    if (sampling > allowed) {
+        double factor = 0.9 * allowed / sampling;
         rate *= factor < 0.25 ? 0.25 : factor;
-    } else if (share < 0.75 * budget && rate < asked) {
-        double factor = share > 0 ? 0.9 * budget / share : 1.5;
-        rate *= factor > 1.5 ? 1.5 : factor;
+    } else if (sampling < 0.75 * allowed && rate < asked) {
+        double factor = sampling > 0 ? 0.9 * allowed / sampling : 2.0;
+        rate *= factor > 2.0 ? 2.0 : factor;
     }
     if (rate > asked) rate = asked;
     return rate < floor ? floor : rate;
@@ -236,16 +256,20 @@ static void check_budget(pytop_engine *e, budget_marks *m, sample_schedule *sche
     if (wall - m->wall < BUDGET_WINDOW_NS) return;
     uint64_t cpu = thread_cpu_ns(), process = process_cpu_ns(); /* syscalls: the vDSO serves neither */
     double span = (double)(wall - m->wall);
-    double thread_share = (double)(cpu - m->thread_cpu) / span, share = (double)(process - m->process_cpu) / span;
-    double rate = e->rate_now;
+    double sampling = (double)(cpu - m->thread_cpu) / span;
+    double rest = process > m->process_cpu + (cpu - m->thread_cpu)
+                      ? (double)(process - m->process_cpu - (cpu - m->thread_cpu)) / span : 0.0;
+    double rate = e->rate_now, others = other_share(m, rest);
     /* pytop's own start (its screen's first drawing) is not what sampling costs */
     if (e->cfg.cpu_budget > 0 && wall - m->started >= BUDGET_GRACE_NS) {
         double floor = e->cfg.min_rate < e->cfg.rate ? e->cfg.min_rate : e->cfg.rate;
-        rate = budgeted_rate(rate, e->cfg.rate, floor, share, e->cfg.cpu_budget);
+        double allowed = e->cfg.cpu_budget - others;
+        if (allowed < e->cfg.cpu_budget / 4) allowed = e->cfg.cpu_budget / 4;
+        rate = budgeted_rate(rate, e->cfg.rate, floor, sampling, allowed);
     }
     pthread_mutex_lock(&e->lock);
     e->cpu_seconds += (double)(cpu - m->thread_cpu) / 1e9;
-    if (e->realtime && thread_share > e->cfg.realtime_budget) {
+    if (e->realtime && sampling > e->cfg.realtime_budget) {
         struct sched_param param = {.sched_priority = 0};
         pthread_setschedparam(pthread_self(), SCHED_OTHER, &param);
         e->realtime = false;
@@ -268,8 +292,7 @@ static void count_tick(pytop_engine *e, uint64_t began, uint64_t due, uint64_t i
     if (e->first_at == 0) e->first_at = (double)began / 1e9;
     e->last_at = (double)began / 1e9;
     e->lag = began > due ? (double)(began - due) / 1e9 : 0.0;
-    if (e->previous_tick_ns && began - e->previous_tick_ns > e->longest_gap_ns) e->longest_gap_ns = began - e->previous_tick_ns;
-    e->previous_tick_ns = began;
+    if (began > due && began - due > e->longest_delay_ns) e->longest_delay_ns = began - due;
     e->late += o.late;
     e->skipped += o.skipped;
     e->slot_ns += (1 + (uint64_t)o.skipped) * interval;
@@ -296,7 +319,7 @@ static void run(pytop_engine *e) {
     uint64_t start = monotonic_ns(), next_period = start;
     sample_schedule schedule;
     schedule_init(&schedule, e->cfg.rate, e->cfg.jitter, start, (uint64_t)getpid() * 0x9E3779B97F4A7C15ull);
-    budget_marks marks = {start, thread_cpu_ns(), process_cpu_ns(), start};
+    budget_marks marks = {start, thread_cpu_ns(), process_cpu_ns(), start, {0}, 0};
     while (have_work(e) && wait_for_slot(e, &schedule)) {
         uint64_t began = monotonic_ns(), due = schedule.due_ns, interval = schedule.interval_ns;
         bool full = began >= next_period;

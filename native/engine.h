@@ -128,7 +128,8 @@ struct pytop_engine {
     uint32_t ticks, late, skipped;
     uint64_t slot_ns;          /* the schedule's time the ticks and skipped slots cover */
     double rate_now;           /* what the schedule runs at (the budget may hold it below the rate asked) */
-    uint64_t previous_tick_ns, longest_gap_ns; /* a stall: what happened in it is a guess */
+    uint64_t longest_delay_ns; /* a tick that began that long after it was due: a stall of the
+                                  sampling thread, in which what the target did is a guess */
     double first_at, last_at, lag;
     bool realtime;
     double cpu_seconds;

@@ -414,20 +414,27 @@ typedef struct raw_frame {
     int32_t offset; /* instruction byte offset into the bytecode; negative: not started */
 } raw_frame;
 
-/* One sample's threads and frames. Frames are first collected raw (code address, instruction
- * byte offset), then resolved through the code cache into `frames`, index for index. */
+/* One sample's threads; their frames are in the pair's arena, which both samples share. Frames
+ * are first collected raw (code address, instruction byte offset), then resolved through the
+ * code cache into `frames`, index for index. `raw`, `frames` alias the arena's arrays. */
 typedef struct sample_buf {
     pytop_thread *threads;
     uint32_t thread_count, thread_cap;
     raw_frame *raw;
     pytop_frame *frames;
-    uint32_t frame_count, frame_cap;
+    uint32_t frame_count;   /* the arena's end as this sample left it (where the next frame goes) */
 } sample_buf;
 
-/* This sample and the one before: a thread that has not run since keeps its stack. */
+/* This sample and the one before, over one arena of frames: a thread that has not run since
+ * keeps its stack where it is (nothing is copied: a 50,000-frame stack that sleeps costs no
+ * more than a short one); a stack read anew goes at the end. The arena is compacted when what
+ * no thread uses any more outgrows what they do. */
 typedef struct sample_pair {
     sample_buf bufs[2];
     sample_buf *cur, *prev;
+    raw_frame *raw;
+    pytop_frame *frames;
+    uint32_t frame_cap;
 } sample_pair;
 
 void samples_init(sample_pair *s);
@@ -440,7 +447,8 @@ pytop_thread *samples_push_thread(sample_pair *s);
 int samples_push_frame(sample_pair *s, uint64_t code, int64_t offset);
 /* The same thread state in the previous sample, or NULL (t->tstate must be set). */
 const pytop_thread *samples_previous(const sample_pair *s, const pytop_thread *t);
-/* Copy the stack `t` had in the previous sample, if it had a complete one; false if not. */
+/* The stack `t` had in the previous sample, if it had a complete one (its frames stay where they
+ * are: t's first_frame and frame_count are set); false if not. */
 bool samples_reuse_stack(sample_pair *s, pytop_thread *t);
 
 /* ---- frames.c --------------------------------------------------------------------------- */
@@ -733,6 +741,9 @@ typedef struct stack_node {
     uint32_t children;      /* live nodes whose parent it is */
     uint32_t last_seen;     /* the tree's clock when a sample last ended at it or made it */
     uint32_t depth;         /* frames between it and its root (0: a root) */
+    /* The nearest node further out where a function (a line) first occurs on the path: from a
+     * leaf, these links visit each distinct function (line) of its stack once, however deep. */
+    uint32_t up_function, up_line;
     uint8_t flags;          /* stack_node_flags */
     uint8_t kind;           /* its root's kind */
 } stack_node;

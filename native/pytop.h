@@ -393,7 +393,7 @@ typedef struct pytop_drain {
     double slot_seconds;     /* the schedule's time the ticks and skipped slots cover */
     double first_at, last_at;/* CLOCK_MONOTONIC seconds of the first and last tick drained */
     double lag;              /* seconds the latest tick began after it was due */
-    double longest_gap;      /* the longest time between two ticks' beginnings, in seconds */
+    double longest_delay;    /* seconds: the latest a tick began after it was due (a stall) */
     double cpu_seconds;      /* CPU time the sampling thread used */
     double rate_now;         /* samples per second the schedule runs at now */
     int32_t running;         /* 1 while the sampling thread runs */

@@ -1,13 +1,19 @@
 /*
  * One sample's threads and frames, and the sample before it.
  *
- * Nothing here allocates per frame: the two buffers grow to the largest sample seen and are
- * reused, swapping roles each sample. The previous one serves threads that have not run since:
- * their stacks are copied instead of read.
+ * Nothing here allocates per frame: the thread lists of the two samples swap roles each sample,
+ * and their frames live in one arena that grows to what they need. A thread that has not run
+ * since the previous sample keeps its stack where it is in the arena (its record points at it);
+ * a stack read anew is appended. So a sample costs what changed, not the size of every stack:
+ * copying the frames of threads that had not run was most of a sample's time with a 50,000-frame
+ * stack asleep, or with 2,000 idle threads. What no thread of either sample points at any more is
+ * garbage, compacted away once it outgrows the frames in use.
  */
 #include <string.h>
 
 #include "internal.h"
+
+#define COMPACT_SLACK 65536u /* garbage tolerated before compacting, beside as much as is in use */
 
 void samples_init(sample_pair *s) {
     memset(s, 0, sizeof *s);
@@ -16,12 +22,49 @@ void samples_init(sample_pair *s) {
 }
 
 void samples_free(sample_pair *s) {
-    for (int i = 0; i < 2; i++) {
-        free(s->bufs[i].threads);
-        free(s->bufs[i].raw);
-        free(s->bufs[i].frames);
-    }
+    for (int i = 0; i < 2; i++) free(s->bufs[i].threads);
+    free(s->raw);
+    free(s->frames);
     memset(s, 0, sizeof *s);
+}
+
+static void alias_arena(sample_pair *s) {
+    for (int i = 0; i < 2; i++) {
+        s->bufs[i].raw = s->raw;
+        s->bufs[i].frames = s->frames;
+    }
+}
+
+/* Move the frames of `b`'s threads to the start of a fresh arena, in order; false (and nothing
+ * changed) when memory runs out. */
+static bool compact(sample_pair *s, sample_buf *b, uint32_t live) {
+    uint32_t cap = 256;
+    while (cap < live + 1) cap *= 2;
+    raw_frame *raw = malloc(cap * sizeof *raw);
+    pytop_frame *frames = malloc(cap * sizeof *frames);
+    if (!raw || !frames) {
+        free(raw);
+        free(frames);
+        return false;
+    }
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < b->thread_count; i++) {
+        pytop_thread *t = &b->threads[i];
+        if (t->frame_count) {
+            memcpy(raw + at, s->raw + t->first_frame, t->frame_count * sizeof *raw);
+            memcpy(frames + at, s->frames + t->first_frame, t->frame_count * sizeof *frames);
+        }
+        t->first_frame = at;
+        at += t->frame_count;
+    }
+    free(s->raw);
+    free(s->frames);
+    s->raw = raw;
+    s->frames = frames;
+    s->frame_cap = cap;
+    b->frame_count = at;
+    alias_arena(s);
+    return true;
 }
 
 void samples_next(sample_pair *s) {
@@ -29,13 +72,19 @@ void samples_next(sample_pair *s) {
     s->prev = s->cur;
     s->cur = older;
     s->cur->thread_count = 0;
-    s->cur->frame_count = 0;
+    /* The previous sample's frames are all that the new one may point at. */
+    uint32_t live = 0;
+    for (uint32_t i = 0; i < s->prev->thread_count; i++) live += s->prev->threads[i].frame_count;
+    if (s->prev->frame_count > 2u * live + COMPACT_SLACK) compact(s, s->prev, live);
+    s->cur->frame_count = s->prev->frame_count;
 }
 
 void samples_drop(sample_pair *s) {
     sample_buf *failed = s->cur;
     s->cur = s->prev;
     s->prev = failed;
+    failed->thread_count = 0;
+    failed->frame_count = s->cur->frame_count; /* what the failed sample appended is garbage */
 }
 
 pytop_thread *samples_push_thread(sample_pair *s) {
@@ -48,23 +97,26 @@ pytop_thread *samples_push_thread(sample_pair *s) {
     return t;
 }
 
-static int reserve_frames(sample_buf *b, uint32_t more) {
-    if (b->frame_count + more <= b->frame_cap) return PYTOP_OK;
+static int reserve_frames(sample_pair *s, uint32_t more) {
+    sample_buf *b = s->cur;
+    if (b->frame_count + more <= s->frame_cap) return PYTOP_OK;
     if (more > UINT32_MAX / 4 - b->frame_count) return PYTOP_ERR_LIMIT;
-    uint32_t cap = b->frame_cap ? b->frame_cap : 256;
+    uint32_t cap = s->frame_cap ? s->frame_cap : 256;
     while (cap < b->frame_count + more) cap *= 2;
-    raw_frame *raw = realloc(b->raw, cap * sizeof *raw);
+    raw_frame *raw = realloc(s->raw, cap * sizeof *raw);
     if (!raw) return PYTOP_ERR_NOMEM;
-    b->raw = raw;
-    pytop_frame *frames = realloc(b->frames, cap * sizeof *frames);
-    if (!frames) return PYTOP_ERR_NOMEM;
-    b->frames = frames;
-    b->frame_cap = cap;
-    return PYTOP_OK;
+    s->raw = raw;
+    pytop_frame *frames = realloc(s->frames, cap * sizeof *frames);
+    if (frames) {
+        s->frames = frames;
+        s->frame_cap = cap;
+    }
+    alias_arena(s);
+    return frames ? PYTOP_OK : PYTOP_ERR_NOMEM;
 }
 
 int samples_push_frame(sample_pair *s, uint64_t code, int64_t offset) {
-    int status = reserve_frames(s->cur, 1);
+    int status = reserve_frames(s, 1);
     if (status != PYTOP_OK) return status;
     /* An offset that cannot be right is kept as "unknown" and makes its code entry suspect. */
     if (offset < -2 || offset > INT32_MAX) offset = INT32_MAX;
@@ -86,11 +138,8 @@ bool samples_reuse_stack(sample_pair *s, pytop_thread *t) {
     if (!old || old->thread_id != t->thread_id || old->native_id != t->native_id ||
         old->state_serial != t->state_serial || old->status != PYTOP_OK)
         return false;
-    if (reserve_frames(s->cur, old->frame_count) != PYTOP_OK) return false;
-    sample_buf *b = s->cur;
-    memcpy(b->raw + b->frame_count, s->prev->raw + old->first_frame, old->frame_count * sizeof *b->raw);
-    memcpy(b->frames + b->frame_count, s->prev->frames + old->first_frame, old->frame_count * sizeof *b->frames);
-    b->frame_count += old->frame_count;
+    t->first_frame = old->first_frame;
+    t->frame_count = old->frame_count;
     t->flags |= PYTOP_THREAD_UNCHANGED | (old->flags & PYTOP_THREAD_TRUNCATED);
     t->outer_frame = old->outer_frame;
     t->top_frame = old->top_frame;

@@ -120,8 +120,10 @@ static uint32_t make(stack_table *t, uint32_t parent, uint32_t code_id, int32_t 
         id = ++t->count;
     }
     const stack_node *up = parent ? &t->nodes[parent - 1] : NULL;
+    uint32_t up_function = !up ? 0 : (up->flags & NODE_FIRST_FUNCTION) ? parent : up->up_function;
+    uint32_t up_line = !up ? 0 : (up->flags & NODE_FIRST_LINE) ? parent : up->up_line;
     t->nodes[id - 1] = (stack_node){parent, code_id, line, process, function, 0, t->clock, up ? up->depth + 1 : 0,
-                                    (uint8_t)(flags | NODE_LIVE), kind};
+                                    up_function, up_line, (uint8_t)(flags | NODE_LIVE), kind};
     if (up) t->nodes[parent - 1].children++;
     uint32_t slot;
     find(t, parent, code_id, line, process, &slot);

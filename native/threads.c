@@ -300,8 +300,8 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
             remote_end_fresh(&u->mem, mark);
         }
         remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE); /* back to the sample's bound */
+        t->frame_count = u->samples.cur->frame_count - t->first_frame;
     }
-    t->frame_count = u->samples.cur->frame_count - t->first_frame;
     if (fatal_status(status))
         return fail(u->error, status, "reading the stack of thread %llu", (unsigned long long)thread_id);
     if (status == PYTOP_OK && !named && first_full_stack(u, t) &&
@@ -423,7 +423,6 @@ static bool as_before(pytop_unwinder *u, uint64_t ts, const pytop_thread *old, c
         u->samples.cur->thread_count--;
         return false;
     }
-    t->frame_count = u->samples.cur->frame_count - t->first_frame;
     if (r && r->checked) {
         t->flags |= PYTOP_THREAD_CHECKED | PYTOP_THREAD_OS_KNOWN | (r->running ? PYTOP_THREAD_ACTIVE : 0u);
         t->cpu_ns = r->cpu_ns;

@@ -50,8 +50,11 @@ def test_batch_json(some_interp: dict[str, Any]) -> None:
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     jsonschema.validate(document, BATCH_SCHEMA)
-    assert 200 <= document["samples"] <= 400
-    assert 5 <= document["longest_gap_ms"] < 1500  # at least one interval of 200/s
+    # Every slot of the schedule is taken or skipped (a busy machine skips, it never makes up):
+    # that count follows the time, whatever the load; the samples alone do not.
+    assert 200 <= document["samples"] + document["skipped"] <= 400, (document["samples"], document["skipped"])
+    assert 0 < document["samples"] <= 1.5 * 200 + 1
+    assert 0 <= document["longest_delay_ms"] < 1500
     functions = by_name(document)
     spinning = functions.get("Worker.spinning") or functions["spinning"]
     assert spinning["own"] > document["samples"] * 0.5

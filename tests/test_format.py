@@ -56,10 +56,10 @@ def test_header_lines() -> None:
     assert fmt.usage_line(s) == "CPU: 80%, RSS: 50.0 MiB"
     late = snapshot(rate_asked=100.0, late=30, skipped=20)
     assert fmt.samples_line(late) == "Samples: 1,000 in 00:00:10 (100/s of 100/s, 4.9% late), Errors: 0.0%"
-    stalled = snapshot(rate_asked=100.0, late=30, longest_gap=0.0456)
-    assert fmt.samples_line(stalled) == ("Samples: 1,000 in 00:00:10 (100/s of 100/s, 3.0% late, a 46 ms gap), "
+    stalled = snapshot(rate_asked=100.0, late=30, longest_delay=0.0456)
+    assert fmt.samples_line(stalled) == ("Samples: 1,000 in 00:00:10 (100/s of 100/s, 3.0% late, a 46 ms stall), "
                                          "Errors: 0.0%")
-    assert fmt.samples_line(snapshot(rate_asked=100.0, longest_gap=0.019)) == fmt.samples_line(s)
+    assert fmt.samples_line(snapshot(rate_asked=100.0, longest_delay=0.019)) == fmt.samples_line(s)
 
 
 def test_numbers() -> None:

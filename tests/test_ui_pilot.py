@@ -196,13 +196,13 @@ async def test_thread_panel_narrows_and_widens() -> None:
         threads = app.query_one(ThreadTable)
         assert threads.display and threads.has_focus
         # GIVEN threads sorted busiest first WHEN Enter on the first THEN the table narrows to it
-        assert threads.get_row_at(0)[0].plain == "handler-0"
-        assert threads.get_row_at(threads.row_count - 1)[0].plain == "Thread-7 (process_request_thread) (finished)"
+        assert threads.row_text(0)[0] == "handler-0"
+        assert threads.row_text(len(threads.rows) - 1)[0] == "Thread-7 (process_request_thread) (finished)"
         await pilot.press("enter")
         await pilot.pause()
         assert source.thread == 2
         assert "[thread: handler-0 (TID 4250)]" in header_text(app)
-        assert threads.get_row_at(0)[0].plain == "▶ handler-0"
+        assert threads.row_text(0)[0] == "▶ handler-0"
         await pilot.press("a")
         await pilot.pause()
         assert source.thread is None

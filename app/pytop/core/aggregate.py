@@ -221,7 +221,7 @@ class Counts:
     unseen_ns: int = 0  # ... of threads that ended between samples
     first_at: float = 0.0  # CLOCK_MONOTONIC of the first and last tick
     last_at: float = 0.0
-    longest_gap: float = 0.0  # seconds: the longest time between two ticks
+    longest_delay: float = 0.0  # seconds: the latest a tick began after it was due
 
     def add_weights(self, weights: Iterable[Weight]) -> None:
         stacks, threads = self.stacks, self.threads
@@ -245,7 +245,7 @@ class Counts:
         self.late += drain.late
         self.skipped += drain.skipped
         self.slot_seconds += drain.slot_seconds
-        self.longest_gap = max(self.longest_gap, drain.longest_gap)
+        self.longest_delay = max(self.longest_delay, drain.longest_delay)
         if drain.ticks:
             self.first_at = self.first_at or drain.first_at
             self.last_at = drain.last_at

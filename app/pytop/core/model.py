@@ -127,7 +127,7 @@ class Snapshot:
     rate_held: float | None = None  # the rate pytop's CPU budget holds sampling at (None: the rate asked)
     cpu_budget: float = 0.0  # the share of a core pytop may use (0: no budget)
     pytop_cpu_pct: float | None = None  # pytop's own CPU use in the window, 100 = one core
-    longest_gap: float = 0.0  # seconds: the longest time between two samples since the reset
+    longest_delay: float = 0.0  # seconds: the latest a sample began after it was due, since the reset
     torn: int = 0  # thread stacks that could not be read since the reset
     cpu_time: float = 0.0  # seconds of CPU the kernel counted for the target since the reset
     unseen_time: float = 0.0  # ... of which by threads that ended between samples

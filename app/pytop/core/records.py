@@ -208,7 +208,7 @@ class Drain:
     first_at: float  # CLOCK_MONOTONIC seconds of the first and last tick in it
     last_at: float
     lag: float  # how late the latest tick began
-    longest_gap: float  # the longest time between two ticks (a stall of the sampling thread)
+    longest_delay: float  # the latest a tick began after it was due (a stall of the sampling thread)
     cpu_seconds: float  # CPU time of the sampling thread
     rate_now: float  # samples per second the schedule runs at now
     budget_limited: bool  # pytop's CPU budget holds the rate below the one asked for

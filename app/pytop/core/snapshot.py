@@ -160,7 +160,7 @@ def build(target: TargetInfo, figures: Figures, tables: Tables, view: View, c: C
         rate_held=c.rate_held,
         cpu_budget=c.cpu_budget,
         pytop_cpu_pct=c.pytop_cpu_pct,
-        longest_gap=total.longest_gap,
+        longest_delay=total.longest_delay,
         torn=total.torn,
         cpu_time=total.cpu_ns / 1e9,
         unseen_time=total.unseen_ns / 1e9,

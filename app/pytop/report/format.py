@@ -8,7 +8,7 @@ import signal
 from ..core.model import FunctionRow, Snapshot
 
 # Where a file lives inside an installation: shown from there on ("json/decoder.py").
-STALL_SECONDS = 0.02  # a longer time between two samples is named in the samples line
+STALL_SECONDS = 0.02  # a sample that began this late (a stall of pytop's sampling) is named in the samples line
 _INSTALL_PREFIX = re.compile(r".*/(?:site-packages|dist-packages|lib/python\d+\.\d+)/")
 
 
@@ -74,8 +74,8 @@ def samples_line(s: Snapshot) -> str:
     if s.rate_held is not None:  # pytop gives way rather than take more than its share
         rate += f", held down by pytop's {100 * s.cpu_budget:g}% CPU budget"
     late = f", {s.late_pct:.1f}% late" if s.late_pct >= 0.05 else ""
-    if s.longest_gap >= STALL_SECONDS:  # what the target did in a stall is a guess: say so
-        late += f", a {1000 * s.longest_gap:,.0f} ms gap"
+    if s.longest_delay >= STALL_SECONDS:  # what the target did in a stall is a guess: say so
+        late += f", a {1000 * s.longest_delay:,.0f} ms stall"
     own = f", pytop CPU {s.pytop_cpu_pct:.1f}%" if s.pytop_cpu_pct is not None else ""
     return f"Samples: {s.samples:,} in {clock(s.elapsed)} ({rate}{late}), Errors: {100 * s.error_rate:.1f}%{own}"
 

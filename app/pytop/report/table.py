@@ -93,7 +93,7 @@ def as_json(s: Snapshot, sort: str) -> str:
         "skipped": s.skipped,
         "rate_held": s.rate_held,
         "cpu_budget_pct": round(100 * s.cpu_budget, 3),
-        "longest_gap_ms": round(1000 * s.longest_gap, 3),
+        "longest_delay_ms": round(1000 * s.longest_delay, 3),
         "sampled_from": s.sampled_from,
         "sampled_until": s.sampled_until,
         "cpu_time": round(s.cpu_time, 6),

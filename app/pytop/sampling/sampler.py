@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..core.aggregate import MODES, Counts, FunctionTable
+from ..core.aggregate import CPU, FOLDED, MODES, OWN, Counts, FunctionTable, mode_column
 from ..core.callgraph import call_graph
 from ..core.calltree import call_tree
 from ..core.model import CallGraph, RowKey, Snapshot, TargetInfo, ThreadKey, TreeNode
-from ..core.records import Drain, NodeRow
+from ..core.records import PSEUDO_FUNCTIONS, STACK_OVERFLOW, Drain, NodeRow
 from ..core.snapshot import Circumstances, Figures, Tables, View, build
 from ..native import Closed, Engine, EngineConfig, Unwinder
 from ..report import export
@@ -179,7 +179,21 @@ class Sampler:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         return {"samples": total.ticks, "late": total.late, "skipped": total.skipped, "errors": total.failed,
                 "elapsed": elapsed, "rate": total.ticks / elapsed, "target_rate": self.settings.rate,
-                "rate_now": self._rate_now, "sampler_cpu": self._sampler_cpu}
+                "rate_now": self._rate_now, "sampler_cpu": self._sampler_cpu,
+                "catch_all_share": self._catch_all_share(), "stack_nodes": self._stack_nodes,
+                "aged_share": total.aged_share(CPU)}
+
+    def _catch_all_share(self) -> float:
+        """The share of the cpu time since the reset in rows that memory bounds made: functions
+        folded for the least time, stacks that found no room in the tree."""
+        totals = self.figures.totals
+        if totals is None:
+            return 0.0
+        cpu = OWN + mode_column("cpu")
+        whole = sum(row[cpu] for row in totals.by_function.values())
+        caught = sum(row[cpu] for key, row in totals.by_function.items()
+                     if key == FOLDED or key[0] == PSEUDO_FUNCTIONS[STACK_OVERFLOW])
+        return caught / whole if whole else 0.0
 
     def final_snapshot(self) -> Snapshot:
         """Once stopped: the figures of the last window and since the reset (in a view that

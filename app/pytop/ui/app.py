@@ -29,6 +29,7 @@ from .callers import CallersPanel
 from .calltree import CallTreeView
 from .filter import FilterBar, compile_filter, keep
 from .help import HelpScreen
+from .linetable import LineTable
 from .messages import SnapshotReady
 from .threads import ThreadTable
 from .trends import Trends
@@ -366,12 +367,12 @@ class PytopApp(App[None]):
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         self.action_sort(str(event.column_key.value))
 
+    def on_line_table_chosen(self, event: LineTable.Chosen) -> None:
+        if isinstance(event.table, ThreadTable) and isinstance(event.key, int):
+            self.source.set_thread(event.key)
+
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if isinstance(event.data_table, ThreadTable):
-            key = event.data_table.keys.get(str(event.row_key.value))
-            if key is not None:
-                self.source.set_thread(key)
-        elif isinstance(event.data_table, FunctionTable):
+        if isinstance(event.data_table, FunctionTable):
             row = event.data_table.row_of(str(event.row_key.value))
             if row is not None:
                 self._panel_wanted = True
