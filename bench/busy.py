@@ -83,10 +83,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def py_spy() -> str | None:
+    """py-spy on the PATH or beside this Python (a virtual environment's bin)."""
+    beside = Path(sys.executable).parent / "py-spy"
+    return shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+
+
 @contextlib.contextmanager
 def started(argv: list[str], env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
     """A workload that prints "ready"; killed afterwards."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, env=env, cwd="/")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd="/")
     try:
         assert proc.stdout is not None
         if proc.stdout.readline().strip() != b"ready":
@@ -110,8 +116,10 @@ def saturated() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def pytop_live(pid: int, *options: str, stats: Path | None = None) -> Iterator[tuple[str, psutil.Process]]:
-    """The real pytop in a tmux terminal, at its defaults unless `options` say."""
+def pytop_live(pid: int, *options: str, stats: Path | None = None,
+               quits: list[float] | None = None) -> Iterator[tuple[str, psutil.Process]]:
+    """The real pytop in a tmux terminal, at its defaults unless `options` say; `quits` gets how
+    long `q` took to end it."""
     session = f"pytop-busy-{uuid.uuid4().hex[:6]}"
     extra = f"--stats-file {stats} " if stats else ""
     tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40",
@@ -121,8 +129,11 @@ def pytop_live(pid: int, *options: str, stats: Path | None = None) -> Iterator[t
         me = next(p for p in psutil.process_iter(["cmdline"])
                   if (p.info["cmdline"] or [""])[-1] == str(pid) and "pytop" in " ".join(p.info["cmdline"]))
         yield session, me
+        start = time.monotonic()
         tmux("send-keys", "-t", session, "q")
         me.wait(30)
+        if quits is not None:
+            quits.append(time.monotonic() - start)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
@@ -163,15 +174,16 @@ def phase(load: Load, seconds: float, tool: str, pid: int, interp: dict) -> dict
             time.sleep(2)  # its start-up is not the phase
             before, cpu, start = load.count(), cpu_of(me), time.monotonic()
             latencies: list[float] = []
-            while time.monotonic() - start < seconds - 1:
-                latencies += key_latencies(session, 2)
-                time.sleep(0.5)
+            while time.monotonic() - start < seconds - 1:  # a key every 2 s: a user's pace, not a load
+                latencies += key_latencies(session, 1)
+                time.sleep(1.7)
             elapsed = time.monotonic() - start
             result.update(rps=(load.count() - before) / elapsed, cpu=100 * (cpu_of(me) - cpu) / elapsed,
                           keys=latencies)
         return result
     if tool == "py-spy":
-        argv = ["py-spy", "record", "-p", str(pid), "-d", str(int(seconds) + 2), "-o", os.devnull, "-f", "raw"]
+        argv = [py_spy() or "py-spy", "record", "-p", str(pid), "-d", str(int(seconds) + 2), "-o", os.devnull,
+                "-f", "raw"]
     else:  # CPython 3.15's profiler, run by the target's own interpreter
         argv = [*interp["argv"], "-m", "profiling.sampling", "attach", "-d", str(int(seconds) + 2), str(pid)]
     proc = psutil.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -188,7 +200,7 @@ def web(args: argparse.Namespace) -> None:
     where = site()
     for name, peer in (("pyenv-3.12", "py-spy"), ("sid-3.15-loader", "tachyon")):
         interp = interpreter(name)
-        if peer == "py-spy" and not shutil.which("py-spy"):
+        if peer == "py-spy" and not py_spy():
             print("py-spy not found (pip install py-spy): its phases are left out", file=sys.stderr)
             peer = ""
         port = free_port()
@@ -290,8 +302,9 @@ def threads(args: argparse.Namespace) -> None:
     interp = interpreter("pyenv-3.12")
     seconds = args.minutes * 60
     stats = Path(tempfile.mkstemp(suffix=".json")[1])
+    quits: list[float] = []
     with started([*interp["argv"], str(HERE / "workloads" / "pool.py"), "2000"]) as pool:
-        with pytop_live(pool.pid, stats=stats) as (session, me):
+        with pytop_live(pool.pid, stats=stats, quits=quits) as (session, me):
             time.sleep(2)
             first = key_latencies(session, 10)
             cpu, start = cpu_of(me), time.monotonic()
@@ -305,11 +318,12 @@ def threads(args: argparse.Namespace) -> None:
               f"{result['rate']:.0f}/s over the run, {result['rate_now']:.0f}/s at the end, CPU "
               f"{100 * pytop_cpu / elapsed:.1f}%, {1e6 * pytop_cpu / max(result['samples'], 1):.0f} us a sample; "
               f"keys median {1000 * statistics.median(first):.0f} ms in the first minute, "
-              f"{1000 * statistics.median(last):.0f} ms in the last")
-        if shutil.which("py-spy"):
+              f"{1000 * statistics.median(last):.0f} ms in the last; q ended it in {1000 * quits[0]:.0f} ms")
+        if py_spy():
             with tempfile.NamedTemporaryFile(suffix=".txt") as out:
-                proc = psutil.Popen(["py-spy", "record", "--nonblocking", "-p", str(pool.pid), "-d", str(int(seconds)),
-                                     "-o", out.name, "-f", "raw"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                proc = psutil.Popen([py_spy() or "py-spy", "record", "--nonblocking", "-p", str(pool.pid), "-d",
+                                     str(int(seconds)), "-o", out.name, "-f", "raw"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                 cpu, start = 0.0, time.monotonic()
                 while proc.poll() is None:
                     with contextlib.suppress(psutil.Error):

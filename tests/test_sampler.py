@@ -345,7 +345,9 @@ def test_a_code_object_at_a_reused_address_is_named_anew(interp: dict[str, Any])
         if final.longest_delay < work / 2:
             break
     rows = [row for row in final.rows if row.function.startswith("work_")]
-    assert len(rows) >= 0.5 * 2.0 / work, [row.function for row in rows]
+    # As many rounds as the CPU the kernel counted for the target allows (a busy machine gives it
+    # less than the 2 s sampled): most of them seen.
+    assert len(rows) >= max(5, 0.5 * final.cpu_time / work), ([row.function for row in rows], final.cpu_time)
     worst = max(rows, key=lambda row: row.own_time)
     gap = final.longest_delay + 1 / final.rate_asked  # the longest time between two samples
     assert worst.own_time <= 1.25 * work + gap / 2, (worst.function, worst.own_time, final.longest_delay)

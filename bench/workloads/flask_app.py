@@ -4,6 +4,7 @@ JSON API doing a little computing, a static-ish health check. Flask comes from t
 PYTHONPATH that bench/busy.py fills. argv[1]: the port. Prints "ready" once it listens."""
 
 import json
+import logging
 import sys
 import threading
 import time
@@ -39,6 +40,7 @@ def health() -> str:
 
 
 def main() -> None:
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
     server = make_server("127.0.0.1", int(sys.argv[1]), app, threaded=True)
     threading.Thread(target=server.serve_forever, name="server", daemon=True).start()
     print("ready", flush=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.events import Click
@@ -177,6 +178,8 @@ class CallTreeView(ScrollView, can_focus=True):
         index = self.scroll_offset.y + y
         width = self.size.width
         base = self.rich_style
+        if self.root is None and y == 0:  # until the first tree comes (built off this thread)
+            return Strip([Segment("  building the call tree...", base + Style(dim=True))]).crop_extend(0, width, base)
         if not 0 <= index < len(self.lines):
             return Strip.blank(width, base)
         text = self._text(index)
