@@ -222,15 +222,17 @@ static int by_share(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* The median of the recent windows: a one-off (pytop's start, a key that draws a big view, an
- * export) does not hold sampling down; what the screen and drains keep costing does. */
+/* The (lower) median of the recent windows: a one-off (pytop's start, a key that draws a big
+ * view, an export) does not hold sampling down; what the screen and drains keep costing does.
+ * Until there are a few windows to judge from (pytop's screen is still starting), nothing. */
 static double other_share(budget_marks *m, double now) {
     m->other[m->windows++ % OTHER_WINDOWS] = now;
+    if (m->windows < 3) return 0.0;
     uint32_t n = m->windows < OTHER_WINDOWS ? m->windows : OTHER_WINDOWS;
     double sorted[OTHER_WINDOWS];
     memcpy(sorted, m->other, n * sizeof *sorted);
     qsort(sorted, n, sizeof *sorted, by_share);
-    return sorted[n / 2];
+    return sorted[(n - 1) / 2];
 }
 
 /* The rate at which the sampling thread's share fits what the budget leaves it (never less than

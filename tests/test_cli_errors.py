@@ -53,19 +53,18 @@ def test_not_a_python_process() -> None:
     assert_clean_failure(result, 1, "does not look like a Python process")
 
 
-def old_python() -> str | None:
-    versions = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    for name in ("3.7.16", "3.6.15", "2.7.18"):
-        exe = versions / name / "bin" / "python"
-        if exe.exists():
-            return str(exe)
-    return None
+def old_python(name: str) -> str | None:
+    exe = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions" / name / "bin" / "python"
+    return str(exe) if exe.exists() else None
 
 
-@pytest.mark.skipif(old_python() is None, reason="no Python older than 3.8 installed")
-def test_unsupported_version() -> None:
-    exe = old_python()
-    assert exe is not None
+@pytest.mark.parametrize("name", ["3.7.16", "3.6.15", "2.7.18"])
+def test_unsupported_version(name: str) -> None:
+    """An older CPython is named as such (before 3.7 it has no _PyRuntime to find: its file's
+    name tells), not 'not a Python process'."""
+    exe = old_python(name)
+    if exe is None:
+        pytest.skip(f"no Python {name} installed")
     target = subprocess.Popen([exe, "-c", "import time; print('ready'); time.sleep(60)"],
                               stdout=subprocess.PIPE)
     try:
@@ -74,7 +73,8 @@ def test_unsupported_version() -> None:
     finally:
         target.kill()
         target.wait()
-    assert_clean_failure(result, 1, "is not supported", "3.8 to 3.15")
+    assert_clean_failure(result, 1, f"Python {name[:3]}", "3.8 to 3.15")
+    assert "does not look like a Python process" not in result.stderr
 
 
 def test_permission_denied_explains_what_to_do() -> None:
@@ -126,3 +126,76 @@ def test_rate_out_of_range(bad: str) -> None:
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "--rate" in result.stderr or "samples per second" in result.stderr, result.stderr
+
+
+def test_a_core_that_is_a_named_pipe_is_refused_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "core.fifo"
+    os.mkfifo(fifo)
+    assert_clean_failure(helpers.run_pytop("--dump", "--core", str(fifo), timeout=60), 1, "not a regular file")
+
+
+def test_a_sysroot_that_is_not_there(tmp_path: Path) -> None:
+    core = tmp_path / "core"
+    core.write_bytes(b"\x7fELF")
+    assert_clean_failure(helpers.run_pytop("--dump", "--core", str(core), "--sysroot", str(tmp_path / "nowhere")),
+                         2, "--sysroot", "is not a directory")
+
+
+def test_the_live_view_without_a_terminal_or_stdin() -> None:
+    closed = subprocess.run([*helpers.PYTOP, "1"], capture_output=False, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert_clean_failure(closed, 2, "needs a terminal")
+    no_stdin = subprocess.run(["sh", "-c", f"exec {' '.join(helpers.PYTOP)} 1 <&-"], capture_output=True, text=True,
+                              timeout=60)
+    assert_clean_failure(no_stdin, 2, "needs a terminal")
+
+
+def test_a_terminal_that_cannot_draw_the_view() -> None:
+    """TERM=dumb with a real terminal (script(1) gives it one): a clear refusal, not escapes."""
+    result = subprocess.run(["script", "-qec", f"{' '.join(helpers.PYTOP)} 1", "/dev/null"], capture_output=True,
+                            text=True, timeout=60, env={**os.environ, "TERM": "dumb"})
+    assert result.returncode == 2, result.stdout
+    assert "TERM=dumb" in result.stdout and "\x1b[" not in result.stdout
+
+
+def test_stats_file_goes_with_sampling() -> None:
+    assert_clean_failure(helpers.run_pytop("--dump", "--stats-file", "/tmp/stats.json", "1"), 2,
+                         "--stats-file goes with the live view or --batch")
+
+
+@pytest.mark.parametrize("duration", ["inf", "1e30"])
+def test_a_batch_until_the_program_ends(duration: str) -> None:
+    target = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(1.5)"],
+                              stdout=subprocess.PIPE)
+    try:
+        assert target.stdout is not None and target.stdout.readline()
+        result = helpers.run_pytop("--batch", "--duration", duration, str(target.pid), timeout=120)
+    finally:
+        target.kill()
+        target.wait()
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "exited during the run" in result.stdout
+
+
+def test_a_report_that_cannot_be_written() -> None:
+    with subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+                          stdout=subprocess.PIPE) as target:
+        try:
+            assert target.stdout is not None and target.stdout.readline()
+            full = subprocess.run([*helpers.PYTOP, "--dump", str(target.pid)], stdout=open("/dev/full", "w"),
+                                  stderr=subprocess.PIPE, text=True, timeout=60)
+            closed = subprocess.run(["sh", "-c", f"exec {' '.join(helpers.PYTOP)} --dump {target.pid} >&-"],
+                                    capture_output=True, text=True, timeout=60)
+        finally:
+            target.kill()
+    assert full.returncode == 1 and "Traceback" not in full.stderr
+    assert "cannot write the report: No space left on device" in full.stderr
+    assert_clean_failure(closed, 2, "standard output is closed")
+
+
+def test_a_core_cut_in_its_headers_is_said_to_be_truncated(tmp_path: Path) -> None:
+    elf = Path("/bin/sh").read_bytes()
+    for size in (40, 100):
+        cut = tmp_path / f"core.{size}"
+        cut.write_bytes(elf[:size])
+        assert_clean_failure(helpers.run_pytop("--dump", "--core", str(cut)), 1, "is truncated")

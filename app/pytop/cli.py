@@ -55,6 +55,15 @@ def budget(text: str) -> float:
     return value
 
 
+FOREVER = 1e7  # seconds: a --duration this long (or inf) means until the program ends or Ctrl-C
+
+
+def duration(text: str) -> float:
+    """--duration: seconds, or inf (until the program ends, or Ctrl-C)."""
+    value = positive(text)
+    return value if value < FOREVER else float("inf")
+
+
 def rate(text: str) -> float:
     value = positive(text)
     if value > MAX_RATE:
@@ -143,8 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="with --core: the root the process saw (a chroot's or a container's), under which "
                            "pytop finds the files the core names")
     once.add_argument("--batch", action="store_true", help="sample for --duration seconds, print the table")
-    once.add_argument("--duration", type=positive, default=10.0, metavar="SECONDS",
-                      help="with --batch: how long to sample (default 10)")
+    once.add_argument("--duration", type=duration, default=10.0, metavar="SECONDS",
+                      help="with --batch: how long to sample (default 10; inf: until the program ends, or "
+                           "Ctrl-C)")
     once.add_argument("--json", action="store_true", help="with --dump or --batch: print JSON")
     once.add_argument("--format", choices=("text", "json", "collapsed", "speedscope", "pprof"),
                       help="with --batch: the report's format (default text; collapsed stacks, speedscope "
@@ -164,7 +174,18 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def has_terminal() -> bool:
-    return sys.stdin.isatty() and sys.stdout.isatty()
+    return all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout))
+
+
+def terminal_problem() -> str | None:
+    """Why the live view cannot be drawn here, if it cannot."""
+    if not has_terminal():
+        return ("the live view needs a terminal on its input and output; without one, use --batch --duration "
+                "SECONDS for a report, or --dump for the stacks")
+    if os.environ.get("TERM", "") in ("dumb", "unknown"):
+        return (f"this terminal (TERM={os.environ['TERM']}) cannot draw the live view; set TERM (e.g. "
+                "TERM=xterm-256color), or use --batch --duration SECONDS, or --dump")
+    return None
 
 
 def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
@@ -203,9 +224,12 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         raise errors.UsageError("--blocking is for a running process, not a core file")
     if args.dump and pid is None and not args.core:
         raise errors.UsageError("--dump needs the PID of a running process, or --core FILE")
-    if not (args.dump or args.batch) and not has_terminal():
-        raise errors.UsageError("the live view needs a terminal; without one, use --batch --duration "
-                                "SECONDS for a report, or --dump for the stacks")
+    if not (args.dump or args.batch) and (problem := terminal_problem()):
+        raise errors.UsageError(problem)
+    if args.stats_file and args.dump:
+        raise errors.UsageError("--stats-file goes with the live view or --batch (a dump takes one sample)")
+    if (args.dump or args.batch) and not args.output and sys.stdout is None:
+        raise errors.UsageError("standard output is closed: open it, or give --output FILE (with --batch)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -227,10 +251,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 0  # the user left the picker
         return run.watch(args, command)
     except errors.PytopError as exc:
-        print(f"pytop: {exc}", file=sys.stderr)
+        errors.say(f"pytop: {exc}")
         return exc.exit_code
+    except BrokenPipeError:
+        # The reader went away (pytop --dump | head): as a shell reports SIGPIPE, quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno() if sys.stdout else 1)
+        return 128 + 13
     except KeyboardInterrupt:
         return 130
+
 
 
 if __name__ == "__main__":

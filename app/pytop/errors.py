@@ -7,6 +7,16 @@ escaping is a bug in pytop.
 from __future__ import annotations
 
 import os
+import sys
+
+
+def say(line: str) -> None:
+    """One line on stderr, if there is a stderr that takes it (it may be closed, or full)."""
+    if sys.stderr is not None:
+        try:
+            print(line, file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
 
 
 class PytopError(Exception):
@@ -58,9 +68,32 @@ def _owner(pid: int) -> int | None:
         return None
 
 
+CAP_SYS_PTRACE = 19
+
+
+def _has_ptrace_capability() -> bool | None:
+    """Whether this process has CAP_SYS_PTRACE in effect (None: cannot tell)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> CAP_SYS_PTRACE & 1)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def permission_advice(pid: int) -> str:
     """What to do about a refused read, for the situation at hand."""
     owner, scope = _owner(pid), _ptrace_scope()
+    if scope == 3:
+        return ("kernel.yama.ptrace_scope is 3, which forbids reading any other process until the machine "
+                "restarts with a lower setting")
+    if _has_ptrace_capability():
+        return ("the kernel refused although pytop has CAP_SYS_PTRACE: the process may have made itself "
+                "undumpable (prctl PR_SET_DUMPABLE, as setuid programs and some init processes do), run in a "
+                "user namespace that is not below pytop's (run pytop in the host's namespaces), or be "
+                "guarded by a security module (SELinux, AppArmor)")
     if os.geteuid() == 0:
         return ("pytop runs as root but without CAP_SYS_PTRACE; in a container, start it with "
                 "--cap-add SYS_PTRACE (docker) or the SYS_PTRACE capability (Kubernetes)")

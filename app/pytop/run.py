@@ -4,10 +4,14 @@ sampler on a real target. Errors come out as PytopErrors (see errors.py)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
+import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 
 import psutil
@@ -50,6 +54,29 @@ def last_words(sampler: Sampler, child: Child | None) -> None:
         child.end()
 
 
+FOREVER = 1e7  # seconds: as good as no end
+
+
+@contextlib.contextmanager
+def terminal_on_stderr() -> Iterator[None]:
+    """Textual draws on stderr: with stderr sent to a file (2>log), the screen would go there and
+    the terminal stay blank. While the view is up, stderr is the terminal that stdout is."""
+    if (sys.stderr is not None and os.isatty(2)) or not os.isatty(1):
+        yield
+        return
+    try:
+        saved: int | None = os.dup(2)
+    except OSError:  # stderr closed: it gets the terminal, and keeps it
+        saved = None
+    os.dup2(1, 2)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: bool,
              child: Child | None = None, stats_file: str | None = None, follow_children: bool = False,
              export_dir: str | None = None) -> int:
@@ -64,15 +91,15 @@ def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: b
                    delay=settings.delay, last_words=lambda: last_words(sampler, child), tasks=settings.tasks,
                    tune_gc=True)
     try:
-        app.run()
+        with terminal_on_stderr():
+            app.run()
     finally:
         sampler.stop()
         target.close()
         if stats_file:
-            with open(stats_file, "w") as f:
-                json.dump(sampler.statistics(), f, indent=1)
+            write_statistics(stats_file, sampler.statistics())
     if sampler.failure:  # it was on screen until the user quit; say it once more where it stays
-        print(f"pytop: sampling failed: {sampler.failure}", file=sys.stderr)
+        errors.say(f"pytop: sampling failed: {sampler.failure}")
         return 1
     return app.return_code or 0  # Textual prints its own traceback and sets 1 when the screen failed
 
@@ -117,7 +144,7 @@ def collect(sampler: Sampler, duration: float) -> Snapshot:
 
     sampler.start(publish)
     try:
-        done.wait(duration)
+        done.wait(duration if math.isfinite(duration) else None)  # inf: until the program ends
     except KeyboardInterrupt:
         pass
     sampler.stop()
@@ -155,8 +182,28 @@ def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | Non
         if not core:
             target.unwinder.set_blocking(False)
         target.close()
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    write_report((text if text.endswith("\n") else text + "\n").encode())
     return 0
+
+
+def write_report(data: bytes) -> None:
+    """The report on stdout; a stdout that cannot take it is said in one line (a pipe whose reader
+    left is the caller's to take quietly)."""
+    try:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise errors.PytopError(f"cannot write the report: {exc.strerror or exc}") from None
+
+
+def write_statistics(path: str, statistics: dict[str, float]) -> None:
+    try:
+        with open(path, "w") as f:
+            json.dump(statistics, f, indent=1)
+    except OSError as exc:
+        raise errors.PytopError(f"cannot write {path}: {exc.strerror}") from None
 
 
 def watch(args: argparse.Namespace, command: list[str]) -> int:
@@ -172,8 +219,8 @@ def watch(args: argparse.Namespace, command: list[str]) -> int:
         settings = Settings(rate=args.rate, delay=args.delay, mode=args.mode, by_line=args.by_line,
                             realtime=args.realtime, cpu_budget=args.cpu_budget / 100, blocking=args.blocking,
                             tasks=args.tasks)
-        if args.batch:
-            settings = replace(settings, delay=args.duration + 3600, quick_start=False)
+        if args.batch:  # one window for the whole run
+            settings = replace(settings, delay=min(args.duration + 3600, FOREVER), quick_start=False)
             sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if args.subprocesses else None,
                               child.status if child else None)
             snapshot = collect(sampler, args.duration)
@@ -195,10 +242,11 @@ def watch(args: argparse.Namespace, command: list[str]) -> int:
                         f.write(report)
                 except OSError as exc:
                     raise errors.UsageError(f"cannot write {args.output}: {exc.strerror}") from None
-                print(f"pytop: wrote {args.output}", file=sys.stderr)
+                errors.say(f"pytop: wrote {args.output}")
             else:
-                sys.stdout.buffer.write(report)
-                sys.stdout.flush()
+                write_report(report)
+            if args.stats_file:
+                write_statistics(args.stats_file, sampler.statistics())
             return shell_status(sampler.status)
         return run_live(target, settings, sort=sort, full_filenames=args.full_filenames, child=child,
                         stats_file=args.stats_file, follow_children=args.subprocesses, export_dir=args.output_dir)
@@ -207,4 +255,4 @@ def watch(args: argparse.Namespace, command: list[str]) -> int:
             child.end()
             log = child.finish_log()
             if log and not args.batch:
-                print(f"pytop: the program's output is in {log}", file=sys.stderr)
+                errors.say(f"pytop: the program's output is in {log}")

@@ -73,6 +73,10 @@ def _cut(start: int, end: int, covered: list[tuple[int, int]]) -> list[tuple[int
     return pieces
 
 
+class Truncated(ValueError):
+    """The file ends before what its headers say it holds."""
+
+
 class CoreFile:
     """A `MemorySource` (see memory.py) read from a core file."""
 
@@ -81,13 +85,21 @@ class CoreFile:
         self._executable_override = executable
         self._sysroot = sysroot.rstrip("/") if sysroot else ""
         self._files: dict[str, mmap.mmap | None] = {}
+        if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would block for ever
+            raise errors.AttachFailed(f"{path} is not a core file: not a regular file")
+        if sysroot and not os.path.isdir(sysroot):
+            raise errors.UsageError(f"--sysroot: {sysroot} is not a directory")
         try:
             self._file = open(path, "rb")
         except OSError as exc:
             raise errors.AttachFailed(f"cannot open the core file {path}: {exc.strerror}") from None
         try:
             self._core = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            self._check_headers_whole()
             self._parse(ELFFile(self._file))
+        except Truncated as exc:
+            self.close()
+            raise errors.AttachFailed(f"the core file {path} is truncated: {exc}") from None
         except (ELFError, ValueError, OSError, KeyError, TypeError) as exc:
             self.close()
             raise errors.AttachFailed(f"{path} is not a core file pytop can read ({exc})") from None
@@ -98,6 +110,21 @@ class CoreFile:
         self._starts = [r.address for r in self.regions]
 
     # ---- parsing ----------------------------------------------------------------------------
+
+    def _check_headers_whole(self) -> None:
+        """A core cut before the end of its ELF header or its program headers (a disk that
+        filled up while it was written) is said to be cut, not left to the parser's words."""
+        size = len(self._core)
+        if size < 4 or self._core[:4] != b"\x7fELF":
+            return  # not ELF at all: the parser says so
+        if size < 64:
+            raise Truncated(f"{size} bytes, less than an ELF header")
+        phoff = int.from_bytes(self._core[32:40], "little")
+        phentsize = int.from_bytes(self._core[54:56], "little")
+        phnum = int.from_bytes(self._core[56:58], "little")
+        if phoff + phentsize * phnum > size:
+            raise Truncated(f"{size:,} bytes, cut before the end of its program headers (at "
+                            f"{phoff + phentsize * phnum:,}); the disk may have filled up while it was written")
 
     def _parse(self, elf: ELFFile) -> None:
         if elf["e_type"] != "ET_CORE":

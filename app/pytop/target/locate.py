@@ -144,6 +144,19 @@ def _exited(pid: int) -> bool:
         return True
 
 
+_OLD_NAME = re.compile(r"^(?:lib)?python(2\.\d+|3\.[0-6])(?![0-9])")
+
+
+def _older_python(source: MemorySource) -> str | None:
+    """The version of a Python too old to have a _PyRuntime (2.x, 3.6 and before), from the name
+    of its executable or library, if one says it."""
+    for path in files_in_order(source.mappings()):
+        match = _OLD_NAME.match(basename(path))
+        if match:
+            return match.group(1)
+    return None
+
+
 def find_runtime(source: MemorySource) -> Runtime | None:
     """The Python runtime in `source`'s files, or None. OSErrors other than a missing or
     unreadable file of one candidate (the process gone, permission) come out as they are."""
@@ -182,5 +195,11 @@ def locate_runtime(pid: int) -> Runtime:
         return found
     if _exited(pid):
         raise errors.TargetExited(f"process {pid} exited while pytop was attaching")
+    older = _older_python(source)
+    if older:
+        from .layouts import supported_range
+
+        raise errors.UnsupportedVersion(f"process {pid} runs Python {older}, which pytop does not read yet: it "
+                                        f"reads CPython {supported_range()}")
     raise errors.NotPython(f"process {pid} does not look like a Python process "
                            "(no Python runtime found in its executable or libraries)")
