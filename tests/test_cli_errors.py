@@ -142,8 +142,8 @@ def test_a_sysroot_that_is_not_there(tmp_path: Path) -> None:
 
 
 def test_the_live_view_without_a_terminal_or_stdin() -> None:
-    closed = subprocess.run([*helpers.PYTOP, "1"], capture_output=False, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    closed = subprocess.run([*helpers.PYTOP, "1"], capture_output=True, stdin=subprocess.DEVNULL, text=True,
+                            timeout=60)
     assert_clean_failure(closed, 2, "needs a terminal")
     no_stdin = subprocess.run(["sh", "-c", f"exec {' '.join(helpers.PYTOP)} 1 <&-"], capture_output=True, text=True,
                               timeout=60)
