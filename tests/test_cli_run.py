@@ -184,3 +184,95 @@ def test_batch_pprof(some_interp: dict[str, Any], tmp_path: Any) -> None:
     assert frames[-1][0] in ("Thread._bootstrap", "_bootstrap")  # innermost first, the thread's start last
     assert values[0] > 100 and values[1] > 0.1e9  # samples, and CPU nanoseconds
     assert all(labels.get("thread_id") for _, _, labels in p.samples if labels.get("thread_name"))
+
+
+def descendants_of(pid: int) -> set[int]:
+    """Every process whose ancestry, read from /proc, leads to `pid` (orphans are re-parented to
+    1 and so are not: see survivors)."""
+    found, parents = set(), {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [p for p, pp in parents.items() if pp == parent and p not in found]
+        found.update(children)
+        frontier.extend(children)
+    return found
+
+
+def survivors(marker: str) -> list[int]:
+    """Processes still running whose command line holds `marker`."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        with open(f"/proc/{entry}/stat") as s:
+                            if s.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                                alive.append(int(entry))
+            except OSError:
+                continue
+    return alive
+
+
+def wait_gone(marker: str, timeout: float = 15) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while survivors(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return survivors(marker)
+
+
+def test_a_started_programs_children_end_with_the_run(tmp_path: Any) -> None:
+    """-s --batch on a parent that starts children which would outlive it (they do not watch
+    for their parent): when the run ends, the whole family does."""
+    interp = helpers.provision()[0].get("pyenv-3.12") or next(iter(helpers.provision()[0].values()))
+    if interp["launch"] == "chroot":
+        pytest.skip("the family runs outside any chroot")
+    marker = f"family-{tmp_path.name}"
+    script = tmp_path / "family.py"
+    script.write_text("import subprocess, sys, time\n"
+                      f"children = [subprocess.Popen(['sh', '-c', 'sleep 600; echo {marker}']) for _ in range(2)]\n"
+                      "time.sleep(600)\n")
+    result = helpers.run_pytop("-s", "--batch", "--duration", "2", "--", *interp["argv"], str(script), cwd="/")
+    assert result.returncode == 0, result.stderr
+    assert wait_gone(marker) == [], "pytop left part of the program running"
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_a_signal_during_start_up_ends_the_started_program(sig: str) -> None:
+    """pytop waits for Python in the program it started (here a shell that never starts it); a
+    signal then ends pytop the normal way, and the program (the shell and its sleep) with it."""
+    import signal
+    import subprocess
+
+    pytop = subprocess.Popen([*helpers.PYTOP, "--batch", "--", "sh", "-c", "sleep 30; sleep 30"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    family: set[int] = set()
+    while len(family) < 2 and time.monotonic() < deadline:  # the shell, and its sleep
+        time.sleep(0.05)
+        family = descendants_of(pytop.pid)
+    assert len(family) >= 2, "the program never started"
+    pytop.send_signal(getattr(signal, sig))
+    _, err = pytop.communicate(timeout=60)
+    assert pytop.returncode == 128 + getattr(signal, sig), err
+    assert "Traceback" not in err and f"ended by {sig}" in err
+    deadline = time.monotonic() + 15
+    while any(alive(pid) for pid in family) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(pid) for pid in family), "the started program outlived pytop"
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False

@@ -49,6 +49,13 @@ def test_exited_banner() -> None:
     assert text == "pytop failed: RuntimeError: figures broke. The results below are the last it had; press q to quit."
 
 
+def test_a_stopped_process_is_said_to_be_stopped() -> None:
+    text = fmt.exited_banner(snapshot(stopped=(42,)))
+    assert text is not None and text.startswith("Process 42 is stopped") and "kill -CONT 42" in text
+    assert fmt.exited_banner(snapshot(stopped=(42,), exited=True, exit_reason="process 42 has exited")) == (
+        "Process 42 has exited. The results below are final; press q to quit.")
+
+
 def test_header_lines() -> None:
     s = snapshot(rate_asked=100.0)
     assert fmt.threads_line(s) == "Mode: cpu, GIL: 50.0%, Active: 25.0%, Threads: 4"

@@ -351,3 +351,20 @@ def test_a_code_object_at_a_reused_address_is_named_anew(interp: dict[str, Any])
     worst = max(rows, key=lambda row: row.own_time)
     gap = final.longest_delay + 1 / final.rate_asked  # the longest time between two samples
     assert worst.own_time <= 1.25 * work + gap / 2, (worst.function, worst.own_time, final.longest_delay)
+
+
+def test_a_stopped_target_is_shown_stopped(some_interp: dict[str, Any]) -> None:
+    with helpers.running(some_interp, "stacks.py") as t:
+        target = attach(t.pid)
+        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=100, delay=0.2))
+        got = Collected()
+        sampler.start(got)
+        try:
+            os.kill(t.pid, signal.SIGSTOP)
+            stopped = wait_for(got, lambda s: s.stopped == (t.pid,))
+            os.kill(t.pid, signal.SIGCONT)
+            running = wait_for(got, lambda s: not s.stopped)
+        finally:
+            os.kill(t.pid, signal.SIGCONT)
+            sampler.stop()
+    assert not stopped.exited and not running.exited

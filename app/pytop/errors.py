@@ -49,6 +49,16 @@ class TargetExited(PytopError):
     pass
 
 
+class Interrupted(PytopError):
+    """A signal asked pytop to end (SIGTERM, SIGHUP): it ends, and what it started with it."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        super().__init__(f"ended by {signal.Signals(signum).name}")
+        self.exit_code = 128 + signum
+
+
 class AttachFailed(PytopError):
     """The process is Python, but its runtime could not be found or read."""
 

@@ -8,6 +8,7 @@ import contextlib
 import json
 import math
 import os
+import signal
 import sys
 import threading
 import time
@@ -147,7 +148,8 @@ def collect(sampler: Sampler, duration: float) -> Snapshot:
         done.wait(duration if math.isfinite(duration) else None)  # inf: until the program ends
     except KeyboardInterrupt:
         pass
-    sampler.stop()
+    finally:  # a signal too (errors.Interrupted): sampling ends before pytop does
+        sampler.stop()
     return final[0] if final else sampler.final_snapshot()
 
 
@@ -206,7 +208,29 @@ def write_statistics(path: str, statistics: dict[str, float]) -> None:
         raise errors.PytopError(f"cannot write {path}: {exc.strerror}") from None
 
 
+@contextlib.contextmanager
+def ended_by_signals() -> Iterator[None]:
+    """SIGTERM or SIGHUP at any moment (start-up included: attaching may take seconds on a busy
+    machine) ends pytop through its normal way out, so that a program it started ends with it.
+    (The live view handles them itself while it runs.)"""
+
+    def end(signum: int, _frame: object) -> None:
+        raise errors.Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, end) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def watch(args: argparse.Namespace, command: list[str]) -> int:
+    with ended_by_signals():
+        return _watch(args, command)
+
+
+def _watch(args: argparse.Namespace, command: list[str]) -> int:
     child = None
     if args.demo or command:
         child = Child(demo_command() if args.demo else command, quiet=not args.batch, log=args.child_output)

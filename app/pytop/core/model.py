@@ -119,6 +119,7 @@ class Snapshot:
     cpu_pct: float | None  # the target's CPU use in the window (the kernel's count), 100 = one core
     rss: int | None  # the target's resident memory in bytes
     exited: bool = False
+    stopped: tuple[int, ...] = ()  # pids of the watched processes that are stopped (SIGSTOP, a debugger)
     exit_reason: str | None = None
     exit_status: int | None = None  # a program pytop started: its status once it ended (-N: signal N)
     mode: str = "cpu"  # what OwnTime and TotalTime measure (MODE_HELP)

@@ -65,6 +65,7 @@ class Circumstances:
     cpu_budget: float = 0.0
     pytop_cpu_pct: float | None = None
     rss: int | None = None
+    stopped: tuple[int, ...] = ()  # pids of the watched processes that are stopped
     exited: bool = False
     exit_reason: str | None = None
     exit_status: int | None = None
@@ -151,6 +152,7 @@ def build(target: TargetInfo, figures: Figures, tables: Tables, view: View, c: C
         threads=sum(1 for t in figures.threads.threads.values() if t.alive and not t.native),
         cpu_pct=100.0 * window.cpu_ns / (c.window_seconds * 1e9) if c.window_seconds > 0 else None,
         rss=c.rss,
+        stopped=c.stopped,
         exited=c.exited,
         exit_reason=c.exit_reason,
         exit_status=c.exit_status,

@@ -114,6 +114,10 @@ def exit_status(status: int) -> str:
 def exited_banner(s: Snapshot) -> str | None:
     if s.failure:
         return f"pytop failed: {s.failure}. The results below are the last it had; press q to quit."
+    if s.stopped and not s.exited:
+        which = ", ".join(str(pid) for pid in s.stopped)
+        return (f"Process {which} is stopped (SIGSTOP, or a debugger holds it): nothing in it runs, so nothing "
+                f"changes until it continues (kill -CONT {which}).")
     if not s.exited:
         return None
     if s.exit_reason and "exited" not in s.exit_reason:

@@ -60,6 +60,19 @@ class ProcessSet:
             found.append((pid, unwinder))
         return found
 
+    def stopped(self) -> tuple[int, ...]:
+        """The live processes that are stopped (SIGSTOP, a debugger): nothing of theirs runs."""
+        found = []
+        for pid, process in self.watched.items():
+            if pid in self._gone or process is None:
+                continue
+            try:
+                if process.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+                    found.append(pid)
+            except psutil.Error:
+                continue
+        return tuple(found)
+
     def rss(self) -> int | None:
         """Resident memory, summed over the live processes."""
         total = None

@@ -430,6 +430,7 @@ class Sampler:
         circumstances = Circumstances(
             window_seconds=seconds, elapsed=max(now - self.started, 1e-9), rate_asked=self.settings.rate,
             skipped_share=self._skipping(f.window), rss=self.processes.rss(), exited=exited, exit_reason=reason,
+            stopped=() if exited else self.processes.stopped(),
             rate_held=self._rate_now if self._budget_limited and not exited else None,
             cpu_budget=self.settings.cpu_budget, pytop_cpu_pct=self._pytop_cpu(seconds),
             exported=self.exported, processes=self.processes.alive, sampler_cpu=self._sampler_cpu,

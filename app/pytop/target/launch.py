@@ -3,7 +3,9 @@ attaching once its Python runtime is up."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -13,6 +15,15 @@ from .. import errors
 from .attach import Target, attach
 
 STARTUP_TIMEOUT = 15.0
+PR_SET_PDEATHSIG = 1
+
+
+def _end_with_parent() -> None:
+    """In the child, before the program starts: SIGTERM when pytop dies, however it dies."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 class Child:
@@ -37,7 +48,10 @@ class Child:
         else:
             fd = os.dup(sys.stderr.fileno())
         try:
-            self.process = subprocess.Popen(argv, stdout=fd, stderr=fd, stdin=subprocess.DEVNULL)
+            # A session of its own: at the end, the whole group goes (a program's children too).
+            # And it is told to end if pytop itself dies (SIGKILL), not left behind.
+            self.process = subprocess.Popen(argv, stdout=fd, stderr=fd, stdin=subprocess.DEVNULL,
+                                            start_new_session=True, preexec_fn=_end_with_parent)
         except OSError as exc:
             raise errors.UsageError(f"cannot start {argv[0]}: {exc.strerror}") from None
         finally:
@@ -68,13 +82,34 @@ class Child:
         return self.log_path
 
     def end(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(2)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        """End it and everything it started (its process group), politely, then not. The group
+        may outlive the program itself (children it left), so it is asked either way."""
+        self._signal_group(signal.SIGTERM)
+        try:
+            self.process.wait(2)
+        except subprocess.TimeoutExpired:
+            pass
+        deadline = time.monotonic() + 2
+        while self._group_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._signal_group(signal.SIGKILL)
+        try:
+            self.process.wait(2)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _group_alive(self) -> bool:
+        try:
+            os.killpg(self.process.pid, 0)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
 
 
 def attach_when_ready(child: Child, timeout: float = STARTUP_TIMEOUT) -> Target:
