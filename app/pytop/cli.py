@@ -11,8 +11,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import tempfile
+import traceback
 from collections.abc import Sequence
 
 from . import __version__, errors
@@ -56,6 +59,14 @@ def budget(text: str) -> float:
 
 
 FOREVER = 1e7  # seconds: a --duration this long (or inf) means until the program ends or Ctrl-C
+
+
+def refresh_delay(text: str) -> float:
+    """--delay: seconds between refreshes, up to an hour."""
+    value = positive(text)
+    if value > 3600:
+        raise argparse.ArgumentTypeError(f"at most 3600 seconds: {text!r}")
+    return value
 
 
 def duration(text: str) -> float:
@@ -126,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     sampling.add_argument("--nonblocking", action="store_true",
                           help="accepted for py-spy habits: pytop never stops the target")
     view = parser.add_argument_group("view")
-    view.add_argument("--delay", type=positive, default=1.0, metavar="SECONDS",
+    view.add_argument("--delay", type=refresh_delay, default=1.0, metavar="SECONDS",
                       help="seconds between screen refreshes (default 1)")
     view.add_argument("--sort", choices=sorted(SORT_CHOICES), default="owntime",
                       help="initial sort column: own (%%Own), total (%%Total), owntime (default) or "
@@ -232,33 +243,60 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         raise errors.UsageError("standard output is closed: open it, or give --output FILE (with --batch)")
 
 
+# Exit statuses (the README has the table): what a script around pytop can tell apart.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUG, EXIT_PIPE, EXIT_INTERRUPTED = 0, 1, 2, 70, 128 + 13, 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    own, command = split_command(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(own)
+    """The one way out: every failure becomes one line on stderr and an exit status."""
     try:
-        check_arguments(args, command)
-        from . import run
-
-        if args.dump:
-            return run.dump(args.pid_option or args.pid, args.json, args.blocking, args.core, args.executable,
-                            args.sysroot, args.tasks)
-        if not (args.pid_option or args.pid or command or args.demo):
-            from .ui.picker import PickerApp
-
-            args.pid = PickerApp().run()
-            if args.pid is None:
-                return 0  # the user left the picker
-        return run.watch(args, command)
+        return _main(argv)
+    except SystemExit as exc:  # argparse: its own line is printed already
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except errors.PytopError as exc:
         errors.say(f"pytop: {exc}")
         return exc.exit_code
     except BrokenPipeError:
         # The reader went away (pytop --dump | head): as a shell reports SIGPIPE, quietly.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno() if sys.stdout else 1)
-        return 128 + 13
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        return EXIT_PIPE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug in pytop: one line here, the whole story in a file
+        errors.say(f"pytop: an error in pytop itself ({type(exc).__name__}: {exc}); {bug_report(exc)}")
+        return EXIT_BUG
+
+
+def bug_report(exc: BaseException) -> str:
+    """Where the traceback went, to say in the line."""
+    try:
+        fd, path = tempfile.mkstemp(prefix="pytop-error-", suffix=".txt")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"pytop {__version__}, Python {sys.version.split()[0]}, argv {sys.argv!r}\n\n")
+            traceback.print_exception(type(exc), exc, exc.__traceback__, file=f)
+        return f"the details are in {path}: please report it"
+    except OSError:
+        return "please report it"
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    own, command = split_command(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(own)
+    check_arguments(args, command)
+    from . import run
+
+    if args.dump:
+        return run.dump(args.pid_option or args.pid, args.json, args.blocking, args.core, args.executable,
+                        args.sysroot, args.tasks)
+    if not (args.pid_option or args.pid or command or args.demo):
+        from .ui.picker import PickerApp
+
+        args.pid = PickerApp().run()
+        if args.pid is None:
+            return 0  # the user left the picker
+    return run.watch(args, command)
 
 
 
