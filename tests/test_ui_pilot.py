@@ -399,3 +399,19 @@ async def test_a_row_without_history_has_no_detail_line() -> None:
         await pilot.press("L")
         await pilot.pause()
         assert str(app.query_one("#detail").render()).strip() == ""
+
+
+async def test_a_program_of_thousands_of_functions_shows_the_top_ones() -> None:
+    """The table holds the top rows by its sort; the header says so; the filter reaches the rest."""
+    from pytop.ui.app import MAX_TABLE_ROWS
+
+    rows = many_rows(MAX_TABLE_ROWS + 300)
+    app = PytopApp(FakeSource(snapshot(rows=rows)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        table = app.query_one(FunctionTable)
+        assert table.row_count == MAX_TABLE_ROWS
+        assert f"[the top {MAX_TABLE_ROWS} of {len(rows):,} rows" in header_text(app)
+        await pilot.press("slash", *"f799", "enter")  # the last by own time: not among the top rows
+        await pilot.pause()
+        assert [table.get_row_at(i)[-1].plain.split(" (")[0] for i in range(table.row_count)] == ["f799"]

@@ -23,7 +23,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
 from ..core.aggregate import MODES
-from ..core.model import RowKey, Snapshot, ThreadKey
+from ..core.model import FunctionRow, RowKey, Snapshot, ThreadKey
 from ..report import format as fmt
 from .callers import CallersPanel
 from .calltree import CallTreeView
@@ -40,6 +40,17 @@ REFRESH_STEPS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)  # seconds between refresh
 
 
 FULL_COLLECTION_EVERY = 100  # middle-generation collections per full one (Python's default: 10)
+# Rows the function table holds: a program of thousands of functions made every refresh cost the
+# screen a quarter of a second; the filter (/) reaches the rest.
+MAX_TABLE_ROWS = 500
+
+
+def top_rows(rows: tuple[FunctionRow, ...], column: str) -> tuple[FunctionRow, ...]:
+    """The MAX_TABLE_ROWS first by the table's sort (ties as the table breaks them)."""
+    if len(rows) <= MAX_TABLE_ROWS:
+        return rows
+    other = "total_time" if column != "total_time" else "own_time"
+    return tuple(sorted(rows, key=lambda r: (-getattr(r, column), -getattr(r, other), r.function))[:MAX_TABLE_ROWS])
 
 
 class SnapshotSource(Protocol):
@@ -223,13 +234,17 @@ class PytopApp(App[None]):
             notes.append(f"[filter: {self.filter_text}]")
         if self.paused:
             notes.append("PAUSED")
+        table = self.query_one(FunctionTable)
+        rows = keep(s.rows, self.pattern)
+        shown = top_rows(rows, table.sort_column)
+        if len(shown) < len(rows):  # the screen's work follows what it shows, not the program's size
+            notes.append(f"[the top {len(shown):,} of {len(rows):,} rows: / finds the others]")
         self.query_one(ProcessHeader).show(s, notes, self.trends)
         self.query_one("#error-banner", Banner).say(fmt.error_banner(s))
         self.query_one("#behind-banner", Banner).say(fmt.behind_banner(s))
         self.query_one("#exited-banner", Banner).say(fmt.exited_banner(s))
         several = len({row.pid for row in s.rows}) > 1 or len(s.processes) > 1
-        self.query_one(FunctionTable).show(keep(s.rows, self.pattern), s.target.cwd, self.full_filenames, several,
-                                           self.trends)
+        table.show(shown, s.target.cwd, self.full_filenames, several, self.trends)
         self.show_detail()
         threads = self.query_one(ThreadTable)
         if threads.display:
@@ -276,6 +291,8 @@ class PytopApp(App[None]):
     def action_sort(self, column: str) -> None:
         if column in SORT_COLUMNS:
             self.query_one(FunctionTable).set_sort(column)
+            if self.snapshot is not None and len(self.snapshot.rows) > MAX_TABLE_ROWS:
+                self.redraw()  # the top rows by the new column
             self.show_detail()  # another row is under the cursor
 
     def action_toggle_lines(self) -> None:
