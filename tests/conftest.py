@@ -1,6 +1,10 @@
-"""Test set-up: which target interpreters exist (provisioned once per run) and how tests get
-one. Every test that takes `interp` runs once per interpreter in helpers.EXPECTED; in CI a
-missing interpreter fails its tests instead of skipping them."""
+"""Test set-up: which target interpreters exist (provisioned once per run, when a test first
+needs one) and how tests get one. Every test that takes `interp` runs once per interpreter in
+helpers.EXPECTED; in CI a missing interpreter fails its tests instead of skipping them.
+
+Lanes: a test that reads a real target process is marked `target` (any test taking `interp` or
+`some_interp` is marked so here), so that `pytest -m "not target"` runs the pure tests alone, in
+seconds, without provisioning anything."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import pytest
 import helpers
 
 _provisioned: tuple[dict[str, dict[str, Any]], str] | None = None
+TARGET_FIXTURES = {"interp", "some_interp", "target_interp"}
 
 
 def interpreters() -> tuple[dict[str, dict[str, Any]], str]:
@@ -20,22 +25,31 @@ def interpreters() -> tuple[dict[str, dict[str, Any]], str]:
     return _provisioned
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "target: reads a real target process (needs the provisioned interpreters)")
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    found, _ = interpreters()
+    # By name only: provisioning waits until a test that runs needs an interpreter.
     for fixture, names in (("interp", helpers.EXPECTED), ("some_interp", helpers.SOME)):
         if fixture in metafunc.fixturenames:
-            params = [found.get(name, {"name": name, "missing": True}) for name in names]
-            metafunc.parametrize(fixture, params, ids=names)
+            metafunc.parametrize(fixture, names, ids=names, indirect=True)
 
 
-def _available(value: dict[str, Any]) -> dict[str, Any]:
-    if value.get("missing"):
-        _, complaints = interpreters()
-        message = f"interpreter {value['name']} is not available: {complaints or 'not installed'}"
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if TARGET_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.target)
+
+
+def _available(name: str) -> dict[str, Any]:
+    found, complaints = interpreters()
+    if name not in found:
+        message = f"interpreter {name} is not available: {complaints or 'not installed'}"
         if helpers.IN_CI:
             pytest.fail(message)
         pytest.skip(message)
-    return value
+    return found[name]
 
 
 @pytest.fixture

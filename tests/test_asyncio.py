@@ -20,6 +20,8 @@ import helpers
 from conftest import interpreters
 from pytop.target.layouts import ASYNCIO_TASK, layout_for
 
+pytestmark = pytest.mark.target  # real target processes, from the provisioned interpreters
+
 ASYNC = ["sid-3.14-loader", "sid-3.14-chroot", "sid-3.15-loader", "sid-3.15-chroot"]
 TREE_CHARS = "│├└─ "
 

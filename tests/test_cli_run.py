@@ -15,6 +15,8 @@ import pytest
 import helpers
 import profile_proto
 
+pytestmark = pytest.mark.target  # real target processes, from the provisioned interpreters
+
 BATCH_SCHEMA = {
     "type": "object",
     "required": ["samples", "errors", "duration", "gil_pct", "active_pct", "functions"],

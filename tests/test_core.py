@@ -17,6 +17,9 @@ from test_dump import check_sleepers
 
 import helpers
 
+pytestmark = pytest.mark.target  # real target processes, from the provisioned interpreters
+
+
 # gdb 13's gcore stops copying a mapping at its first unreadable page and leaves the rest of it
 # zero; glibc 2.41+ (sid's) starts every thread stack with an unreadable guard region inside the
 # stack's own mapping (MADV_GUARD_INSTALL), so gcore loses those threads' stacks. The kernel's

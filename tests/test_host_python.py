@@ -18,6 +18,9 @@ import pytest
 
 import helpers
 
+pytestmark = pytest.mark.target  # real target processes, from the provisioned interpreters
+
+
 
 def oldest_supported() -> tuple[int, int]:
     text = (helpers.ROOT / "pyproject.toml").read_text()

@@ -21,6 +21,8 @@ import pytest
 import helpers
 from conftest import interpreters
 
+pytestmark = pytest.mark.target  # real target processes, from the provisioned interpreters
+
 MEMORY = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
 THREADS = ["-fsanitize=thread", "-fno-omit-frame-pointer", "-g", "-O1"]
 
