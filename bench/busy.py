@@ -14,8 +14,9 @@
            recursion bursts all the time): its RSS every 30 s, and at the end the share of time in
            rows that memory bounds made (--stats-file's catch_all_share).
   threads  The `pool` workload (2,000 threads) for --minutes: pytop's live view at its defaults,
-           then py-spy (`record`, 100 Hz, nonblocking) as long: samples taken, CPU, CPU per
-           sample; pytop's keys in the first and the last minute.
+           then py-spy (`record`, 100 Hz, nonblocking) for --peer-minutes (default as long):
+           samples taken, CPU, CPU per sample; pytop's keys in the first and the last minute, and
+           how long q takes.
 Flask is installed (once) into ~/.cache/pytop/bench-site with pip; the interpreters come from
 tools/provision_interpreters.py; py-spy from the environment (pip install py-spy).
 Usage: bench/busy.py web|tree|memory|threads [--seconds S] [--rounds N] [--minutes M]
@@ -320,9 +321,10 @@ def threads(args: argparse.Namespace) -> None:
               f"keys median {1000 * statistics.median(first):.0f} ms in the first minute, "
               f"{1000 * statistics.median(last):.0f} ms in the last; q ended it in {1000 * quits[0]:.0f} ms")
         if py_spy():
+            peer_seconds = 60 * (args.peer_minutes or args.minutes)
             with tempfile.NamedTemporaryFile(suffix=".txt") as out:
                 proc = psutil.Popen([py_spy() or "py-spy", "record", "--nonblocking", "-p", str(pool.pid), "-d",
-                                     str(int(seconds)), "-o", out.name, "-f", "raw"],
+                                     str(int(peer_seconds)), "-o", out.name, "-f", "raw"],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                 cpu, start = 0.0, time.monotonic()
                 while proc.poll() is None:
@@ -341,6 +343,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="web: each phase")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--minutes", type=float, default=60.0, help="memory, threads")
+    parser.add_argument("--peer-minutes", type=float, default=None, help="threads: py-spy's run (default --minutes)")
     args = parser.parse_args()
     {"web": web, "tree": tree, "memory": memory, "threads": threads}[args.what](args)
     return 0
