@@ -49,6 +49,11 @@ const code_entry *codes_get(const code_cache *c, uint32_t id) {
     return id >= 1 && id <= c->count && !c->entries[id - 1].free ? &c->entries[id - 1] : NULL;
 }
 
+bool codes_is_resumable(const code_cache *c, uint32_t id) {
+    const code_entry *code = codes_get(c, id);
+    return code && code->resumable;
+}
+
 bool codes_is_thread_bootstrap(const code_cache *c, uint32_t id) {
     const code_entry *code = codes_get(c, id);
     size_t n = code ? strlen(code->filename) : 0;
@@ -129,6 +134,8 @@ static void read_fingerprint(const pytop_layout *L, const uint8_t *h, code_entry
     e->filename_ptr = load_u64(h, L->co_filename);
     e->linetable_ptr = load_u64(h, L->co_linetable);
     e->firstlineno = load_i32(h, L->co_firstlineno);
+    e->resumable = L->co_flags >= 0 && L->co_flags_resumable > 0 &&
+                   (load_i32(h, L->co_flags) & L->co_flags_resumable) != 0;
 }
 
 static bool same_object(const code_entry *a, const code_entry *b) {

@@ -48,6 +48,9 @@ static int walk_objects(remote *mem, const pytop_layout *L, sample_pair *s, int 
         int status;
         const uint8_t *h = remote_view(mem, frame, need, VIEW_TRACK | VIEW_FRAME, &status);
         if (!h) return status;
+        /* A frame object no reference holds is off every stack: its code's spare ("zombie")
+         * frame, or on the free list, whose links f_back follows into other dead frames. */
+        if (load_i64(h, L->ob_refcnt) <= 0) return PYTOP_ERR_CORRUPT;
         uint64_t code = load_u64(h, L->fr_code);
         if (!plausible_pointer(code)) return PYTOP_ERR_CORRUPT;
         int32_t lasti = load_i32(h, L->fr_lasti);
@@ -82,6 +85,9 @@ static int walk_interpreter(remote *mem, const pytop_layout *L, sample_pair *s, 
         uint8_t owner = h[L->fr_owner];
         uint64_t next = load_u64(h, L->fr_previous);
         if (L->fr_owner_max >= 0 && owner > L->fr_owner_max) return PYTOP_ERR_CORRUPT;
+        /* In the live part of the current chunk a caller's frame lies below its callee's: a
+         * link that goes up (or stays) was read from a frame popped and pushed over meanwhile. */
+        if (floor && next >= first_slot && next < tf->stack_top && next >= frame) return PYTOP_ERR_CORRUPT;
         if (L->fr_owner_native < 0 || owner < L->fr_owner_native) {
             uint64_t code = load_u64(h, L->fr_code) & ~tag_mask;
             if (!plausible_pointer(code)) return PYTOP_ERR_CORRUPT;

@@ -317,6 +317,7 @@ typedef struct code_entry {
     int32_t memo_offset, memo_line; /* the last lookup: stacks repeat offsets */
     bool stale;             /* replaced by a newer object at the same address */
     bool pseudo;            /* no code object: a name pytop gives part of a stack (a task) */
+    bool resumable;         /* a generator's, coroutine's or async generator's code */
     bool free;              /* recycled: its id waits for the next code object */
     bool used;              /* looked up since the last codes_recycle */
     uint32_t refs;          /* the engine's stack-tree nodes that name it (see codes_recycle) */
@@ -366,6 +367,8 @@ int codes_confirm_due(code_cache *c);
 void codes_force_check(code_cache *c, uint32_t id);
 int32_t codes_line(code_cache *c, uint32_t id, int32_t byte_offset);
 const code_entry *codes_get(const code_cache *c, uint32_t id);
+/* Is code `id` a generator's or a coroutine's, code that runs only when a caller resumes it? */
+bool codes_is_resumable(const code_cache *c, uint32_t id);
 /* Is code `id` threading's Thread._bootstrap, the outermost frame of a threading.Thread? */
 bool codes_is_thread_bootstrap(const code_cache *c, uint32_t id);
 /* A new entry for a pseudo-frame named `name` (taken over, malloc'd) in file `filename`: it has
@@ -511,6 +514,8 @@ typedef struct tasks {
     bool check_all;         /* this sample reads every task's figures (the engine's full checks) */
     bool partial;           /* this sample looked at some threads only (a sparse walk): it does not
                                tell which tasks are gone */
+    bool ran_unseen;        /* a thread took a GIL between samples that no sample saw: the next
+                               round of counts is read (a stack may have moved) */
     task *items;            /* sorted by tid */
     uint32_t count, cap;
     uint32_t sample_no;
@@ -637,6 +642,16 @@ typedef struct known_threads {
     bool valid;
 } known_threads;
 
+/* A GIL's hand-overs: CPython counts each time a thread takes it from another (switch_number).
+ * More hand-overs since the previous sample than the holders it saw explain mean that some
+ * thread ran Python unseen in between: its stack may have moved (tasks.c reads a round). */
+#define MAX_GILS (MAX_INTERPRETERS + 1)
+typedef struct gil_watch {
+    uint64_t at;            /* the GIL's address (the runtime's, or an interpreter's) */
+    uint64_t switches;      /* its switch_number then */
+    uint64_t holder;        /* its last holder then, whether it still held it or not */
+} gil_watch;
+
 struct pytop_unwinder {
     int pid;                /* 0 for an image: nothing reads /proc, ptrace or a process */
     memory_image image;
@@ -652,6 +667,7 @@ struct pytop_unwinder {
     blocking stop;
     sample_pair samples;
     known_threads known;
+    gil_watch gils[MAX_GILS]; /* each GIL as the previous sample read it, in walk order */
     bool tasks;             /* asyncio tasks as pseudo-frames (3.14+) */
     task_book task_names;
     int32_t gc_collecting;

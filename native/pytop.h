@@ -45,17 +45,17 @@ typedef struct pytop_layout {
     int32_t lasti_scale;   /* bytes per unit of f_lasti: 1 (3.8-3.9) or 2 (3.10) */
     int32_t pthread_tid;   /* offset of the kernel TID inside glibc's struct pthread, or -1 */
 
-    int32_t rt_interpreters_head, rt_main_thread, rt_gil_locked, rt_gil_holder, rt_gc_collecting;
-    int32_t is_next, is_id, is_threads_head, is_gil_locked, is_gil_holder, is_gc_collecting;
+    int32_t rt_interpreters_head, rt_main_thread, rt_gil_locked, rt_gil_holder, rt_gil_switches, rt_gc_collecting;
+    int32_t is_next, is_id, is_threads_head, is_gil_locked, is_gil_holder, is_gil_switches, is_gc_collecting;
     int32_t is_code_generation, is_modules;
     int32_t ts_next, ts_interp, ts_thread_id, ts_native_thread_id, ts_unique_id, ts_frame, ts_cframe;
     int32_t cf_current_frame, ts_datastack_chunk, ts_datastack_top;
     int32_t fr_previous, fr_code, fr_lasti, fr_instr_ptr, fr_owner, fr_header_size;
     int32_t fr_owner_native, fr_executable_tag_bits, fr_owner_max;
     int32_t chunk_previous, chunk_size, chunk_data;
-    int32_t co_filename, co_name, co_qualname, co_linetable, co_firstlineno, co_code;
+    int32_t co_filename, co_name, co_qualname, co_linetable, co_firstlineno, co_code, co_flags, co_flags_resumable;
     int32_t co_code_adaptive, co_header_size;
-    int32_t ob_type, var_ob_size, tp_name, tp_flags, tp_basicsize, tp_dictoffset, tp_itemsize;
+    int32_t ob_refcnt, ob_type, var_ob_size, tp_name, tp_flags, tp_basicsize, tp_dictoffset, tp_itemsize;
     int32_t ht_cached_keys, bytes_sval;
     int32_t str_length, str_state, str_ascii_size, str_compact_size, str_legacy_data;
     int32_t str_kind_shift, str_kind_width, str_compact_shift, str_compact_width;

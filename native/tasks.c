@@ -12,12 +12,15 @@
  *     a thousand reads a round), in turn by TID so the reads spread over the samples. Its CPU
  *     time is a counter: nothing is lost, it is attributed when read, to the stack it has then
  *     (the call where it let the GIL go, which is where that CPU was spent). The thread that
- *     held the GIL in the previous sample is read at once too: it ran Python since then.
+ *     held the GIL in the previous sample is read at once too: it ran Python since then; so is
+ *     the GIL's last holder when no thread holds it now.
  *   - A round of such reads is skipped when it would find little: at a round's start the
  *     process CPU clock (one cheap call, every thread's time) is compared with what the counts
  *     read since the last round account for. While that is under UNEXPLAINED_SHARE of the
  *     time since the last round that was read, no idle thread can have run much; the engine's
- *     periodic read of every thread (each ~0.2 s) still catches what little they did. A round
+ *     periodic read of every thread (each ~0.2 s) still catches what little they did. Unless a
+ *     thread took the GIL unseen (the GIL's count of hand-overs says so: threads.c): it ran
+ *     Python, however briefly, and may be on another line, so the round is read. A round
  *     that found its threads used more than FOUND_SHARE is followed by another: a thread that
  *     keeps running without the GIL (hashing, compressing) is explained by each round that
  *     reads it, and is read every round, not every other one. A round costs a read per
@@ -95,8 +98,9 @@ static void decide_round(tasks *o) {
     /* What a round found its threads used counts too: a thread that keeps running without the
      * GIL is explained by every round that reads it, and must be read by the next one. */
     double since = (double)(o->now - o->last_round_at);
-    o->round_on = first || (double)o->unexplained_ns > UNEXPLAINED_SHARE * since ||
+    o->round_on = first || o->ran_unseen || (double)o->unexplained_ns > UNEXPLAINED_SHARE * since ||
                   (double)o->idle_found_ns > FOUND_SHARE * since;
+    o->ran_unseen = false;
     o->explained_ns = 0;
     o->idle_found_ns = 0;
     if (o->round_on) {

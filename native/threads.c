@@ -31,13 +31,22 @@
 #define LIST_RETRIES 2  /* so is a thread list that changed under us three times */
 
 typedef struct gil_holders {
-    uint64_t tstate[MAX_INTERPRETERS + 1];
+    uint64_t tstate[MAX_GILS]; /* the thread holding each GIL that is held */
     int count;
+    uint64_t last[MAX_GILS];   /* each GIL's last holder, whether it still holds it or not */
+    int reads;
 } gil_holders;
 
 static bool holds_gil(const gil_holders *g, uint64_t tstate) {
     for (int k = 0; k < g->count; k++)
         if (g->tstate[k] == tstate) return true;
+    return false;
+}
+
+/* Did `tstate` hold a GIL last, even if none holds it now? It ran Python since it took it. */
+static bool held_gil_last(const gil_holders *g, uint64_t tstate) {
+    for (int k = 0; k < g->reads; k++)
+        if (g->last[k] == tstate) return true;
     return false;
 }
 
@@ -55,15 +64,30 @@ static int read_i32(pytop_unwinder *u, uint64_t addr, int32_t *out) {
     return status;
 }
 
+/* The GIL's hand-overs since the previous sample read it (see gil_watch): one is explained when
+ * its last holder changed (to the thread this sample sees), none otherwise; any more, and some
+ * thread held it in between that no sample saw. */
+static void watch_switches(pytop_unwinder *u, int k, uint64_t at, uint64_t switches, uint64_t holder) {
+    gil_watch *w = &u->gils[k];
+    uint64_t explained = holder != w->holder ? 1 : 0;
+    if (w->at == at && switches - w->switches > explained) u->os.ran_unseen = true;
+    *w = (gil_watch){.at = at, .switches = switches, .holder = holder};
+}
+
 static int read_gil(pytop_unwinder *u, uint64_t base, int32_t locked_off, int32_t holder_off,
-                    gil_holders *g) {
+                    int32_t switches_off, gil_holders *g) {
     if (locked_off < 0 || holder_off < 0) return PYTOP_OK;
     int32_t locked = 0;
-    uint64_t holder = 0;
+    uint64_t holder = 0, switches = 0;
     int status = read_i32(u, base + (uint64_t)locked_off, &locked);
     if (status == PYTOP_OK) status = read_u64(u, base + (uint64_t)holder_off, &holder);
-    if (status == PYTOP_OK && locked && holder && g->count < MAX_INTERPRETERS + 1)
-        g->tstate[g->count++] = holder;
+    if (status == PYTOP_OK && switches_off >= 0) status = read_u64(u, base + (uint64_t)switches_off, &switches);
+    if (status != PYTOP_OK) return status;
+    if (locked && holder && g->count < MAX_GILS) g->tstate[g->count++] = holder;
+    if (g->reads < MAX_GILS) {
+        if (switches_off >= 0) watch_switches(u, g->reads, base + (uint64_t)locked_off, switches, holder);
+        g->last[g->reads++] = holder;
+    }
     return status;
 }
 
@@ -124,10 +148,10 @@ static int native_id_of(pytop_unwinder *u, pytop_thread *t) {
 /* The kernel's figures for `t`; returns whether its stack is known not to have changed since
  * the previous sample: it does not hold the GIL (a stack only changes under it) and its counts
  * were not read, or did not move. */
-static bool check_task(pytop_unwinder *u, pytop_thread *t, bool gil) {
+static bool check_task(pytop_unwinder *u, pytop_thread *t, bool gil, bool held_last) {
     task_report r;
     const pytop_thread *old = samples_previous(&u->samples, t); /* the GIL's last holder ran since */
-    bool now = gil || (old && old->serial == t->serial && (old->flags & PYTOP_THREAD_GIL));
+    bool now = gil || held_last || (old && old->serial == t->serial && (old->flags & PYTOP_THREAD_GIL));
     tasks_report(&u->os, t->native_id, now ? TASK_NOW : TASK_WHEN_DUE, &r);
     t->os_state = r.state;
     t->cpu_ns = r.cpu_ns;
@@ -197,6 +221,16 @@ static int insert_pseudo_frame(pytop_unwinder *u, pytop_thread *t, uint32_t inde
 
 /* Walk the frames of `t` and map them to code ids; on failure t->status says why. With tasks
  * on, the asyncio task it is running goes in as a pseudo-frame outside the task's coroutine. */
+/* Does the walk end short of the thread's first frame? A generator or coroutine runs only when
+ * resumed, so its frame links to its caller's while it runs and to nothing once it yields: a
+ * walk that read the link after the yield ends at it, every caller missing. Such a stack is
+ * one the thread never had. (A thread whose very first Python code is a generator resumed
+ * from C, a rare embedding, has its stacks counted as torn.) */
+static bool cut_short(const pytop_unwinder *u, const pytop_thread *t) {
+    if (!t->frame_count || (t->flags & PYTOP_THREAD_TRUNCATED)) return false;
+    return codes_is_resumable(&u->codes, u->samples.cur->frames[t->first_frame + t->frame_count - 1].code_id);
+}
+
 static int read_stack(pytop_unwinder *u, pytop_thread *t) {
     thread_frames tf;
     u->samples.cur->frame_count = t->first_frame; /* drop what an earlier attempt left */
@@ -227,6 +261,7 @@ static int read_stack(pytop_unwinder *u, pytop_thread *t) {
         status = resolve_ids(u, t);
         if (status == PYTOP_OK) status = t->status;
     }
+    if (status == PYTOP_OK && cut_short(u, t)) status = PYTOP_ERR_CORRUPT; /* torn: read again */
     if (status == PYTOP_OK && marked >= 0 && task_id) status = insert_pseudo_frame(u, t, (uint32_t)marked + 1, task_id);
     t->status = status;
     return status;
@@ -289,7 +324,7 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
     }
     /* Only the thread itself changes its frames: one that has not been on a CPU since the last
      * sample has the same stack, and reading it again would only cost time. */
-    bool unchanged = seen_before && check_task(u, t, t->flags & PYTOP_THREAD_GIL);
+    bool unchanged = seen_before && check_task(u, t, t->flags & PYTOP_THREAD_GIL, held_gil_last(g, ts));
     if (!unchanged || !u->reuse_stacks || !samples_reuse_stack(&u->samples, t)) {
         remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_THREAD); /* retries included */
         status = read_stack(u, t);
@@ -310,7 +345,7 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
         names_read_new(&u->thread_names, t->serial, t->outer_frame); /* bounds its own failed reads */
         remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE);
     }
-    if (!seen_before) check_task(u, t, t->flags & PYTOP_THREAD_GIL);
+    if (!seen_before) check_task(u, t, t->flags & PYTOP_THREAD_GIL, false);
     return PYTOP_OK;
 }
 
@@ -433,13 +468,6 @@ static bool as_before(pytop_unwinder *u, uint64_t ts, const pytop_thread *old, c
     return true;
 }
 
-/* Is the thread's innermost frame still the one its stack was read from? A thread without the
- * GIL that woke only to wait for it (or to finish a call without Python) has the same stack. */
-static bool same_top_frame(pytop_unwinder *u, const pytop_thread *old) {
-    thread_frames tf;
-    return old->top_frame && thread_frames_of(u, old->tstate, &tf) == PYTOP_OK && tf.top_frame == old->top_frame;
-}
-
 /* The previous sample's record of the i-th known thread, if it is that thread and complete. */
 static const pytop_thread *known_before(const pytop_unwinder *u, uint32_t i) {
     const sample_buf *p = u->samples.prev;
@@ -472,16 +500,16 @@ static void read_states(pytop_unwinder *u, const uint32_t *which, size_t count, 
 
 /* Known thread i, if it does not hold the GIL now: its counts when due (or when the period asks
  * for every thread's), and whether its stack may have changed (they moved). */
-static void check_known(pytop_unwinder *u, uint32_t i, known_check *c) {
+static void check_known(pytop_unwinder *u, uint32_t i, bool held_last, known_check *c) {
     *c = (known_check){.asked = false};
     const pytop_thread *old = known_before(u, i);
     if (!old) return;
-    bool last_holder = old->flags & PYTOP_THREAD_GIL;
+    bool last_holder = held_last || (old->flags & PYTOP_THREAD_GIL);
     bool due = tasks_due(&u->os, old->native_id) || last_holder;
     if (!due && !u->os.check_all) return;
     tasks_report(&u->os, old->native_id, last_holder ? TASK_NOW : TASK_WHEN_DUE, &c->counts);
     c->asked = true;
-    c->moved = due && (c->counts.ran || c->counts.first);
+    c->moved = c->counts.ran || c->counts.first; /* read for the period too: a move is a move */
 }
 
 /* Before the prefetch, the counts of the known threads that are due: those that moved have
@@ -496,7 +524,7 @@ void threads_plan_reads(pytop_unwinder *u) {
     if (!known_usable(u)) return;
     size_t span = tstate_span(u);
     for (uint32_t i = 0; i < k->count; i++) {
-        check_known(u, i, &k->checks[i]);
+        check_known(u, i, false, &k->checks[i]);
         if (!k->checks[i].moved) continue;
         remote_prefetch_also(&u->mem, k->tstates[i], span);
         if (u->L.ts_cframe >= 0 && k->cframes[i])
@@ -519,7 +547,9 @@ static int walk_known(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_
     size_t moved_count = 0;
     for (uint32_t i = 0; i < k->count && status == PYTOP_OK; i++) { /* counts first: they are cheap */
         if (holds_gil(g, k->tstates[i])) continue; /* read with its stack */
-        if (!planned) check_known(u, i, &k->checks[i]);
+        /* The plan came before the GIL was read: its last holder, if not asked then, now. */
+        bool held_last = held_gil_last(g, k->tstates[i]);
+        if (!planned || (held_last && !k->checks[i].asked)) check_known(u, i, held_last, &k->checks[i]);
         const known_check *c = &k->checks[i];
         if (!c->asked) continue;
         if (!c->counts.checked) status = WALK_AGAIN; /* its task is gone: the list has changed */
@@ -533,7 +563,10 @@ static int walk_known(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_
         bool holder = holds_gil(g, ts);
         const known_check *c = &k->checks[i];
         bool read = c->asked && !holder;
-        if (old && !holder && (!(read && c->moved) || same_top_frame(u, old)) && as_before(u, ts, old, read ? &c->counts : NULL))
+        /* A thread whose counts moved has run: perhaps only to wait for the GIL, perhaps one line
+         * on in the same frame, or returned and called again into a frame at the same address.
+         * Only its stack, read again, tells. */
+        if (old && !holder && !(read && c->moved) && as_before(u, ts, old, read ? &c->counts : NULL))
             continue;
         u->mem.untracked = !holder; /* the GIL holder's stack is read again next sample */
         status = walk_thread(u, ts, interp, id, g, &next); /* its counts, if read above, come again */
@@ -577,7 +610,7 @@ static int walk_interpreter_state(pytop_unwinder *u, uint64_t interp, gil_holder
     int status = read_u64(u, interp + (uint64_t)L->is_next, next);
     if (status == PYTOP_OK) status = read_u64(u, interp + (uint64_t)L->is_id, &id);
     if (status == PYTOP_OK) status = read_u64(u, interp + (uint64_t)L->is_threads_head, &head);
-    if (status == PYTOP_OK) status = read_gil(u, interp, L->is_gil_locked, L->is_gil_holder, g);
+    if (status == PYTOP_OK) status = read_gil(u, interp, L->is_gil_locked, L->is_gil_holder, L->is_gil_switches, g);
     if (status == PYTOP_OK && L->is_gc_collecting >= 0)
         status = read_gc_flag(u, interp + (uint64_t)L->is_gc_collecting);
     if (status == PYTOP_OK && L->is_code_generation >= 0) {
@@ -618,9 +651,9 @@ static int resolve_all(pytop_unwinder *u) {
 
 int threads_walk(pytop_unwinder *u) {
     const pytop_layout *L = &u->L;
-    gil_holders g = {.count = 0};
+    gil_holders g = {.count = 0, .reads = 0};
     uint64_t interp = 0, generation_sum = 0;
-    int status = read_gil(u, u->runtime, L->rt_gil_locked, L->rt_gil_holder, &g);
+    int status = read_gil(u, u->runtime, L->rt_gil_locked, L->rt_gil_holder, L->rt_gil_switches, &g);
     if (status == PYTOP_OK && L->rt_gc_collecting >= 0)
         status = read_gc_flag(u, u->runtime + (uint64_t)L->rt_gc_collecting);
     if (status == PYTOP_OK)

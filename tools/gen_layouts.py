@@ -49,6 +49,7 @@ FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     ("rt_main_thread", "offsetof(_PyRuntimeState, main_thread)", ALL),
     ("rt_gil_locked", "offsetof(_PyRuntimeState, ceval.gil.locked)", until((3, 11))),
     ("rt_gil_holder", "offsetof(_PyRuntimeState, ceval.gil.last_holder)", until((3, 11))),
+    ("rt_gil_switches", "offsetof(_PyRuntimeState, ceval.gil.switch_number)", until((3, 11))),
     ("rt_gc_collecting", "offsetof(_PyRuntimeState, gc.collecting)", until((3, 8))),
     ("rt_size", "sizeof(_PyRuntimeState)", ALL),
     # PyInterpreterState
@@ -58,6 +59,7 @@ FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     ("is_threads_head", "offsetof(PyInterpreterState, threads.head)", since((3, 11))),
     ("is_gil_locked", "offsetof(PyInterpreterState, _gil.locked)", since((3, 12))),
     ("is_gil_holder", "offsetof(PyInterpreterState, _gil.last_holder)", since((3, 12))),
+    ("is_gil_switches", "offsetof(PyInterpreterState, _gil.switch_number)", since((3, 12))),
     ("is_gc_collecting", "offsetof(PyInterpreterState, gc.collecting)", since((3, 9))),
     ("is_code_generation", "offsetof(PyInterpreterState, _code_object_generation)", since((3, 14))),
     ("is_size", "sizeof(PyInterpreterState)", ALL),
@@ -105,6 +107,9 @@ FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     ("co_linetable", "offsetof(PyCodeObject, co_lnotab)", until((3, 9))),
     ("co_linetable", "offsetof(PyCodeObject, co_linetable)", since((3, 10))),
     ("co_firstlineno", "offsetof(PyCodeObject, co_firstlineno)", ALL),
+    ("co_flags", "offsetof(PyCodeObject, co_flags)", ALL),
+    # Code that runs only when something resumes it: never a thread's first frame.
+    ("co_flags_resumable", "CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR", ALL),
     ("co_code", "offsetof(PyCodeObject, co_code)", until((3, 10))),
     ("co_code_adaptive", "offsetof(PyCodeObject, co_code_adaptive)", since((3, 11))),
     ("co_header_size", "sizeof(PyCodeObject)", until((3, 10))),
@@ -112,6 +117,7 @@ FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     # Plain objects
     ("is_modules", "offsetof(PyInterpreterState, modules)", until((3, 11))),
     ("is_modules", "offsetof(PyInterpreterState, imports.modules)", since((3, 12))),
+    ("ob_refcnt", "offsetof(PyObject, ob_refcnt)", ALL),
     ("ob_type", "offsetof(PyObject, ob_type)", ALL),
     ("tp_basicsize", "offsetof(PyTypeObject, tp_basicsize)", ALL),
     ("tp_itemsize", "offsetof(PyTypeObject, tp_itemsize)", ALL),

@@ -73,6 +73,11 @@ def layout_for(version: tuple[int, int], version_text: str, version_hex: int,
     layout["awaited_depth"] = AWAITED_DEPTH.get(version, -1)
     if debug_block is not None:
         layout.update(from_debug_offsets(version, debug_block))
+        # _Py_DebugOffsets does not publish the GIL's count of hand-overs: it sits where the
+        # headers put it from the GIL's `locked`, which the target does publish.
+        table = LAYOUTS[version]
+        if table["is_gil_switches"] >= 0:
+            layout["is_gil_switches"] = layout["is_gil_locked"] + table["is_gil_switches"] - table["is_gil_locked"]
     layout.update(_model(version))
     layout["version_hex"] = version_hex
     layout["pthread_tid"] = -1

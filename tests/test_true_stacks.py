@@ -1,0 +1,72 @@
+"""Every stack pytop reports is one the thread really had: whole, and current.
+
+A thread that is mostly asleep and moves on between naps is shown where it is, not where it
+was first read (CPython's frame-cache tests: a new line in the same frame, invalidation on call
+and on return, recursion; austin's qualnames): pytop reuses a sleeping thread's stack only
+while the thread has not run since. Each position holds half of its thread's wall-clock time;
+the shares are judged against that half with room for a busy machine (a late sample or a late
+wake-up costs either position alike), while a stack kept after the thread moved on gives one
+position all of it.
+
+Stacks that change every microsecond tear the reads that race them (CPython's and py-spy's
+recursion and generator tests): a stack that does not reach its thread's first frame, or holds
+frames of no stack the thread had, is read again or counted as torn, never reported."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import helpers
+
+TARGET = Path(__file__).parent / "targets" / "moving_sleepers.py"
+
+
+def line_of(marker: str) -> int:
+    return next(n for n, text in enumerate(TARGET.read_text().splitlines(), 1) if f"# {marker}" in text)
+
+
+def test_sleepers_that_move_on_are_read_again(interp: dict[str, Any]) -> None:
+    with helpers.running(interp, "moving_sleepers.py") as t:
+        result = helpers.run_pytop("--batch", "--duration", "3", "--mode", "wall", "--by-line", "--json", str(t.pid))
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["functions"]
+
+    def time_at(function: str, line: int | None = None) -> float:
+        return sum(r["own_time"] if line is None else r["total_time"] for r in rows
+                   if r["function"] == function and (line is None or r["line"] == line))
+
+    pairs = {
+        "a new line in the same frame": (time_at("same_frame", line_of("same_frame:first")),
+                                         time_at("same_frame", line_of("same_frame:second"))),
+        "a return and another call": (time_at("nap_a"), time_at("nap_b")),
+        "recursion deeper and back": (time_at("recursion", line_of("recursion:shallow")),
+                                      time_at("recursion", line_of("recursion:deep"))),
+    }
+    for case, (first, second) in pairs.items():
+        whole = first + second
+        assert whole > 1.0, (case, pairs)
+        assert 0.3 < first / whole < 0.7, (case, pairs)
+
+
+def test_torn_reads_are_never_reported_as_stacks(interp: dict[str, Any]) -> None:
+    with helpers.running(interp, "tearing.py") as t, tempfile.NamedTemporaryFile(suffix=".txt") as out:
+        result = helpers.run_pytop("--batch", "--duration", "3", "--format", "collapsed", "--output", out.name,
+                                   str(t.pid))
+        assert result.returncode == 0, result.stderr
+        stacks = [line.rpartition(" ") for line in Path(out.name).read_text().splitlines()]
+    weight = {"all": 0, "cut": 0, "spliced": 0}
+    for stack, _, count in stacks:
+        frames = stack.split(";")
+        weight["all"] += int(count)
+        # The threads' first frames: threading's Thread._bootstrap, or the main module.
+        if not any(first in frames[0] for first in ("_bootstrap (", "<module> (")):
+            weight["cut"] += int(count)
+        if sum(frame.startswith("recurse (") for frame in frames) > 40:
+            weight["spliced"] += int(count)
+    assert weight["all"] > 0, stacks
+    # Before: 10-37% of the weight under generator or recursion frames with no callers.
+    assert weight["cut"] <= 0.003 * weight["all"], (weight, [s for s, _, _ in stacks if "_bootstrap" not in s][:5])
+    assert weight["spliced"] <= 0.003 * weight["all"], weight
