@@ -19,7 +19,7 @@
 #include "internal.h"
 
 #define TASK_FILENAME "<asyncio task>"
-#define TASK_NAME_CHARS 200
+#define TASK_NAME_CHARS 255 /* as CPython's own reader keeps them */
 
 static const uint8_t *view(remote *mem, uint64_t addr, size_t len) {
     int status;

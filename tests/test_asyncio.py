@@ -93,7 +93,7 @@ def test_dump_async_agrees_with_cpythons_pstree(name: str) -> None:
             assert got[task] == chain, task
     _check_graph(document)
     assert text.returncode == 0, text.stderr
-    assert re.search(r"^Asyncio tasks: 6, [01] running$", text.stdout, re.M), text.stdout
+    assert re.search(r"^Asyncio tasks: 7, [01] running$", text.stdout, re.M), text.stdout
     child = r"^    │   ├── child-1: child \(.*async_tasks.py:\d+\) > Event.wait"
     assert re.search(child, text.stdout, re.M), text.stdout
 

@@ -40,8 +40,11 @@ async def parent():
         group.create_task(child(), name="child-2")
 
 
+LONG_NAME = "long-" + "n" * 250  # 255 characters: kept whole
+
+
 def report():
-    sys.stdout.write(json.dumps({"tasks": ["crunch", "parent", "child-1", "child-2"],
+    sys.stdout.write(json.dumps({"tasks": ["crunch", "parent", "child-1", "child-2", LONG_NAME],
                                  "version": list(sys.version_info[:3])}) + "\n")
     sys.stdout.flush()
 
@@ -50,7 +53,7 @@ async def main():
     global forever
     forever = asyncio.Event()
     tasks = [asyncio.create_task(crunch(), name="crunch"), asyncio.create_task(parent(), name="parent"),
-             asyncio.create_task(child())]
+             asyncio.create_task(child()), asyncio.create_task(child(), name=LONG_NAME)]
     asyncio.get_running_loop().call_later(0.3, report)  # by then main waits in gather, the rest wait or spin
     await asyncio.gather(*tasks)
 

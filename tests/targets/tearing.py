@@ -31,8 +31,7 @@ def minus_one(items):
 
 
 def same(items):
-    for x in items:
-        yield x
+    yield from items
 
 
 def pipeline():

@@ -23,7 +23,7 @@ from .memory import MemorySource
 MAX_TASKS = 100_000
 MAX_CHAIN = 256
 MAX_SET_SLOTS = 1 << 16
-MAX_NAME_CHARS = 200
+MAX_NAME_CHARS = 255  # as CPython's own reader keeps them
 
 
 def supported(layout: dict[str, int]) -> bool:
