@@ -132,11 +132,21 @@ def pytop_live(pid: int, *options: str, stats: Path | None = None,
         yield session, me
         start = time.monotonic()
         tmux("send-keys", "-t", session, "q")
-        me.wait(30)
+        while not ended(me):  # tmux, not this script, reaps it: a zombie has ended
+            if time.monotonic() - start > 30:
+                raise RuntimeError("q did not end pytop within 30 s")
+            time.sleep(0.005)
         if quits is not None:
             quits.append(time.monotonic() - start)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def ended(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def cpu_of(proc: psutil.Process) -> float:
@@ -170,8 +180,12 @@ def phase(load: Load, seconds: float, tool: str, pid: int, interp: dict) -> dict
         time.sleep(seconds)
         result["rps"] = (load.count() - before) / seconds
         return result
-    if tool == "pytop":
+    if tool in ("pytop", "pytop-other"):
         with pytop_live(pid) as (session, me):
+            if tool == "pytop-other":  # A/B: its sampling thread as a normal thread, not a batch one
+                sampling = next(t.id for t in me.threads() if Path(f"/proc/{me.pid}/task/{t.id}/comm").read_text()
+                                .strip() == "pytop-sampling")
+                os.sched_setscheduler(sampling, os.SCHED_OTHER, os.sched_param(0))
             time.sleep(2)  # its start-up is not the phase
             before, cpu, start = load.count(), cpu_of(me), time.monotonic()
             latencies: list[float] = []
@@ -200,6 +214,8 @@ def phase(load: Load, seconds: float, tool: str, pid: int, interp: dict) -> dict
 def web(args: argparse.Namespace) -> None:
     where = site()
     for name, peer in (("pyenv-3.12", "py-spy"), ("sid-3.15-loader", "tachyon")):
+        if name not in args.targets:
+            continue
         interp = interpreter(name)
         if peer == "py-spy" and not py_spy():
             print("py-spy not found (pip install py-spy): its phases are left out", file=sys.stderr)
@@ -212,8 +228,10 @@ def web(args: argparse.Namespace) -> None:
             try:
                 time.sleep(3)  # warm: the first requests compile templates
                 results: list[dict] = []
-                for _ in range(args.rounds):
-                    for tool in ("none", "pytop", peer):
+                tools = [tool for tool in ("none", "pytop", peer, *args.also) if tool]
+                for round_no in range(args.rounds):
+                    # Each round in another order: a machine whose pace drifts favours no tool.
+                    for tool in tools[round_no % len(tools):] + tools[:round_no % len(tools)]:
                         if tool:
                             results.append(phase(load, args.seconds, tool, app.pid, interp))
                             print(f"  {name} {tool}: {results[-1].get('rps', 0):.1f} req/s", file=sys.stderr,
@@ -233,7 +251,7 @@ def report_web(name: str, results: list[dict]) -> None:
         cpu = f"{statistics.mean(r['cpu'] for r in mine):.1f}%" if "cpu" in mine[0] else "-"
         print(f"{tool:<14} {rps:>7.1f} {100 * rps / base:>7.0f}% {cpu:>6}  "
               + ", ".join(f"{r['rps']:.1f}" for r in mine))
-    keys = [k for r in results if r["tool"] == "pytop" for k in r["keys"]]
+    keys = [k for r in results if r["tool"].startswith("pytop") for k in r["keys"]]
     if keys:
         keys.sort()
         print(f"pytop keys: median {1000 * statistics.median(keys):.0f} ms, p95 "
@@ -344,6 +362,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--minutes", type=float, default=60.0, help="memory, threads")
     parser.add_argument("--peer-minutes", type=float, default=None, help="threads: py-spy's run (default --minutes)")
+    parser.add_argument("--targets", nargs="*", default=["pyenv-3.12", "sid-3.15-loader"],
+                        choices=["pyenv-3.12", "sid-3.15-loader"], help="web: which apps")
+    parser.add_argument("--also", nargs="*", default=[], choices=["pytop-other"],
+                        help="web: more phases (pytop-other: pytop with its sampling thread as a normal thread)")
     args = parser.parse_args()
     {"web": web, "tree": tree, "memory": memory, "threads": threads}[args.what](args)
     return 0

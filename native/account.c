@@ -22,10 +22,14 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 
 #define REMAINDER_MIN_NS 5000000ll   /* smaller remainders are carried: ticks make a few ms of noise */
+/* A running thread's schedstat lags the process clock by up to a scheduler tick (10 ms at the
+ * lowest HZ): as many such lags as threads that can be on a CPU at once are not a remainder. */
+#define TICK_MAX_NS 10000000ll
 #define CARRY_MAX_NS 1000000000ll
 /* A thread is often first seen before it has registered itself with threading (it sets
  * Thread._ident a few microseconds after it starts): it is asked again at each of the next
@@ -229,7 +233,9 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
                     uint64_t cap_ns) {
     engine_process *P = &e->processes[p];
     uint64_t span = P->last_ns && now > P->last_ns ? now - P->last_ns : interval_ns; /* since the previous sample */
-    uint64_t dt = span < cap_ns ? span : cap_ns; /* a stall of pytop itself is not all the stack's */
+    /* A stall of pytop itself is not all the stack's; an interval the budget stretched is. */
+    uint64_t cap = cap_ns > 2 * interval_ns ? cap_ns : 2 * interval_ns;
+    uint64_t dt = span < cap ? span : cap;
     bool first_sample = P->sample_no == 0;
     P->sample_no++;
     P->last_ns = now;
@@ -500,16 +506,26 @@ static void place_rest(pytop_engine *e, uint32_t p, uint64_t rest) {
     }
 }
 
+/* How much of a period's remainder the lag of running threads' counts can make. */
+static int64_t lag_allowance(const pytop_engine *e, uint32_t p) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN); /* once a period: cheap */
+    int64_t ran = 0;
+    for (uint32_t i = 0; i < e->thread_count; i++)
+        if (e->threads[i].process == p && e->threads[i].period_cpu) ran++;
+    if (cpus > 0 && ran > cpus) ran = cpus;
+    return REMAINDER_MIN_NS + TICK_MAX_NS * ran;
+}
+
 void account_period(pytop_engine *e, uint32_t p) {
     engine_process *P = &e->processes[p];
     scan_native_threads(e, p);
-    uint64_t clock;
-    if (tasks_process_cpu(&P->u->os, &clock) == PYTOP_OK) {
+    uint64_t clock = P->u->os.start_clock;
+    if (P->u->os.start_clock_known || tasks_process_cpu(&P->u->os, &clock) == PYTOP_OK) {
         if (P->cpu_known) {
             uint64_t used = clock > P->cpu_clock ? clock - P->cpu_clock : 0;
             P->d_cpu += used;
             int64_t rest = (int64_t)used - (int64_t)P->period_attributed + P->carry_ns;
-            if (rest >= REMAINDER_MIN_NS) {
+            if (rest >= lag_allowance(e, p)) {
                 place_rest(e, p, (uint64_t)rest);
                 P->d_unseen += (uint64_t)rest;
                 P->carry_ns = 0;

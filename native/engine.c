@@ -93,6 +93,20 @@ int pytop_engine_add(pytop_engine *e, pytop_unwinder *u, uint32_t *process) {
     return status;
 }
 
+int pytop_engine_retire(pytop_engine *e, uint32_t process, const char *why) {
+    if (!e || !why) return PYTOP_ERR_ARGS;
+    pthread_mutex_lock(&e->lock);
+    int status = PYTOP_ERR_STATE;
+    if (process < e->process_count && e->processes[process].active && !e->processes[process].retired) {
+        engine_process *P = &e->processes[process];
+        snprintf(P->error, sizeof P->error, "%s", why);
+        __atomic_store_n(&P->retired, true, __ATOMIC_RELEASE);
+        status = PYTOP_OK;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return status;
+}
+
 /* ---- on the sampling thread --------------------------------------------------------------- */
 
 /* Each idle thread's CPU count is read every IDLE_CHECK_S, whatever the rate. */
@@ -154,9 +168,10 @@ static bool wait_for_slot(pytop_engine *e, sample_schedule *schedule) {
 static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t interval_ns) {
     engine_process *P = &e->processes[i];
     pytop_unwinder *u = P->u;
-    pytop_sample sample;
+    pytop_sample sample = {0};
+    bool retired = __atomic_load_n(&P->retired, __ATOMIC_ACQUIRE);
     u->os.check_all = full;
-    int status = pytop_collect(u, &sample);
+    int status = retired ? PYTOP_ERR_GONE : pytop_collect(u, &sample);
     u->os.check_all = false;
     uint64_t began = (uint64_t)(sample.taken_at * 1e9);
     pthread_mutex_lock(&e->lock);
@@ -169,7 +184,7 @@ static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t inte
         if (full) account_period(e, i);
         account_tree(e, full); /* before the lock goes: a drain takes the tree's new nodes */
     } else {
-        snprintf(P->error, sizeof P->error, "%s", pytop_last_error(u));
+        if (!retired) snprintf(P->error, sizeof P->error, "%s", pytop_last_error(u)); /* else: why, already */
         P->error_new = true;
         P->status = status;
         if (status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION) {

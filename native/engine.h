@@ -67,6 +67,7 @@ typedef struct engine_process {
     pytop_unwinder *u;         /* NULL once its process ended: freed by the sampling thread */
     int pid;
     bool active;
+    bool retired;              /* pytop_engine_retire(): ends like an exit at its next tick */
     int32_t status;
     char error[ERROR_TEXT_BYTES];
     bool error_new;

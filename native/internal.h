@@ -514,6 +514,8 @@ typedef struct tasks {
     bool check_all;         /* this sample reads every task's figures (the engine's full checks) */
     bool partial;           /* this sample looked at some threads only (a sparse walk): it does not
                                tell which tasks are gone */
+    uint64_t start_clock;   /* with check_all: the process CPU clock before any count was read, */
+    bool start_clock_known; /* ... which the period's close compares with them */
     bool ran_unseen;        /* a thread took a GIL between samples that no sample saw: the next
                                round of counts is read (a stack may have moved) */
     task *items;            /* sorted by tid */

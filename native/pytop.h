@@ -409,6 +409,10 @@ pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status);
  * only the engine's thread uses it, and frees it when its process ends or the engine stops.
  * *process is the engine's index for it. */
 int pytop_engine_add(pytop_engine *e, pytop_unwinder *u, uint32_t *process);
+/* Stop sampling `process` from its next tick on, as if it had exited, with `why` as its error
+ * (a process that exec'd another program: its unwinder reads a memory that is no longer
+ * there). PYTOP_ERR_STATE while the sampling thread has not taken the process up yet. */
+int pytop_engine_retire(pytop_engine *e, uint32_t process, const char *why);
 /* Start the sampling thread. */
 int pytop_engine_start(pytop_engine *e);
 /* Ask the sampling thread to end and wait for it at most `timeout` seconds. PYTOP_OK when it

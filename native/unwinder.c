@@ -146,6 +146,10 @@ static int collect(pytop_unwinder *u, pytop_sample *out) {
     u->error[0] = '\0';
     codes_begin_sample(&u->codes);
     tasks_begin_sample(&u->os, now, u->samples.prev->thread_count);
+    /* The counts this sample reads grow while it reads them (a deep stack takes milliseconds):
+     * the process clock a period closes with is read first, so that it never runs ahead of
+     * them and their lag is not taken for CPU of threads that ended unseen. */
+    u->os.start_clock_known = u->os.check_all && tasks_process_cpu(&u->os, &u->os.start_clock) == PYTOP_OK;
     int status = u->stop.enabled ? stop_the_world(u) : PYTOP_OK;
     if (status == PYTOP_OK) threads_plan_reads(u);
     if (status == PYTOP_OK) status = remote_begin_sample(&u->mem);

@@ -143,6 +143,24 @@ def running(interp: dict[str, Any], script: str, *args: str, timeout: float = 60
 
 
 PYTOP = [sys.executable, "-m", "pytop"]
+SAMPLING_THREAD = "pytop-sampling"
+
+
+def sampling_started(pid: int, timeout: float = 60) -> dict[str, int]:
+    """{thread name: TID} of pytop process `pid`'s threads, once its sampling thread runs (it
+    has attached to its target by then)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = {}
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                found[(task / "comm").read_text().strip()] = int(task.name)
+            except OSError:
+                continue
+        if SAMPLING_THREAD in found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"no {SAMPLING_THREAD} thread in pytop {pid}")
 
 
 def run_pytop(*args: str, timeout: float = 120, **kwargs: Any) -> subprocess.CompletedProcess[str]:

@@ -7,6 +7,7 @@ a small bounded number of reads, never as thousands of reads of garbage or a fai
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from typing import Any
@@ -80,3 +81,16 @@ def test_idle_threads_cost_no_reads_while_a_thread_without_the_gil_is_still_coun
     assert updates >= len(counts) // (2 * rounds), (updates, len(counts))
     # The last count read is at most a round of samples old.
     assert 0 <= kernel_now - counts[-1] < 0.5e9, (kernel_now, counts[-1])
+
+
+def test_request_threads_are_named_as_themselves(interp: dict[str, Any]) -> None:
+    """Before 3.11 a thread state made for a new thread carries its creator's ids until the
+    thread takes it up: a name read by those ids was the creator's, and a server's finished
+    request threads were listed as "MainThread"."""
+    with helpers.running(interp, "server.py") as t:
+        result = helpers.run_pytop("--batch", "--duration", "2", "--json", str(t.pid))
+    assert result.returncode == 0, result.stderr
+    threads = json.loads(result.stdout)["per_thread"]
+    names = [thread["name"] for thread in threads]
+    assert names.count("MainThread") == 1, names
+    assert all(thread["name"] for thread in threads if thread["folded"]), names  # they say what they hold

@@ -16,7 +16,7 @@ import pytest
 import helpers
 from conftest import interpreters
 
-SAMPLING_THREAD = "pytop-sampling"
+SAMPLING_THREAD = helpers.SAMPLING_THREAD
 
 
 @pytest.fixture(scope="module")
@@ -28,21 +28,10 @@ def target_interp() -> dict[str, Any]:
     return found["pyenv-3.12"]
 
 
-def thread_policies(pid: int, timeout: float = 60) -> dict[str, tuple[int, int]]:
+def thread_policies(pid: int) -> dict[str, tuple[int, int]]:
     """{thread name: (scheduling policy, nice)} of pytop's threads, once its sampling thread runs."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = {}
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            try:
-                name = (task / "comm").read_text().strip()
-                found[name] = (os.sched_getscheduler(int(task.name)), os.getpriority(os.PRIO_PROCESS, int(task.name)))
-            except OSError:
-                continue
-        if SAMPLING_THREAD in found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"no {SAMPLING_THREAD} thread in pytop {pid}")
+    return {name: (os.sched_getscheduler(tid), os.getpriority(os.PRIO_PROCESS, tid))
+            for name, tid in helpers.sampling_started(pid).items()}
 
 
 def policies_during_batch(pid: int, *options: str) -> dict[str, tuple[int, int]]:

@@ -44,6 +44,12 @@ def attach_child(pid: int) -> Unwinder:
     return attach(pid).unwinder
 
 
+def follow_exec(pid: int) -> tuple[Unwinder, TargetInfo]:
+    """How a watched process that exec'd a Python program goes on being sampled."""
+    target = attach(pid)
+    return target.unwinder, info_of(target)
+
+
 def notes_for(child_log: str | None) -> tuple[str, ...]:
     return (f"[its output: {child_log}]",) if child_log else ()
 
@@ -86,7 +92,7 @@ def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: b
     if settings.realtime:
         priority.raise_process()
     sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if follow_children else None,
-                      child.status if child else None)
+                      child.status if child else None, follow_exec)
     app = PytopApp(sampler, sort=sort, by_line=settings.by_line, mode=settings.mode, full_filenames=full_filenames,
                    notes=notes_for(child.log_path if child else None), handle_signals=True, export_dir=export_dir,
                    delay=settings.delay, last_words=lambda: last_words(sampler, child), tasks=settings.tasks,
@@ -246,7 +252,7 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
         if args.batch:  # one window for the whole run
             settings = replace(settings, delay=min(args.duration + 3600, FOREVER), quick_start=False)
             sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if args.subprocesses else None,
-                              child.status if child else None)
+                              child.status if child else None, follow_exec)
             snapshot = collect(sampler, args.duration)
             if snapshot.failure:
                 raise errors.PytopError(f"sampling failed: {snapshot.failure}")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from report import Collector
+from report import Collector, own_command
 
 
 def child_work():
@@ -18,15 +18,6 @@ def child_work():
         x = (x + 1) % 1000
         if x == 0 and os.getppid() != parent:
             return  # the parent was killed (tests kill it with SIGKILL): do not outlive it
-
-
-def own_command():
-    try:
-        with open("/proc/self/cmdline", "rb") as f:
-            parts = [p.decode() for p in f.read().split(b"\0") if p]
-        return parts[:parts.index(sys.argv[0])]
-    except (OSError, ValueError):
-        return [sys.executable]  # in a chroot without /proc
 
 
 if sys.argv[1:2] == ["child"]:

@@ -33,6 +33,17 @@ def thread_info(frame=None):
     return info
 
 
+def own_command():
+    """The command that started this interpreter, up to the script (a python run through
+    ld-linux is started the same way again)."""
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            parts = [p.decode() for p in f.read().split(b"\0") if p]
+        return parts[:parts.index(sys.argv[0])]
+    except (OSError, ValueError):
+        return [sys.executable]  # in a chroot without /proc
+
+
 def ready(document):
     sys.stdout.write(json.dumps(document) + "\n")
     sys.stdout.flush()

@@ -209,6 +209,11 @@ class Engine:
         self._pids[process[0]] = unwinder.pid
         return int(process[0])
 
+    def retire(self, process: int, why: str) -> bool:
+        """Stop sampling `process` from its next tick, as if it had exited with error `why`;
+        False if the engine has not taken it up yet (ask again later)."""
+        return bool(lib.pytop_engine_retire(self.handle, process, why.encode()[:250]) == lib.PYTOP_OK)
+
     def pid_of(self, process: int) -> int:
         return self._pids[process]
 

@@ -61,8 +61,9 @@ def render(s: Snapshot, counts: Counts, book: StackBook, labels: dict[int, str],
 
 
 def thread_record(t: ThreadRow) -> dict[str, Any]:
-    return {"thread_id": t.thread_id or None, "native_id": t.native_id, "name": t.name, "alive": t.alive,
-            "native": t.native, "threads": t.threads, "folded": t.folded, "samples": t.samples,
+    # A row of folded finished threads says what it stands for ("12 finished threads").
+    return {"pid": t.pid, "thread_id": t.thread_id or None, "native_id": t.native_id, "name": t.label if t.folded else t.name,
+            "alive": t.alive, "native": t.native, "threads": t.threads, "folded": t.folded, "samples": t.samples,
             "cpu_time": round(t.cpu_time, 6), "own_time": round(t.own_time, 6), "wait_time": round(t.wait_time, 6),
             "active_pct": round(t.active_pct, 3), "gil_pct": round(t.gil_pct, 3), "errors": t.errors,
             "last_error": t.last_error}
@@ -71,7 +72,7 @@ def thread_record(t: ThreadRow) -> dict[str, Any]:
 def as_json(s: Snapshot, sort: str) -> str:
     functions: list[dict[str, Any]] = []
     for row in ordered(s.rows, sort):
-        entry: dict[str, Any] = {"function": row.function, "filename": row.filename}
+        entry: dict[str, Any] = {"function": row.function, "filename": row.filename, "pid": row.pid}
         if row.line is not None:
             entry["line"] = row.line
         entry.update(own=row.own_count, total=row.total_count, own_time=round(row.own_time, 6),
@@ -104,6 +105,7 @@ def as_json(s: Snapshot, sort: str) -> str:
         "active_pct": round(s.active_pct, 3),
         "threads": s.threads,
         "exited": s.exited,
+        "exit_reason": s.exit_reason,
         "exit_status": s.exit_status,
         "by_line": s.by_line,
         "stack_samples": sum(row.own_count for row in s.rows if row.line is None or s.by_line),

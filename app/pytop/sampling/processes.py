@@ -1,5 +1,10 @@
 """The processes pytop watches: the target, and with --subprocesses its Python descendants as
-they come and go. Used from the sampler's thread only; the engine owns their unwinders."""
+they come and go, and a process that exec'd another program. Used from the sampler's thread
+only; the engine owns their unwinders.
+
+An exec keeps the pid and replaces the whole memory: the unwinder's addresses then name
+nothing. It is told by the process's auxiliary vector (/proc/PID/auxv), which the kernel writes
+anew at every exec (with the stack's random bytes and the new program's entry point)."""
 
 from __future__ import annotations
 
@@ -8,9 +13,26 @@ from collections.abc import Callable
 import psutil
 
 from .. import errors
+from ..core.model import TargetInfo
 from ..native import Unwinder
 
 Attach = Callable[[int], Unwinder]
+Follow = Callable[[int], "tuple[Unwinder, TargetInfo]"]  # the program a process exec'd, if Python
+
+
+def _auxv(pid: int) -> bytes | None:
+    try:
+        with open(f"/proc/{pid}/auxv", "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def command_of(pid: int) -> str:
+    try:
+        return " ".join(psutil.Process(pid).cmdline()) or f"pid {pid}"
+    except psutil.Error:
+        return f"pid {pid}"
 
 
 def _process(pid: int) -> psutil.Process | None:
@@ -21,11 +43,14 @@ def _process(pid: int) -> psutil.Process | None:
 
 
 class ProcessSet:
-    def __init__(self, root: int, attach: Attach | None = None):
-        """attach: how to start watching a new descendant (None: only the root is watched)."""
+    def __init__(self, root: int, attach: Attach | None = None, follow: Follow | None = None):
+        """attach: how to start watching a new descendant (None: only the root is watched).
+        follow: how to read the program a watched process exec'd (None: it is not followed)."""
         self.root = root
         self.attach = attach
+        self.follow = follow
         self.watched: dict[int, psutil.Process | None] = {root: _process(root)}
+        self._images: dict[int, bytes | None] = {root: _auxv(root)}
         self._gone: set[int] = set()
         self._not_python: set[int] = set()
 
@@ -57,8 +82,31 @@ class ProcessSet:
             except errors.PytopError:
                 continue  # exited, or not started far enough yet: try again next time
             self.watched[pid] = _process(pid)
+            self._images[pid] = _auxv(pid)
             found.append((pid, unwinder))
         return found
+
+    def execed(self) -> list[int]:
+        """The live watched processes that exec'd a program since the last look."""
+        found = []
+        for pid in self.alive:
+            now = _auxv(pid)
+            if now is None:
+                continue  # gone, or not ours to read: the engine says so
+            if self._images.get(pid) not in (None, now):
+                found.append(pid)
+                self.watched[pid] = _process(pid)
+            self._images[pid] = now
+        return found
+
+    def following(self, pid: int) -> tuple[Unwinder, TargetInfo] | None:
+        """The program `pid` exec'd, ready to sample if pytop can read it; else None."""
+        if self.follow is None:
+            return None
+        try:
+            return self.follow(pid)
+        except errors.PytopError:
+            return None
 
     def stopped(self) -> tuple[int, ...]:
         """The live processes that are stopped (SIGSTOP, a debugger): nothing of theirs runs."""

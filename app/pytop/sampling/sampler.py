@@ -29,11 +29,12 @@ from ..core.snapshot import Circumstances, Figures, Tables, View, build
 from ..native import Closed, Engine, EngineConfig, Unwinder
 from ..report import export
 from .priority import DEFAULT_CPU_BUDGET
-from .processes import Attach, ProcessSet
+from .processes import Attach, Follow, ProcessSet, command_of
 
 FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickly
 DRAIN_SECONDS = 0.5  # how often the engine is drained between refreshes (each costs per (thread, stack) pair)
 DISCOVERY_SECONDS = 1.0  # how often to look for new subprocesses
+EXEC_CHECK_SECONDS = 0.1  # how often to look for a process that exec'd (its samples fail meanwhile)
 STOP_SECONDS = 5.0  # how long stop() waits for the engine's thread
 SKIPPING_SHOWN_FROM = 0.1  # share of a window's samples skipped that is worth a banner
 SKIPPING_JUDGED_FROM = 0.2  # seconds of schedule a window needs before it can say so
@@ -64,9 +65,10 @@ def skipped_share(ticks: int, skipped: int, slot_seconds: float) -> float:
 
 class Sampler:
     def __init__(self, unwinder: Unwinder, target: TargetInfo, settings: Settings, attach: Attach | None = None,
-                 exit_status: Callable[[float], int | None] | None = None):
+                 exit_status: Callable[[float], int | None] | None = None, follow: Follow | None = None):
         """attach: with --subprocesses, how to start watching a new descendant. exit_status: for
-        a program pytop started, its status once it has ended (given how long to wait for it)."""
+        a program pytop started, its status once it has ended (given how long to wait for it).
+        follow: how to read the program a watched process exec'd (None: its run ends there)."""
         if settings.mode not in MODES:
             raise ValueError(f"unknown mode {settings.mode!r}")
         self.target = target
@@ -76,8 +78,9 @@ class Sampler:
                                           cpu_budget=settings.cpu_budget))
         self.figures = Figures()
         self.figures.book.show_tasks(settings.tasks)
+        self._process_of: dict[int, int] = {}  # pid -> the engine's process for it now
         self._add_process(unwinder, target.pid)
-        self.processes = ProcessSet(target.pid, attach)
+        self.processes = ProcessSet(target.pid, attach, follow)
         self.view = View(mode=settings.mode, by_line=settings.by_line, tasks=settings.tasks)
         self.exported: tuple[str, ...] = ()
         self.failure: str | None = None
@@ -104,6 +107,10 @@ class Sampler:
     def start(self, publish: Callable[[Snapshot], None]) -> None:
         """Start sampling; `publish` gets every snapshot, on the sampler's thread."""
         self.publish = publish
+        # The run is timed from here: not from set-up, which a screen starting on a busy host
+        # can stretch to seconds (the report's duration and rates counted it).
+        self.started = self._window_started = time.monotonic()
+        self._cpu_mark = time.process_time()
         self.engine.start()
         self._thread.start()
 
@@ -256,8 +263,9 @@ class Sampler:
         next_refresh = refreshes.pop(0) if refreshes else self.started + self.settings.delay
         next_drain = time.monotonic() + DRAIN_SECONDS
         next_discovery = time.monotonic() + DISCOVERY_SECONDS
+        next_exec_check = time.monotonic() + EXEC_CHECK_SECONDS
         while not self._stop.is_set():
-            wait = min(next_refresh, next_drain, next_discovery) - time.monotonic()
+            wait = min(next_refresh, next_drain, next_discovery, next_exec_check) - time.monotonic()
             try:
                 kind, value = self._inbox.get(timeout=max(0.0, wait))
             except queue.Empty:
@@ -266,6 +274,9 @@ class Sampler:
             if now >= next_drain:
                 self._drain()
                 next_drain = now + DRAIN_SECONDS
+            if now >= next_exec_check:
+                self._follow_execs()
+                next_exec_check = now + EXEC_CHECK_SECONDS
             if now >= next_discovery:
                 self._discover()
                 next_discovery = now + DISCOVERY_SECONDS
@@ -329,7 +340,8 @@ class Sampler:
             if p.error:
                 self.last_error = p.error
             if p.status:
-                self.processes.gone(p.pid)
+                if self._process_of.get(p.pid) == p.process:  # not a process that exec'd and was followed
+                    self.processes.gone(p.pid)
                 f.threads.ended_process(p.process)
         self._realtime = d.realtime
         self._rate_now = d.rate_now
@@ -346,7 +358,31 @@ class Sampler:
         says which task runs (3.14+): the view shows or hides them (cheap: no read without a
         running loop, and a task's name is read once)."""
         unwinder.set_tasks(True)
-        self.figures.book.pids[self.engine.add(unwinder)] = pid
+        process = self.engine.add(unwinder)
+        self.figures.book.pids[process] = pid
+        self._process_of[pid] = process
+
+    def _follow_execs(self) -> None:
+        """A watched process that exec'd another program: its old run ends, saying so, and the
+        new program is sampled from now on if it is Python (the header names it)."""
+        for pid in self.processes.execed():
+            process = self._process_of.get(pid)
+            command = command_of(pid)
+            followed = self.processes.following(pid)
+            if followed is not None:
+                unwinder, info = followed
+                try:
+                    self._add_process(unwinder, pid)
+                except RuntimeError:
+                    unwinder.close()  # the engine has ended
+                    followed = None
+                else:
+                    if pid == self.target.pid:
+                        self.target = info
+            why = f"pid {pid} exec'd {command}" + (
+                ": following it" if followed else ", which is not a Python program pytop can read")
+            if process is not None:
+                self.engine.retire(process, why)
 
     def _discover(self) -> None:
         for pid, unwinder in self.processes.discover():
