@@ -180,12 +180,8 @@ def phase(load: Load, seconds: float, tool: str, pid: int, interp: dict) -> dict
         time.sleep(seconds)
         result["rps"] = (load.count() - before) / seconds
         return result
-    if tool in ("pytop", "pytop-other"):
+    if tool == "pytop":
         with pytop_live(pid) as (session, me):
-            if tool == "pytop-other":  # A/B: its sampling thread as a normal thread, not a batch one
-                sampling = next(t.id for t in me.threads() if Path(f"/proc/{me.pid}/task/{t.id}/comm").read_text()
-                                .strip() == "pytop-sampling")
-                os.sched_setscheduler(sampling, os.SCHED_OTHER, os.sched_param(0))
             time.sleep(2)  # its start-up is not the phase
             before, cpu, start = load.count(), cpu_of(me), time.monotonic()
             latencies: list[float] = []
@@ -228,7 +224,7 @@ def web(args: argparse.Namespace) -> None:
             try:
                 time.sleep(3)  # warm: the first requests compile templates
                 results: list[dict] = []
-                tools = [tool for tool in ("none", "pytop", peer, *args.also) if tool]
+                tools = [tool for tool in ("none", "pytop", peer) if tool]
                 for round_no in range(args.rounds):
                     # Each round in another order: a machine whose pace drifts favours no tool.
                     for tool in tools[round_no % len(tools):] + tools[:round_no % len(tools)]:
@@ -251,7 +247,7 @@ def report_web(name: str, results: list[dict]) -> None:
         cpu = f"{statistics.mean(r['cpu'] for r in mine):.1f}%" if "cpu" in mine[0] else "-"
         print(f"{tool:<14} {rps:>7.1f} {100 * rps / base:>7.0f}% {cpu:>6}  "
               + ", ".join(f"{r['rps']:.1f}" for r in mine))
-    keys = [k for r in results if r["tool"].startswith("pytop") for k in r["keys"]]
+    keys = [k for r in results if r["tool"] == "pytop" for k in r["keys"]]
     if keys:
         keys.sort()
         print(f"pytop keys: median {1000 * statistics.median(keys):.0f} ms, p95 "
@@ -364,8 +360,6 @@ def main() -> int:
     parser.add_argument("--peer-minutes", type=float, default=None, help="threads: py-spy's run (default --minutes)")
     parser.add_argument("--targets", nargs="*", default=["pyenv-3.12", "sid-3.15-loader"],
                         choices=["pyenv-3.12", "sid-3.15-loader"], help="web: which apps")
-    parser.add_argument("--also", nargs="*", default=[], choices=["pytop-other"],
-                        help="web: more phases (pytop-other: pytop with its sampling thread as a normal thread)")
     args = parser.parse_args()
     {"web": web, "tree": tree, "memory": memory, "threads": threads}[args.what](args)
     return 0
