@@ -13,6 +13,7 @@
  * Tasks asyncio named itself (an int counter, shown as Task-N) share one "(unnamed task)": each
  * is a different task, and what it runs is in the frames under it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,8 +94,30 @@ static int is_str(remote *mem, const pytop_layout *L, task_book *b, uint64_t obj
     return str;
 }
 
+/* A task nobody named (asyncio makes its "Task-N" only when asked): named by the coroutine it
+ * was started with, the one thing that tells a server's tasks apart (uvicorn and aiohttp name
+ * none). All of one coroutine's tasks share the name, as they share the work. */
+static uint32_t unnamed_id(remote *mem, code_cache *codes, const pytop_layout *L, task_book *b, uint64_t coro) {
+    uint64_t code = 0;
+    uint32_t code_id = 0;
+    const code_entry *e = NULL;
+    if (read_ptr(mem, coro + (uint64_t)L->gen_iframe + (uint64_t)L->fr_code, &code)) {
+        code &= ~(uint64_t)(L->fr_executable_tag_bits > 0 ? L->fr_executable_tag_bits : 0);
+        if (plausible_pointer(code) && codes_lookup(codes, code, &code_id) == PYTOP_OK) e = codes_get(codes, code_id);
+    }
+    if (e && !e->pseudo && e->qualname) {
+        char text[TASK_NAME_CHARS * 4 + 16];
+        snprintf(text, sizeof text, "(unnamed) %s", e->qualname);
+        char *copy = strdup(text);
+        if (copy) return id_for_text(codes, b, copy);
+    }
+    if (!b->unnamed_id && codes_add_pseudo(codes, strdup("(unnamed task)"), TASK_FILENAME, &b->unnamed_id) != PYTOP_OK)
+        b->unnamed_id = 0;
+    return b->unnamed_id;
+}
+
 static uint32_t name_id(remote *mem, code_cache *codes, const pytop_layout *L, task_book *b, uint64_t task,
-                        uint64_t name) {
+                        uint64_t name, uint64_t coro) {
     task_recent *r = &b->recent[((task >> 4) ^ (name >> 4)) % TASK_RECENT];
     if (r->task == task && r->name == name && r->id) return r->id;
     uint32_t id = 0;
@@ -105,9 +128,7 @@ static uint32_t name_id(remote *mem, code_cache *codes, const pytop_layout *L, t
         if (!text) return 0;
         id = id_for_text(codes, b, text);
     } else if (str == 0) {
-        if (!b->unnamed_id && codes_add_pseudo(codes, strdup("(unnamed task)"), TASK_FILENAME, &b->unnamed_id) != PYTOP_OK)
-            b->unnamed_id = 0;
-        id = b->unnamed_id;
+        id = unnamed_id(mem, codes, L, b, coro);
     }
     if (id) *r = (task_recent){task, name, id};
     return id;
@@ -155,6 +176,6 @@ void asyncio_task_frame(remote *mem, code_cache *codes, const pytop_layout *L, t
     if (!t) return;
     uint64_t coro = load_u64(t, L->task_coro), name = load_u64(t, L->task_name);
     if (!plausible_pointer(coro)) return;
-    *id = name_id(mem, codes, L, b, task, name);
+    *id = name_id(mem, codes, L, b, task, name, coro);
     if (*id) *frame = coro + (uint64_t)L->gen_iframe;
 }

@@ -196,3 +196,16 @@ def test_the_a_key_shows_and_hides_tasks_with_their_history() -> None:
     rows = functions(shown)
     assert rows["task crunch"].total_count == rows["crunch"].total_count > before.samples // 4
     assert not any(row.filename == "<asyncio task>" for row in hidden.rows)
+
+
+@pytest.mark.parametrize("name", ["sid-3.14-loader", "sid-3.15-chroot"])
+def test_unnamed_tasks_are_told_by_their_coroutine(name: str) -> None:
+    """A server's tasks have no names: --async shows the coroutine each one was started with,
+    not one "(unnamed task)" for all of them."""
+    interp = _async_interp(name)
+    with helpers.running(interp, "unnamed_tasks.py") as target:
+        shown = helpers.run_pytop("--batch", "--async", "--json", "--duration", "2", str(target.pid))
+    assert shown.returncode == 0, shown.stderr
+    rows = {r["function"]: r for r in json.loads(shown.stdout)["functions"]}
+    assert rows.get("task (unnamed) handle_request", {}).get("total", 0) > 0, sorted(rows)
+    assert "task (unnamed task)" not in rows, sorted(rows)

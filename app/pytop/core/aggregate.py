@@ -108,7 +108,8 @@ class StackBook:
                 name, filename = PSEUDO_FUNCTIONS.get(f.kind, "(no Python frame)"), ""
             else:
                 name, filename = f.qualname or "?", f.filename or "?"
-                if filename == TASK_FILENAME and not name.startswith("("):
+                # A task's name, or the coroutine of one nobody named; not "(other tasks)".
+                if filename == TASK_FILENAME and (not name.startswith("(") or name.startswith("(unnamed) ")):
                     name = f"task {name}"
             self.functions[f.function] = FunctionName((name, filename, 0, pid), f.task)
 
