@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
-from pathlib import Path
 from typing import Any
 
 import pytest
