@@ -189,10 +189,14 @@ static void pending_clear(engine_thread *t) {
     t->pending_total = t->pending_wait = 0;
 }
 
-static void give_cpu(pytop_engine *e, engine_thread *t, uint64_t ns) {
+/* CPU a thread used that no sample saw it use: if it runs now, where it is (a call that let the
+ * GIL go: hashing, compressing); if it sleeps now, it ran before it went to sleep, and its stack
+ * then is best told by where a sample last saw it run, not by the call it sleeps in (a request
+ * thread that computed, then waited 5 ms on a database, had its CPU put on the wait). */
+static void give_cpu(pytop_engine *e, engine_thread *t, uint64_t ns, bool running) {
     drop_waiting(t);
     if (t->pending_total) split(e, t->key, t->pending, t->pending_count, t->pending_total, ns);
-    else add_cpu(e, t->key, t->stack, ns);
+    else add_cpu(e, t->key, running || !t->run_stack ? t->stack : t->run_stack, ns);
     pending_clear(t);
 }
 
@@ -289,6 +293,7 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
             pending_add(t, t->stack, span - span / 2);
         }
         if (pt->flags & PYTOP_THREAD_ACTIVE) t->acc_running++;
+        if (pt->flags & (PYTOP_THREAD_GIL | PYTOP_THREAD_ACTIVE)) t->run_stack = t->stack;
         if (!(pt->flags & PYTOP_THREAD_CHECKED)) continue;
         uint64_t cpu = pt->cpu_delta_ns;
         /* Read for the first time: a thread born since the previous sample brings its whole
@@ -297,7 +302,7 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         t->d_wait += pt->wait_delta_ns;
         t->pending_wait += pt->wait_delta_ns;
         if (cpu) {
-            give_cpu(e, t, cpu);
+            give_cpu(e, t, cpu, pt->flags & (PYTOP_THREAD_GIL | PYTOP_THREAD_ACTIVE));
             t->d_cpu += cpu;
             t->period_cpu += cpu;
             P->period_attributed += cpu;
@@ -558,6 +563,7 @@ static void pin_stacks(pytop_engine *e) {
     for (uint32_t i = 0; i < e->thread_count; i++) {
         const engine_thread *t = &e->threads[i];
         stacks_pin(&e->stacks, t->stack);
+        stacks_pin(&e->stacks, t->run_stack);
         for (uint32_t k = 0; k < t->pending_count; k++) stacks_pin(&e->stacks, t->pending[k].stack);
     }
     for (uint32_t p = 0; p < e->process_count; p++) {

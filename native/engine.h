@@ -36,6 +36,7 @@ typedef struct engine_thread {
     uint32_t name_tries;
     uint64_t name_retry_at;    /* monotonic ns */
     uint32_t stack;            /* its stack in its latest sample (the stack tree's leaf) */
+    uint32_t run_stack;        /* ... in the latest sample that saw it run (the GIL, or on a CPU) */
     stack_path path;           /* ... as a path, for interning the next one from where they differ */
     uint32_t seen;             /* its process's sample number when last seen */
     /* Time for `stack` not yet added to the weight map. */
@@ -105,6 +106,7 @@ struct pytop_engine {
     pytop_unwinder **adding;
     uint32_t adding_count, adding_cap;
     uint32_t next_process;
+    uint32_t threads_seen;     /* thread_count as the sampling thread last saw it, for its own use */
     engine_process *processes;
     uint32_t process_count, process_cap;
     engine_thread *threads;
