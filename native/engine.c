@@ -29,6 +29,7 @@
 #include "engine.h"
 
 #define DEFAULT_PERIOD_S 0.2
+#define PERIOD_THREADS 200         /* past this many threads, periods grow in proportion */
 #define IDLE_CHECK_S 0.01          /* an idle thread's CPU count is read at least this often */
 #define BUDGET_WINDOW_NS 1000000000ull
 #define BUDGET_GRACE_NS 2000000000ull
@@ -183,6 +184,7 @@ static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t inte
         account_names(e, i, &sample, began);
         if (full) account_period(e, i);
         account_tree(e, full); /* before the lock goes: a drain takes the tree's new nodes */
+        e->threads_seen = e->thread_count;
     } else {
         if (!retired) snprintf(P->error, sizeof P->error, "%s", pytop_last_error(u)); /* else: why, already */
         P->error_new = true;
@@ -342,7 +344,10 @@ static void run(pytop_engine *e) {
         bool full = began >= next_period;
         for (uint32_t i = 0; i < e->process_count; i++)
             if (e->processes[i].active) sample_process(e, i, full, interval);
-        if (full) next_period = began + period;
+        /* Past PERIOD_THREADS threads, a period reads so many counts that it is made longer in
+         * proportion: its cost must not grow with the threads while a budget lowers the rate. */
+        uint32_t threads = e->threads_seen; /* (the sampling thread's own copy: no lock needed) */
+        if (full) next_period = began + period * (threads > PERIOD_THREADS ? threads / PERIOD_THREADS : 1);
         slot_outcome outcome = schedule_advance(&schedule, began, monotonic_ns());
         count_tick(e, began, due, interval, outcome);
         check_budget(e, &marks, &schedule);

@@ -29,7 +29,8 @@
  *   - A thread whose counts have not moved since its previous read has not run: its stack is
  *     unchanged. Counts move only at the scheduler's ticks and at switches, so a thread that
  *     runs on without a switch can show no move: the caller treats the GIL holder as running.
- *   - The state letter is for display and --dump: read every STATE_REFRESH_NS per thread, or
+ *   - The state letter is for display and --dump: read every STATE_REFRESH_NS per thread (longer
+ *     past THREADS_PER_ROUND threads, in proportion), or
  *     always when asked (TASK_ALL). Running, or waiting for a CPU? Both read "R": a thread
  *     found R whose counts have not moved since a read that found it asleep or waiting has
  *     not been on a CPU yet (it waits in the run queue, its stack still at the call that slept).
@@ -208,6 +209,14 @@ static int read_schedstat(tasks *o, int fd, uint64_t *cpu, uint64_t *wait, uint6
     return c == 0 && s == 0 ? SCHEDSTAT_ZERO : SCHEDSTAT_OK;
 }
 
+/* How old a thread's letter may get. Past THREADS_PER_ROUND threads, longer in proportion: the
+ * letters of 2,000 threads every 250 ms cost 4% of a core whatever the rate, and a CPU budget
+ * that lowers the rate to pay for them could never catch up. */
+static uint64_t state_refresh_ns(const tasks *o) {
+    uint64_t every = STATE_REFRESH_NS;
+    return o->threads > THREADS_PER_ROUND ? every * o->threads / THREADS_PER_ROUND : every;
+}
+
 /* Read `t`'s figures (and its letter when `with_state` or when it is old); report what moved
  * since the previous read. */
 static bool read_figures(tasks *o, task *t, bool with_state, task_report *out) {
@@ -237,7 +246,7 @@ static bool read_figures(tasks *o, task *t, bool with_state, task_report *out) {
     t->switches = switches;
     t->known = true;
     if (moved) t->changed_at = o->now;
-    if (!state_read && (with_state || o->now - t->state_at >= STATE_REFRESH_NS)) {
+    if (!state_read && (with_state || o->now - t->state_at >= state_refresh_ns(o))) {
         uint64_t ignored;
         state_read = read_stat(o, t->stat_fd, &state, &ignored);
     }
