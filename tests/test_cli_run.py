@@ -296,21 +296,26 @@ def test_batch_json_with_subprocesses_says_whose_each_row_is(some_interp: dict[s
     assert {thread["pid"] for thread in document["per_thread"]} >= {row["pid"] for row in work} | {t.pid}
 
 
-def test_a_target_that_execs_python_is_followed(some_interp: dict[str, Any]) -> None:
-    """An exec keeps the pid and replaces the program: its old stacks end there, and the new
-    Python program is sampled from then on (it was sampled under the old one's addresses, with
-    44-72% of the samples failing)."""
+def batch_across_exec(interp: dict[str, Any], then: str, seconds: int) -> dict[str, Any]:
+    """pytop --batch --json on execs.py, which execs `then` once pytop has attached."""
     import signal
     import subprocess
 
-    with helpers.running(some_interp, "execs.py", "python") as t:
-        pytop = subprocess.Popen([*helpers.PYTOP, "--batch", "--duration", "4", "--json", str(t.pid)],
+    with helpers.running(interp, "execs.py", then) as t:
+        pytop = subprocess.Popen([*helpers.PYTOP, "--batch", "--duration", str(seconds), "--json", str(t.pid)],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         helpers.sampling_started(pytop.pid)  # attached: the exec comes after
         os.kill(t.pid, signal.SIGUSR1)
         out, err = pytop.communicate(timeout=120)
     assert pytop.returncode == 0, err
-    document = json.loads(out)
+    return dict(json.loads(out))
+
+
+def test_a_target_that_execs_python_is_followed(some_interp: dict[str, Any]) -> None:
+    """An exec keeps the pid and replaces the program: its old stacks end there, and the new
+    Python program is sampled from then on (it was sampled under the old one's addresses, with
+    44-72% of the samples failing)."""
+    document = batch_across_exec(some_interp, "python", 4)
     functions = by_name(document)
     assert functions["after_exec"]["own_time"] > 0, functions
     assert document["command"].endswith("after"), document["command"]  # the program it is now
@@ -320,16 +325,6 @@ def test_a_target_that_execs_python_is_followed(some_interp: dict[str, Any]) -> 
 def test_a_target_that_execs_something_else_ends_the_run_saying_so(some_interp: dict[str, Any]) -> None:
     if some_interp["launch"] == "chroot":
         pytest.skip("the chroot has no program but Python's")
-    import signal
-    import subprocess
-
-    with helpers.running(some_interp, "execs.py", "sleep") as t:
-        pytop = subprocess.Popen([*helpers.PYTOP, "--batch", "--duration", "30", "--json", str(t.pid)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        helpers.sampling_started(pytop.pid)
-        os.kill(t.pid, signal.SIGUSR1)
-        out, err = pytop.communicate(timeout=120)
-    assert pytop.returncode == 0, err
-    document = json.loads(out)
+    document = batch_across_exec(some_interp, "sleep", 30)
     assert document["exited"], document  # long before the 30 s asked
     assert "exec'd sleep 600, which is not a Python program" in document["exit_reason"], document

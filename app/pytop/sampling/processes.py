@@ -86,7 +86,18 @@ class ProcessSet:
             found.append((pid, unwinder))
         return found
 
-    def execed(self) -> list[int]:
+    def execs(self) -> list[tuple[int, tuple[Unwinder, TargetInfo] | None, str]]:
+        """The watched processes that exec'd a program since the last look: (pid, the new
+        program ready to sample if pytop can read it, why the old program's run ended)."""
+        found = []
+        for pid in self._execed():
+            followed = self._following(pid)
+            why = f"pid {pid} exec'd {command_of(pid)}" + (
+                ": following it" if followed else ", which is not a Python program pytop can read")
+            found.append((pid, followed, why))
+        return found
+
+    def _execed(self) -> list[int]:
         """The live watched processes that exec'd a program since the last look."""
         found = []
         for pid in self.alive:
@@ -99,7 +110,7 @@ class ProcessSet:
             self._images[pid] = now
         return found
 
-    def following(self, pid: int) -> tuple[Unwinder, TargetInfo] | None:
+    def _following(self, pid: int) -> tuple[Unwinder, TargetInfo] | None:
         """The program `pid` exec'd, ready to sample if pytop can read it; else None."""
         if self.follow is None:
             return None

@@ -29,7 +29,7 @@ from ..core.snapshot import Circumstances, Figures, Tables, View, build
 from ..native import Closed, Engine, EngineConfig, Unwinder
 from ..report import export
 from .priority import DEFAULT_CPU_BUDGET
-from .processes import Attach, Follow, ProcessSet, command_of
+from .processes import Attach, Follow, ProcessSet
 
 FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickly
 DRAIN_SECONDS = 0.5  # how often the engine is drained between refreshes (each costs per (thread, stack) pair)
@@ -365,22 +365,17 @@ class Sampler:
     def _follow_execs(self) -> None:
         """A watched process that exec'd another program: its old run ends, saying so, and the
         new program is sampled from now on if it is Python (the header names it)."""
-        for pid in self.processes.execed():
+        for pid, followed, why in self.processes.execs():
             process = self._process_of.get(pid)
-            command = command_of(pid)
-            followed = self.processes.following(pid)
             if followed is not None:
                 unwinder, info = followed
                 try:
                     self._add_process(unwinder, pid)
                 except RuntimeError:
                     unwinder.close()  # the engine has ended
-                    followed = None
                 else:
                     if pid == self.target.pid:
                         self.target = info
-            why = f"pid {pid} exec'd {command}" + (
-                ": following it" if followed else ", which is not a Python program pytop can read")
             if process is not None:
                 self.engine.retire(process, why)
 
