@@ -678,8 +678,9 @@ int threads_walk(pytop_unwinder *u) {
      * when the thread exits: either way, a state without one has no live thread. */
     tracking_mark_unclaimed(u->samples.cur, u->L.ts_native_thread_id >= 0 || u->L.pthread_tid >= 0);
     /* A state its new thread has not taken up carries its creator's ids before 3.11: the name
-     * read by that id is the creator's ("MainThread" for a server's request threads). */
-    for (uint32_t k = 0; k < u->samples.cur->thread_count; k++)
+     * read by that id is the creator's ("MainThread" for a server's request threads). From 3.11
+     * the state has its thread's own ids, and the name read is the thread's: it is kept. */
+    for (uint32_t k = 0; k < u->samples.cur->thread_count && u->L.ts_native_thread_id < 0; k++)
         if (u->samples.cur->threads[k].flags & PYTOP_THREAD_UNCLAIMED)
             free(names_take(&u->thread_names, u->samples.cur->threads[k].serial));
     return resolve_all(u);
