@@ -98,6 +98,36 @@ def test_dump_async_agrees_with_cpythons_pstree(name: str) -> None:
     assert re.search(child, text.stdout, re.M), text.stdout
 
 
+@pytest.mark.parametrize("name", ["sid-3.14-loader", "sid-3.15-chroot"])
+def test_every_interpreters_tasks_are_listed(name: str) -> None:
+    """A loop in a subinterpreter as well as in the main one: --dump --async lists the tasks of
+    both, each with its interpreter, a tree per interpreter; --async in a run shows the
+    subinterpreter's running task. (The subinterpreter, created last, heads the runtime's list
+    of interpreters: a reader of the head alone sees its tasks only.)"""
+    interp = _async_interp(name)
+    with helpers.running(interp, "subinterpreter_tasks.py") as target:
+        result = helpers.run_pytop("--dump", "--async", "--json", str(target.pid))
+        text = helpers.run_pytop("--dump", "--async", str(target.pid))
+        run = helpers.run_pytop("--batch", "--async", "--json", "--duration", "1", str(target.pid))
+    assert result.returncode == 0 and text.returncode == 0 and run.returncode == 0, result.stderr + text.stderr
+    sub = target.info["sub_interpreter"]
+    document = json.loads(result.stdout)
+    names = sorted(t["name"] for t in document["tasks"])
+    assert names == sorted(["Task-1", "Task-1", *target.info["main"], *target.info["sub"]]), names
+    found: dict[int, set[str]] = {}
+    for task in document["tasks"]:
+        found.setdefault(task["interpreter_id"], set()).add(task["name"])
+    assert found == {0: {"Task-1", *target.info["main"]}, sub: {"Task-1", *target.info["sub"]}}, found
+    parents = {t["name"]: t for t in document["tasks"] if t["interpreter_id"] == sub}
+    assert parents["sub-waiter"]["awaited_by"] == [parents["Task-1"]["address"]]
+    assert re.search(r"^Interpreter 0: 3 tasks, 0 running$", text.stdout, re.M), text.stdout
+    sub_tree = rf"^Interpreter {sub}: 3 tasks, [01] running\n└── Task-1: sub_main"
+    assert re.search(sub_tree, text.stdout, re.M), text.stdout
+    assert re.search(rf'^Thread .* in interpreter {sub}: ', text.stdout, re.M), text.stdout
+    rows = {r["function"]: r for r in json.loads(run.stdout)["functions"]}
+    assert rows.get("task sub-crunch", {}).get("total", 0) > 0, sorted(rows)
+
+
 def test_dump_async_of_a_core_file(tmp_path: Path) -> None:
     interp = _async_interp("sid-3.15-loader")
     with helpers.running(interp, "async_tasks.py", cwd=str(tmp_path)) as target:

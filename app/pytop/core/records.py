@@ -44,6 +44,7 @@ class AsyncTask:
     address: int
     name: str
     thread: int  # kernel TID of the thread whose list holds it; 0: a thread that has ended
+    interpreter_id: int  # the interpreter it belongs to (0: the main one)
     running: bool
     coroutines: tuple[Frame, ...]  # innermost first: the await chain from the task's coroutine
     awaited_by: tuple[int, ...]  # addresses of the tasks waiting for it

@@ -68,12 +68,19 @@ def _heading(stacks: ProcessStacks) -> list[str]:
     return [f"Process {stacks.pid}: {stacks.command}", f"From core file {stacks.core_file}{how}"]
 
 
+def _several_interpreters(stacks: ProcessStacks) -> bool:
+    return len({t.interpreter_id for t in stacks.threads} | {t.interpreter_id for t in stacks.tasks or ()}) > 1
+
+
 def as_text(stacks: ProcessStacks) -> str:
     lines = [*_heading(stacks), f"Python v{stacks.python_version}", ""]
+    several = _several_interpreters(stacks)  # a thread in two has a state, and a stack, in each
     for thread in stacks.threads:
         label = f"Thread {thread.thread_id:#x} (TID {thread.native_id or '?'})"
         if thread.name:
             label += f' "{thread.name}"'
+        if several:
+            label += f" in interpreter {thread.interpreter_id}"
         lines.append(f"{label}: {_state(thread, stacks.core_signal_tid)}")
         if thread.error:
             lines.append(f"    (stack incomplete: {thread.error})")
@@ -84,7 +91,7 @@ def as_text(stacks: ProcessStacks) -> str:
             lines.append("    ... (stack cut at the depth limit)")
         lines.append("")
     if stacks.tasks is not None:
-        lines += task_tree(stacks.tasks)
+        lines += task_tree(stacks.tasks, by_interpreter=several)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -95,9 +102,21 @@ def _task_line(task: AsyncTask) -> str:
     return f"{task.name}{running}: {chain}" if chain else f"{task.name}{running}"
 
 
-def task_tree(tasks: tuple[AsyncTask, ...]) -> list[str]:
+def task_tree(tasks: tuple[AsyncTask, ...], by_interpreter: bool = False) -> list[str]:
     """The await graph as a tree: tasks nobody awaits at the top, under each task the tasks
-    it awaits (a task awaited by two shows under both; a cycle is cut where it closes)."""
+    it awaits (a task awaited by two shows under both; a cycle is cut where it closes). With
+    `by_interpreter`, a tree per interpreter (a task awaits only tasks of its own)."""
+    running = sum(t.running for t in tasks)
+    lines = [f"Asyncio tasks: {len(tasks)}, {running} running"]
+    if not by_interpreter:
+        return lines + _forest(tasks)
+    for number in sorted({t.interpreter_id for t in tasks}):
+        own = tuple(t for t in tasks if t.interpreter_id == number)
+        lines += [f"Interpreter {number}: {len(own)} tasks, {sum(t.running for t in own)} running", *_forest(own)]
+    return lines
+
+
+def _forest(tasks: tuple[AsyncTask, ...]) -> list[str]:
     by_address = {t.address: t for t in tasks}
     awaits: dict[int, list[AsyncTask]] = {}
     for task in tasks:
@@ -105,8 +124,7 @@ def task_tree(tasks: tuple[AsyncTask, ...]) -> list[str]:
             if waiter in by_address:
                 awaits.setdefault(waiter, []).append(task)
     roots = [t for t in tasks if not any(w in by_address for w in t.awaited_by)]
-    running = sum(t.running for t in tasks)
-    lines = [f"Asyncio tasks: {len(tasks)}, {running} running"]
+    lines: list[str] = []
 
     def walk(task: AsyncTask, prefix: str, last: bool, path: frozenset[int]) -> None:
         lines.append(f"{prefix}{'└── ' if last else '├── '}{_task_line(task)}")

@@ -6,6 +6,7 @@ ended move to the interpreter's), each thread's running task, and on every task 
 await it (`awaited_by`: one, or a set). A task's coroutine embeds its frame; while it awaits
 another coroutine, that one is on top of its value stack (see layouts.AWAITED_DEPTH), and so
 on down to the innermost await. Code objects and lines come from the unwinder, as in a sample.
+Each interpreter of the process has its own thread states, loops and tasks: all are read.
 
 Read once, in Python: this is a one-shot report, not the sampling path. Every list, chain and
 set is bounded; memory that does not make sense ends that part of the walk, not the report.
@@ -17,7 +18,7 @@ import struct
 
 from ..core.records import AsyncTask, Frame
 from ..native import Unwinder, decode_text
-from .attach import thread_states
+from .attach import interpreter_states, thread_states
 from .memory import MemorySource
 
 MAX_TASKS = 100_000
@@ -155,22 +156,30 @@ class TaskReader:
             node = self.u64(node)
         return tasks
 
-    def read(self, runtime: int) -> list[AsyncTask]:
-        """Every task of the main interpreter, thread by thread, then the orphans."""
+    def _listed_in(self, interp: int) -> list[tuple[int, int, bool]]:
+        """(task, TID, running) of one interpreter: thread by thread, then the tasks of threads
+        that have ended (the interpreter keeps those)."""
         L = self.L
         listed: list[tuple[int, int, bool]] = []
-        for tstate in thread_states(self.source, runtime, L):
+        for tstate in thread_states(self.source, interp, L):
             tid = self.u64(tstate + L["ts_native_thread_id"])
             running = self.u64(tstate + L["ts_asyncio_running_task"]) \
                 if self.u64(tstate + L["ts_asyncio_running_loop"]) else 0
             listed += [(task, tid, task == running) for task in self._list(tstate + L["ts_asyncio_tasks_head"])]
-        interp = self.u64(runtime + L["rt_interpreters_head"])
-        listed += [(task, 0, False) for task in self._list(interp + L["is_asyncio_tasks_head"])]
+        return listed + [(task, 0, False) for task in self._list(interp + L["is_asyncio_tasks_head"])]
+
+    def read(self, runtime: int) -> list[AsyncTask]:
+        """Every task of every interpreter (each has its own loops and tasks), main one first."""
+        L = self.L
+        listed: list[tuple[int, int, int, bool]] = []
+        for interp in interpreter_states(self.source, runtime, L):
+            number = self.i64(interp + L["is_id"])
+            listed += [(task, tid, number, running) for task, tid, running in self._listed_in(interp)]
         out = []
-        for task, tid, running in listed[:MAX_TASKS]:
+        for task, tid, number, running in listed[:MAX_TASKS]:
             try:
                 coroutines = tuple(reversed(self.chain(self.u64(task + L["task_coro"]))))
-                out.append(AsyncTask(task, self.name(task), tid, running, coroutines, self.awaited_by(task)))
+                out.append(AsyncTask(task, self.name(task), tid, number, running, coroutines, self.awaited_by(task)))
             except OSError:
                 continue  # a task that went away while being read
         return out

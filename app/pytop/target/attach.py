@@ -20,6 +20,7 @@ from .memory import LiveProcess, MemorySource
 
 # How far into glibc's (or musl's) struct pthread to look for the thread's kernel TID.
 PTHREAD_SCAN_BYTES = 2048
+MAX_INTERPRETERS = 256  # as the sampler's own walk of them (native/internal.h)
 
 
 @dataclass
@@ -50,11 +51,23 @@ def _u64(source: MemorySource, address: int) -> int:
     return int.from_bytes(source.read(address, 8), "little")
 
 
-def thread_states(source: MemorySource, runtime: int, layout: dict[str, int]) -> list[int]:
-    """The thread states of the main interpreter (one-off reads, not the sampling path). A
+def interpreter_states(source: MemorySource, runtime: int, layout: dict[str, int]) -> list[int]:
+    """Every interpreter state of the process, main interpreter first (one-off reads, not the
+    sampling path). The runtime's list starts at the interpreter created last and ends at the
+    main one: reading only its head misses the main interpreter as soon as a subinterpreter
+    exists."""
+    found: list[int] = []
+    interp = _u64(source, runtime + layout["rt_interpreters_head"])
+    while interp and interp not in found and len(found) < MAX_INTERPRETERS:
+        found.append(interp)
+        interp = _u64(source, interp + layout["is_next"])
+    return found[::-1]
+
+
+def thread_states(source: MemorySource, interp: int, layout: dict[str, int]) -> list[int]:
+    """The thread states of interpreter `interp` (one-off reads, not the sampling path). A
     thread state freed while the list is walked ends the walk: its memory no longer points back
     to the interpreter."""
-    interp = _u64(source, runtime + layout["rt_interpreters_head"])
     found: list[int] = []
     tstate = _u64(source, interp + layout["is_threads_head"]) if interp else 0
     while tstate and len(found) < 4096 and _u64(source, tstate + layout["ts_interp"]) == interp:
@@ -64,8 +77,11 @@ def thread_states(source: MemorySource, runtime: int, layout: dict[str, int]) ->
 
 
 def _thread_ids(source: MemorySource, runtime: int, layout: dict[str, int]) -> list[int]:
-    """pthread_t of every thread of the main interpreter."""
-    return [_u64(source, tstate + layout["ts_thread_id"]) for tstate in thread_states(source, runtime, layout)]
+    """pthread_t of every Python thread of the process, once (a thread that entered two
+    interpreters has a state in each)."""
+    return list(dict.fromkeys(_u64(source, tstate + layout["ts_thread_id"])
+                              for interp in interpreter_states(source, runtime, layout)
+                              for tstate in thread_states(source, interp, layout)))
 
 
 def _read_prefix(source: MemorySource, address: int) -> bytes:
