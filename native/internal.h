@@ -540,6 +540,10 @@ void tasks_begin_sample(tasks *o, uint64_t now, uint32_t threads);
 void tasks_report(tasks *o, int tid, int how, task_report *out);
 /* Is a thread without the GIL due for a read of its counts this sample? */
 bool tasks_due(const tasks *o, int tid);
+/* Has the task `tid` exited? Only a task read before can be told gone (its files fail). */
+bool tasks_gone(tasks *o, int tid);
+/* Samples in a round of counts: each thread without the GIL is due once in it. */
+uint32_t tasks_round_length(const tasks *o);
 /* Read `tid`'s figures and state now, to be answered by tasks_report() during this sample: in
  * blocking mode the threads are stopped (state 't') by the time their stacks are read. */
 void tasks_read_ahead(tasks *o, int tid);

@@ -74,7 +74,7 @@ void tasks_free(tasks *o) {
 }
 
 /* Samples in a round: every thread without the GIL is due once in it. */
-static uint32_t round_length(const tasks *o) {
+uint32_t tasks_round_length(const tasks *o) {
     uint32_t every = o->idle_check;
     if (o->threads > THREADS_PER_ROUND) every = (uint32_t)((uint64_t)every * o->threads / THREADS_PER_ROUND);
     return every;
@@ -114,7 +114,7 @@ void tasks_begin_sample(tasks *o, uint64_t now, uint32_t threads) {
     o->now = now;
     o->syscalls = 0;
     o->threads = threads;
-    uint32_t every = round_length(o);
+    uint32_t every = tasks_round_length(o);
     if (every > 1 && o->sample_no % every == 0) decide_round(o);
 }
 
@@ -124,14 +124,20 @@ static int open_task_file(int pid, int tid, const char *name) {
     return open(path, O_RDONLY | O_CLOEXEC);
 }
 
-/* Tasks are kept sorted by tid: a sample looks each one up once. */
-static task *find_task(tasks *o, int tid) {
+/* Where `tid` is, or would go, in the sorted tasks. */
+static uint32_t task_slot(const tasks *o, int tid) {
     uint32_t lo = 0, hi = o->count;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
         if (o->items[mid].tid < tid) lo = mid + 1;
         else hi = mid;
     }
+    return lo;
+}
+
+/* Tasks are kept sorted by tid: a sample looks each one up once. */
+static task *find_task(tasks *o, int tid) {
+    uint32_t lo = task_slot(o, tid);
     if (lo < o->count && o->items[lo].tid == tid) return &o->items[lo];
     task *items = grow_array(o->items, &o->cap, o->count + 1ull, sizeof *items, 16);
     if (!items) return NULL;
@@ -301,8 +307,18 @@ void tasks_report(tasks *o, int tid, int how, task_report *out) {
     t->last = *out;
 }
 
+bool tasks_gone(tasks *o, int tid) {
+    uint32_t at = task_slot(o, tid);
+    if (at >= o->count || o->items[at].tid != tid) return false; /* never read: not known to be gone */
+    uint64_t cpu, wait, switches;
+    const task *t = &o->items[at];
+    if (t->schedstat_fd >= 0) return read_schedstat(o, t->schedstat_fd, &cpu, &wait, &switches) == SCHEDSTAT_ERROR;
+    char state;
+    return !read_stat(o, t->stat_fd, &state, &cpu);
+}
+
 bool tasks_due(const tasks *o, int tid) {
-    uint32_t every = round_length(o);
+    uint32_t every = tasks_round_length(o);
     return every <= 1 || (o->round_on && (o->sample_no + (uint32_t)tid) % every == 0);
 }
 

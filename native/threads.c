@@ -27,7 +27,7 @@
 
 #define STACK_RETRIES 2 /* a stack torn twice in a row is reported as such */
 #define WALK_AGAIN 100  /* internal: a sparse walk found the list changed */
-#define FULL_WALK_CHECKS 10 /* a full walk at least every this many rounds of counts (idle_check samples) */
+#define FULL_WALK_CHECKS 10 /* a full walk at least every this many rounds of counts */
 #define LIST_RETRIES 2  /* so is a thread list that changed under us three times */
 
 typedef struct gil_holders {
@@ -396,16 +396,20 @@ static bool known(const known_threads *k, uint64_t tstate) {
     return false;
 }
 
-/* Do the settings let samples walk sparse? */
+/* Do the settings let samples walk sparse? Not when every thread is due every sample: at a
+ * low rate with few threads. With many, a round spans samples whatever the rate: a sample
+ * that walked all 2,000 threads of a pool because the rate was low cost ~10 ms, and a CPU
+ * budget that lowered the rate to pay for it made the next samples cost as much (1-3/s). */
 static bool sparse_settings(const pytop_unwinder *u) {
-    return u->reuse_stacks && u->os.mode == 1 && !u->stop.enabled && u->os.idle_check > 1;
+    return u->reuse_stacks && u->os.mode == 1 && !u->stop.enabled && tasks_round_length(&u->os) > 1;
 }
 
 /* Whether the settings and the last full walk let this sample walk sparse (the list itself is
  * checked as the walk reads it: can_walk_sparse). */
 static bool known_usable(const pytop_unwinder *u) {
     const known_threads *k = &u->known;
-    return k->valid && sparse_settings(u) && u->os.sample_no - k->walked_at < FULL_WALK_CHECKS * u->os.idle_check;
+    return k->valid && sparse_settings(u) &&
+           u->os.sample_no - k->walked_at < FULL_WALK_CHECKS * tasks_round_length(&u->os);
 }
 
 static bool can_walk_sparse(const pytop_unwinder *u, uint64_t interp, uint64_t head, const gil_holders *g) {
