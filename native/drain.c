@@ -45,10 +45,17 @@ static uint32_t count_dirty(const pytop_engine *e) {
     return n;
 }
 
-static void drain_threads(pytop_engine *e, pytop_drain *out) {
+/* Anything but more wall time and samples on the same stack since it was last handed over. */
+static bool has_news(const engine_thread *t) {
+    return t->d_cpu || t->d_wait || t->d_gil || t->d_errors || !t->alive || t->stack != t->sent_stack ||
+           t->os_state != t->sent_state || t->gil != t->sent_gil || (t->name && !t->name_sent);
+}
+
+static void drain_threads(pytop_engine *e, pytop_drain *out, bool whole) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < e->thread_count; i++) {
         engine_thread *t = &e->threads[i];
+        if (!whole && t->dirty && !has_news(t)) continue; /* its time waits in acc_* and d_* */
         account_flush(e, t);
         if (!t->dirty) continue;
         pytop_drain_thread *o = &e->out_threads[n++];
@@ -67,6 +74,9 @@ static void drain_threads(pytop_engine *e, pytop_drain *out) {
         t->d_cpu = t->d_wall = t->d_wait = 0;
         t->d_samples = t->d_gil = t->d_errors = 0;
         t->dirty = false;
+        t->sent_stack = t->stack;
+        t->sent_state = t->os_state;
+        t->sent_gil = t->gil;
     }
     out->threads = e->out_threads;
     out->thread_count = n;
@@ -165,7 +175,7 @@ int pytop_engine_pending_ticks(pytop_engine *e, uint32_t *ticks) {
     return PYTOP_OK;
 }
 
-int pytop_engine_drain(pytop_engine *e, pytop_drain *out) {
+int pytop_engine_drain(pytop_engine *e, pytop_drain *out, int whole) {
     if (!e || !out) return PYTOP_ERR_ARGS;
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&e->lock);
@@ -176,7 +186,7 @@ int pytop_engine_drain(pytop_engine *e, pytop_drain *out) {
         status = PYTOP_ERR_NOMEM;
     if (status == PYTOP_OK) {
         drain_processes(e, out);
-        drain_threads(e, out); /* first: it adds what the threads hold to the weights */
+        drain_threads(e, out, whole != 0); /* first: it adds what the threads hold to the weights */
         status = drain_functions(e, out);
     }
     if (status == PYTOP_OK) status = drain_rows(e, out);

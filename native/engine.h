@@ -54,6 +54,10 @@ typedef struct engine_thread {
     int32_t last_error;
     bool dirty;
     char os_state;
+    /* As the latest drain that handed it over had them: a change is news (drain.c). */
+    uint32_t sent_stack;
+    char sent_state;
+    bool sent_gil;
 } engine_thread;
 
 /* A thread that ended in the current period: where CPU of threads that ended unseen may go. */

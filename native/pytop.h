@@ -419,8 +419,11 @@ int pytop_engine_start(pytop_engine *e);
  * has ended (and freed its unwinders); PYTOP_ERR_LIMIT when it has not: the engine must then
  * be left alone (never freed), since that thread may still use it. */
 int pytop_engine_stop(pytop_engine *e, double timeout);
-/* What is new since the previous drain, in arrays the engine owns until the next drain. */
-int pytop_engine_drain(pytop_engine *e, pytop_drain *out);
+/* What is new since the previous drain, in arrays the engine owns until the next drain. With
+ * `whole` 0 (a drain between two refreshes), a thread with no news but more wall time (it
+ * slept on) keeps that time for the next whole drain: on a pool of 2,000 sleepers, handing
+ * every thread over three times a second was most of pytop's own CPU. */
+int pytop_engine_drain(pytop_engine *e, pytop_drain *out, int whole);
 /* Ticks taken since the previous drain, without draining (any thread; a counter read under the
  * engine's lock). */
 int pytop_engine_pending_ticks(pytop_engine *e, uint32_t *ticks);

@@ -222,14 +222,15 @@ class Engine:
         if status != lib.PYTOP_OK:
             raise RuntimeError(f"cannot start the sampling thread ({STATUS_NAMES.get(status)})")
 
-    def drain(self) -> Drain:
-        """Everything new since the previous drain (any thread may call it)."""
+    def drain(self, whole: bool = True) -> Drain:
+        """Everything new since the previous drain (any thread may call it). Not `whole`: the
+        threads that only slept on keep their time for the next whole drain."""
         with self._draining:
-            return self._drain()
+            return self._drain(whole)
 
-    def _drain(self) -> Drain:
+    def _drain(self, whole: bool) -> Drain:
         out = self._out
-        if lib.pytop_engine_drain(self.handle, out) != lib.PYTOP_OK:
+        if lib.pytop_engine_drain(self.handle, out, int(whole)) != lib.PYTOP_OK:
             raise MemoryError("the sampling engine ran out of memory")
         text = _Text(ffi.buffer(out.text, out.text_size)[:] if out.text_size else b"")
         return Drain(

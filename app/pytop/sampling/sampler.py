@@ -271,8 +271,8 @@ class Sampler:
             except queue.Empty:
                 kind, value = "tick", None
             now = time.monotonic()
-            if now >= next_drain:
-                self._drain()
+            if now >= next_drain:  # between refreshes: the threads with news only
+                self._drain(whole=False)
                 next_drain = now + DRAIN_SECONDS
             if now >= next_exec_check:
                 self._follow_execs()
@@ -325,8 +325,8 @@ class Sampler:
             return False
         return True
 
-    def _drain(self) -> Drain:
-        d = self.engine.drain()
+    def _drain(self, whole: bool = True) -> Drain:
+        d = self.engine.drain(whole)
         f = self.figures
         f.book.learn(d)
         for counts in (f.window, f.total):
