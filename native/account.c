@@ -323,15 +323,21 @@ static void remember_ended(engine_process *P, const engine_thread *t) {
     memcpy(x->pending, t->pending, t->pending_count * sizeof *t->pending);
 }
 
-/* A thread missing from this many samples in a row has ended (one sample may miss a live one). */
+/* A thread missing from this many samples in a row has ended (one sample may miss a live one),
+ * or missing from one when the kernel says its task has exited: the last sample before a stop
+ * must not show a thread that ended just before it beside the one that came next. */
 #define ENDED_AFTER_SAMPLES 3
+
+static bool has_ended(engine_process *P, const engine_thread *t) {
+    if (!P->active || P->sample_no - t->seen >= ENDED_AFTER_SAMPLES) return true;
+    return P->sample_no != t->seen && t->native_id > 0 && P->u && tasks_gone(&P->u->os, t->native_id);
+}
 
 void account_ends(pytop_engine *e, uint32_t p) {
     engine_process *P = &e->processes[p];
     for (uint32_t i = 0; i < e->thread_count; i++) {
         engine_thread *t = &e->threads[i];
-        if (t->process != p || t->native || !t->alive || (P->active && P->sample_no - t->seen < ENDED_AFTER_SAMPLES))
-            continue;
+        if (t->process != p || t->native || !t->alive || !has_ended(P, t)) continue;
         t->alive = false;
         t->ended = true;
         t->dirty = true;
