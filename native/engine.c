@@ -108,6 +108,15 @@ int pytop_engine_retire(pytop_engine *e, uint32_t process, const char *why) {
     return status;
 }
 
+int pytop_engine_wait_for_processes(pytop_engine *e, int waiting) {
+    if (!e) return PYTOP_ERR_ARGS;
+    pthread_mutex_lock(&e->lock);
+    e->waiting = waiting != 0;
+    pthread_cond_broadcast(&e->wake);
+    pthread_mutex_unlock(&e->lock);
+    return PYTOP_OK;
+}
+
 /* ---- on the sampling thread --------------------------------------------------------------- */
 
 /* Each idle thread's CPU count is read every IDLE_CHECK_S, whatever the rate. */
@@ -322,10 +331,14 @@ static void count_tick(pytop_engine *e, uint64_t began, uint64_t due, uint64_t i
  * every process has gone. */
 static bool have_work(pytop_engine *e) {
     pthread_mutex_lock(&e->lock);
-    while (!e->stop && e->process_count == 0 && e->adding_count == 0) pthread_cond_wait(&e->wake, &e->lock);
-    take_up(e);
+    for (;;) {
+        while (!e->stop && (e->process_count == 0 || e->waiting) && e->adding_count == 0 && !any_active(e))
+            pthread_cond_wait(&e->wake, &e->lock);
+        take_up(e);
+        if (e->stop || any_active(e) || !e->waiting) break;
+    }
     bool work = !e->stop && any_active(e);
-    if (!e->stop && !work) {
+    if (!e->stop && !work && e->process_count) {
         const engine_process *last = &e->processes[e->process_count - 1];
         snprintf(e->end, sizeof e->end, "%s", last->error[0] ? last->error : "the process has exited");
     }

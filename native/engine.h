@@ -106,6 +106,7 @@ struct pytop_engine {
     pthread_cond_t wake;
     pthread_t thread;
     bool started, finished, stop;
+    bool waiting;              /* with no live process, wait for one (pytop_engine_wait_for_processes) */
     /* Unwinders handed over and not yet taken up by the sampling thread. */
     pytop_unwinder **adding;
     uint32_t adding_count, adding_cap;

@@ -413,6 +413,10 @@ int pytop_engine_add(pytop_engine *e, pytop_unwinder *u, uint32_t *process);
  * (a process that exec'd another program: its unwinder reads a memory that is no longer
  * there). PYTOP_ERR_STATE while the sampling thread has not taken the process up yet. */
 int pytop_engine_retire(pytop_engine *e, uint32_t process, const char *why);
+/* While `waiting` is set, the engine with no live process waits for one to be added, rather
+ * than ending its run (--subprocesses on a program that is not Python: its Python children
+ * come and go while it lives). Clearing it ends the run if no process is live. */
+int pytop_engine_wait_for_processes(pytop_engine *e, int waiting);
 /* Start the sampling thread. */
 int pytop_engine_start(pytop_engine *e);
 /* Ask the sampling thread to end and wait for it at most `timeout` seconds. PYTOP_OK when it

@@ -328,3 +328,45 @@ def test_a_target_that_execs_something_else_ends_the_run_saying_so(some_interp: 
     document = batch_across_exec(some_interp, "sleep", 30)
     assert document["exited"], document  # long before the 30 s asked
     assert "exec'd sleep 600, which is not a Python program" in document["exit_reason"], document
+
+
+CHILD_SPIN = ("import time\n"
+              "def child_spin():\n"
+              "    end = time.process_time() + 1.0\n"  # a second of CPU, however busy the machine
+              "    while time.process_time() < end:\n"
+              "        pass\n"
+              "child_spin()\n")
+
+
+def test_subprocesses_of_a_program_that_is_not_python(some_interp: dict[str, Any], tmp_path: Any) -> None:
+    """-s on a shell script that starts Python later (py-spy follows such children): pytop
+    watches the shell, samples the Python program it starts, and ends when the shell does."""
+    import shlex
+    import subprocess
+
+    go = tmp_path / "go"
+    python = shlex.join([*some_interp["argv"], "-c", CHILD_SPIN])
+    shell = subprocess.Popen(["sh", "-c", f"while [ ! -e {go} ]; do sleep 0.05; done; {python}; sleep 0.2"])
+    try:
+        pytop = subprocess.Popen([*helpers.PYTOP, "-s", "--batch", "--duration", "600", "--json", str(shell.pid)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        helpers.sampling_started(pytop.pid)
+        go.touch()  # Python starts only now: pytop has taken the shell for what it is
+        out, err = pytop.communicate(timeout=300)
+    finally:
+        shell.kill()
+        shell.wait()
+    assert pytop.returncode == 0, err
+    document = json.loads(out)
+    assert "not Python" in document["python_version"]
+    spin = [row for row in document["functions"] if row["function"] == "child_spin"]
+    assert len(spin) == 1 and spin[0]["pid"] != shell.pid, document["functions"]
+    assert spin[0]["own_time"] >= 0.5  # most of its second of CPU, counted by the kernel
+    assert document["exit_reason"], "the run ends when the shell does, not at --duration"
+
+
+def test_subprocesses_of_a_started_program_that_never_runs_python() -> None:
+    """-s -- COMMAND where the command never starts Python: the run ends with it and says so."""
+    result = helpers.run_pytop("-s", "--batch", "--duration", "600", "--", "sh", "-c", "sleep 1.5; exit 3")
+    assert result.returncode == 3, result.stderr  # the program's status: the run ended with it
+    assert "not Python" in result.stdout and "exited with status 3" in result.stdout, result.stdout

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import psutil
 
@@ -26,12 +26,39 @@ from .report import pprof, table
 from .sampling import priority
 from .sampling.sampler import Sampler, Settings
 from .target import asyncio_tasks
-from .target.attach import Target, attach, attach_core
+from .target.attach import Target, attach, attach_core, command_line
 from .target.launch import Child, attach_when_ready, demo_command
 from .target.memory import LiveProcess
 
 
-def info_of(target: Target) -> TargetInfo:
+@dataclass
+class Parent:
+    """A target that is not Python, watched with --subprocesses for its Python descendants."""
+
+    pid: int
+    cmdline: str
+    version: str = "not Python (its Python subprocesses are sampled)"  # see format.python_label
+    unwinder: None = None
+
+    def close(self) -> None:
+        pass
+
+
+NOT_PYTHON_AFTER = 1.0  # seconds: a started program that does not look like Python by then is not
+
+
+def attach_target(pid: int, subprocesses: bool) -> Target | Parent:
+    """The process to watch: with --subprocesses, one that is not Python is watched for its
+    Python descendants (a shell script that starts Python later), as py-spy does."""
+    try:
+        return attach(pid)
+    except errors.NotPython:
+        if not subprocesses:
+            raise
+        return Parent(pid, command_line(pid))
+
+
+def info_of(target: Target | Parent) -> TargetInfo:
     try:
         cwd = psutil.Process(target.pid).cwd()
     except (psutil.Error, OSError):
@@ -84,7 +111,7 @@ def terminal_on_stderr() -> Iterator[None]:
             os.close(saved)
 
 
-def run_live(target: Target, settings: Settings, *, sort: str, full_filenames: bool,
+def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_filenames: bool,
              child: Child | None = None, stats_file: str | None = None, follow_children: bool = False,
              export_dir: str | None = None) -> int:
     from .ui.app import PytopApp
@@ -241,9 +268,16 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
     if args.demo or command:
         child = Child(demo_command() if args.demo else command, quiet=not args.batch, log=args.child_output)
     try:
-        target = attach_when_ready(child) if child else attach(args.pid_option or args.pid)
+        target: Target | Parent | None
+        if child:
+            target = attach_when_ready(child, not_python_after=NOT_PYTHON_AFTER if args.subprocesses else None)
+            target = target or Parent(child.pid, command_line(child.pid))
+        else:
+            target = attach_target(args.pid_option or args.pid, args.subprocesses)
         sort = table.SORT_CHOICES[args.sort]
-        if args.tasks and target.version.minor_key < (3, 14) and not args.subprocesses:
+        # (the capability, as --dump checks it; with -s, a child may have it where the target has not)
+        if args.tasks and isinstance(target, Target) and not args.subprocesses and \
+                not asyncio_tasks.supported(target.layout):
             raise errors.UsageError(f"--async needs CPython 3.14 or newer (process {target.pid} runs "
                                     f"{target.version}: its threads do not say which asyncio task they run)")
         settings = Settings(rate=args.rate, delay=args.delay, mode=args.mode, by_line=args.by_line,

@@ -214,6 +214,11 @@ class Engine:
         False if the engine has not taken it up yet (ask again later)."""
         return bool(lib.pytop_engine_retire(self.handle, process, why.encode()[:250]) == lib.PYTOP_OK)
 
+    def wait_for_processes(self, waiting: bool) -> None:
+        """While waiting, having no live process does not end the engine's run: it waits for
+        one to be added. No longer waiting, the run ends if none is live."""
+        lib.pytop_engine_wait_for_processes(self.handle, int(waiting))
+
     def pid_of(self, process: int) -> int:
         return self._pids[process]
 

@@ -80,6 +80,11 @@ def samples_line(s: Snapshot) -> str:
     return f"Samples: {s.samples:,} in {clock(s.elapsed)} ({rate}{late}), Errors: {100 * s.error_rate:.1f}%{own}"
 
 
+def python_label(version: str) -> str:
+    """'Python 3.12.1', or what the target is when it is not Python (--subprocesses)."""
+    return f"Python {version}" if version[:1].isdigit() else version
+
+
 def usage_line(s: Snapshot) -> str:
     cpu = "?" if s.cpu_pct is None else f"{s.cpu_pct:.0f}%"
     return f"CPU: {cpu}, RSS: {byte_size(s.rss)}"

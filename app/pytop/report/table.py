@@ -26,7 +26,7 @@ def ordered(rows: tuple[FunctionRow, ...], sort: str) -> list[FunctionRow]:
 def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = None) -> str:
     t = s.target
     lines = [
-        f"pytop: pid {t.pid}, {t.command}, Python {t.python_version}",
+        f"pytop: pid {t.pid}, {t.command}, {fmt.python_label(t.python_version)}",
         f"{fmt.samples_line(s)}, Duration: {s.elapsed:.1f} s",
         f"{fmt.threads_line(s)} ({MODE_HELP[s.mode]})",
         f"The kernel counted {s.cpu_time:.2f} s of CPU for the process; the table adds up to {s.attributed:.2f} s "

@@ -61,6 +61,14 @@ class ProcessSet:
     def gone(self, pid: int) -> None:
         self._gone.add(pid)
 
+    def root_alive(self) -> bool:
+        """Whether the root process still runs (a zombie has ended: its parent has yet to reap it)."""
+        root = self.watched.get(self.root)
+        try:
+            return root is not None and root.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
     def discover(self) -> list[tuple[int, Unwinder]]:
         """Attach to descendants that are new and Python; returns them."""
         if self.attach is None:

@@ -34,6 +34,7 @@ from .processes import Attach, Follow, ProcessSet
 FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickly
 DRAIN_SECONDS = 0.5  # how often the engine is drained between refreshes (each costs per (thread, stack) pair)
 DISCOVERY_SECONDS = 1.0  # how often to look for new subprocesses
+WAITING_DISCOVERY_SECONDS = 0.1  # ... while there is none to sample: a target that is not Python
 EXEC_CHECK_SECONDS = 0.1  # how often to look for a process that exec'd (its samples fail meanwhile)
 STOP_SECONDS = 5.0  # how long stop() waits for the engine's thread
 SKIPPING_SHOWN_FROM = 0.1  # share of a window's samples skipped that is worth a banner
@@ -64,11 +65,16 @@ def skipped_share(ticks: int, skipped: int, slot_seconds: float) -> float:
 
 
 class Sampler:
-    def __init__(self, unwinder: Unwinder, target: TargetInfo, settings: Settings, attach: Attach | None = None,
-                 exit_status: Callable[[float], int | None] | None = None, follow: Follow | None = None):
-        """attach: with --subprocesses, how to start watching a new descendant. exit_status: for
-        a program pytop started, its status once it has ended (given how long to wait for it).
-        follow: how to read the program a watched process exec'd (None: its run ends there)."""
+    def __init__(self, unwinder: Unwinder | None, target: TargetInfo, settings: Settings,
+                 attach: Attach | None = None, exit_status: Callable[[float], int | None] | None = None,
+                 follow: Follow | None = None):
+        """unwinder: the target's, or None for a target that is not Python, watched for its
+        Python descendants (attach is then needed). attach: with --subprocesses, how to start
+        watching a new descendant. exit_status: for a program pytop started, its status once it
+        has ended (given how long to wait for it). follow: how to read the program a watched
+        process exec'd (None: its run ends there)."""
+        if unwinder is None and attach is None:
+            raise ValueError("a target that is not Python is watched only for its subprocesses")
         if settings.mode not in MODES:
             raise ValueError(f"unknown mode {settings.mode!r}")
         self.target = target
@@ -79,7 +85,13 @@ class Sampler:
         self.figures = Figures()
         self.figures.book.show_tasks(settings.tasks)
         self._process_of: dict[int, int] = {}  # pid -> the engine's process for it now
-        self._add_process(unwinder, target.pid)
+        # A target that is not Python: the run lasts as long as it does, with or without a
+        # Python descendant to sample at the moment.
+        self._parent_only = unwinder is None
+        if unwinder is not None:
+            self._add_process(unwinder, target.pid)
+        else:
+            self.engine.wait_for_processes(True)
         self.processes = ProcessSet(target.pid, attach, follow)
         self.view = View(mode=settings.mode, by_line=settings.by_line, tasks=settings.tasks)
         self.exported: tuple[str, ...] = ()
@@ -262,7 +274,7 @@ class Sampler:
         refreshes = [self.started + s for s in early if s < self.settings.delay]
         next_refresh = refreshes.pop(0) if refreshes else self.started + self.settings.delay
         next_drain = time.monotonic() + DRAIN_SECONDS
-        next_discovery = time.monotonic() + DISCOVERY_SECONDS
+        next_discovery = time.monotonic() + (DISCOVERY_SECONDS if self._process_of else WAITING_DISCOVERY_SECONDS)
         next_exec_check = time.monotonic() + EXEC_CHECK_SECONDS
         while not self._stop.is_set():
             wait = min(next_refresh, next_drain, next_discovery, next_exec_check) - time.monotonic()
@@ -279,7 +291,7 @@ class Sampler:
                 next_exec_check = now + EXEC_CHECK_SECONDS
             if now >= next_discovery:
                 self._discover()
-                next_discovery = now + DISCOVERY_SECONDS
+                next_discovery = now + (DISCOVERY_SECONDS if self._process_of else WAITING_DISCOVERY_SECONDS)
             if self.end is not None:  # every process has gone
                 self._shut_engine()  # all it still holds goes into the final figures
                 if self._exit_status is not None:
@@ -349,7 +361,7 @@ class Sampler:
         self._sampler_cpu = d.cpu_seconds
         self._dropped = d.stacks_dropped
         self._stack_nodes = d.stack_nodes
-        if not d.running and d.end is not None and not self._stop.is_set():
+        if not d.running and d.end is not None and not self._stop.is_set() and self.end is None:
             self.end = d.end  # every process has gone (not: pytop was asked to stop)
         return d
 
@@ -385,6 +397,11 @@ class Sampler:
                 self._add_process(unwinder, pid)
             except RuntimeError:
                 unwinder.close()  # the engine has ended: nothing more to sample
+        if self._parent_only and not self.processes.root_alive():
+            self._parent_only = False
+            self.engine.wait_for_processes(False)  # the run ends with the last live process, if any
+            if not self._process_of:
+                self.end = f"process {self.target.pid} has exited; it started no Python program pytop could read"
 
     def _publish(self, exited: bool = False, reason: str | None = None) -> None:
         self.publish(self._close_window(exited, reason))

@@ -112,11 +112,17 @@ class Child:
             return False
 
 
-def attach_when_ready(child: Child, timeout: float = STARTUP_TIMEOUT) -> Target:
-    """Attach as soon as the child's Python runtime can be read."""
-    deadline = time.monotonic() + timeout
+def attach_when_ready(child: Child, timeout: float = STARTUP_TIMEOUT, not_python_after: float | None = None
+                      ) -> Target | None:
+    """Attach as soon as the child's Python runtime can be read. not_python_after: seconds after
+    which a child that still does not look like Python is taken not to be (None is returned)."""
+    start = time.monotonic()
+    deadline = start + timeout
     last: errors.PytopError | None = None
     while time.monotonic() < deadline:
+        if not_python_after is not None and isinstance(last, errors.NotPython) and \
+                time.monotonic() - start >= not_python_after:
+            return None
         if child.process.poll() is not None:
             raise errors.TargetExited(
                 f"{child.argv[0]} exited (status {child.process.returncode}) before pytop could attach")

@@ -81,7 +81,7 @@ class ProcessHeader(Static):
         t = s.target
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("pytop", style="bold")
-        text.append(f"  pid {t.pid}  Python {t.python_version}  {fmt.usage_line(s)}  ")
+        text.append(f"  pid {t.pid}  {fmt.python_label(t.python_version)}  {fmt.usage_line(s)}  ")
         text.append(fmt.one_line(t.command), style="bold cyan")
         text.append("\n" + fmt.samples_line(s) + "\n")
         text.append(fmt.threads_line(s), style="bold")
