@@ -121,7 +121,7 @@ def attach_when_ready(child: Child, timeout: float = STARTUP_TIMEOUT, not_python
     last: errors.PytopError | None = None
     while time.monotonic() < deadline:
         if not_python_after is not None and isinstance(last, errors.NotPython) and \
-                time.monotonic() - start >= not_python_after:
+                time.monotonic() - start >= not_python_after and not _named_python(child.pid):
             return None
         if child.process.poll() is not None:
             raise errors.TargetExited(
@@ -137,6 +137,16 @@ def attach_when_ready(child: Child, timeout: float = STARTUP_TIMEOUT, not_python
         target.close()
         time.sleep(0.05)
     raise last or errors.AttachFailed(f"{child.argv[0]} did not start Python within {timeout:.0f} s")
+
+
+def _named_python(pid: int) -> bool:
+    """Whether the program's executable is named like an interpreter (python3.12, pypy...): one
+    still loading on a busy host is not taken for a program that is not Python."""
+    try:
+        name = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return False
+    return "python" in name or "pypy" in name
 
 
 def _interpreter_ready(target: Target) -> bool:
