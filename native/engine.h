@@ -68,6 +68,15 @@ typedef struct ended_thread {
     uint32_t pending_count;
 } ended_thread;
 
+/* Stacks a process's threads were lately seen running with (the GIL, or on a CPU), and for how
+ * long: where CPU that no sample saw a sleeping thread use most likely went (account.c). */
+#define SEEN_RUNNING 128
+typedef struct seen_running {
+    pending_run runs[SEEN_RUNNING]; /* a ring: the oldest is overwritten */
+    uint32_t next, count;
+    uint32_t epoch;            /* the stack tree's epoch they were seen in: ids of another are not trusted */
+} seen_running;
+
 typedef struct engine_process {
     pytop_unwinder *u;         /* NULL once its process ended: freed by the sampling thread */
     int pid;
@@ -86,6 +95,7 @@ typedef struct engine_process {
     ended_thread *ended;
     uint32_t ended_count, ended_cap;
     uint32_t unseen_thread;    /* key of its "threads that ended unseen" pseudo-thread, 0 if none */
+    seen_running seen;
     /* Since the previous drain. */
     uint32_t d_samples, d_failed, d_gil, d_gc, d_gc_known, d_torn, threads_now;
     uint32_t starting_now;     /* thread states in the latest sample not yet taken up by their thread */

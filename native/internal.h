@@ -477,6 +477,7 @@ typedef struct task_report {
     bool checked;           /* figures read this sample */
     bool first;             /* read for the first time (deltas 0) */
     bool running;           /* its letter, read this sample, says it runs (see tasks.c) */
+    bool busy;              /* ... and it used most of the time since its previous read */
     bool ran;               /* its counts moved since the previous check: it has run */
 } task_report;
 
@@ -487,6 +488,7 @@ typedef struct task {
     char state;
     uint64_t cpu_ns, wait_ns, switches; /* schedstat: on-CPU time, run-queue wait, times run */
     uint64_t changed_at;    /* monotonic ns when cpu_ns or switches last moved */
+    uint64_t read_at;       /* monotonic ns of the previous read of its figures */
     uint64_t state_at;      /* monotonic ns when `state` was read */
     bool known;             /* its figures were read at least once */
     bool on_cpu;            /* the last check found it running, not waiting for a CPU */

@@ -85,8 +85,10 @@ enum pytop_thread_flags {
     PYTOP_THREAD_RAN = 64,       /* it was on a CPU since its previous check */
     PYTOP_THREAD_NEW_TASK = 128, /* its kernel figures were read for the first time: cpu_ns is
                                     its whole life so far, cpu_delta_ns is 0 */
-    PYTOP_THREAD_UNCLAIMED = 256 /* a thread state its new thread has not taken up yet: it carries
+    PYTOP_THREAD_UNCLAIMED = 256, /* a thread state its new thread has not taken up yet: it carries
                                     no ids of its own (3.12+) or its creator's (before) */
+    PYTOP_THREAD_BUSY = 512      /* it runs now (ACTIVE) and was on a CPU for most of the time
+                                    since its counts were last read: not a thread just woken */
 };
 
 /* One frame: which code object (an id, stable while the object lives) and which line. */

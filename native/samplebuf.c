@@ -126,8 +126,11 @@ int samples_push_frame(sample_pair *s, uint64_t code, int64_t offset) {
 
 const pytop_thread *samples_previous(const sample_pair *s, const pytop_thread *t) {
     const sample_buf *p = s->prev;
-    uint32_t guess = s->cur->thread_count - 1; /* threads usually come in the same order */
+    /* Threads usually come in the same order, or one place on: the GIL's holder is read first. */
+    uint32_t guess = s->cur->thread_count - 1;
     if (guess < p->thread_count && p->threads[guess].tstate == t->tstate) return &p->threads[guess];
+    if (guess && guess - 1 < p->thread_count && p->threads[guess - 1].tstate == t->tstate)
+        return &p->threads[guess - 1];
     for (uint32_t i = 0; i < p->thread_count; i++)
         if (p->threads[i].tstate == t->tstate) return &p->threads[i];
     return NULL;

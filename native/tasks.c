@@ -223,9 +223,9 @@ static uint64_t state_refresh_ns(const tasks *o) {
     return o->threads > THREADS_PER_ROUND ? every * o->threads / THREADS_PER_ROUND : every;
 }
 
-/* Read `t`'s figures (and its letter when `with_state` or when it is old); report what moved
- * since the previous read. */
-static bool read_figures(tasks *o, task *t, bool with_state, task_report *out) {
+/* Read `t`'s figures (and its letter when `with_state`, when it is old, or when `letter_if_moved`
+ * and they moved); report what moved since the previous read. */
+static bool read_figures(tasks *o, task *t, bool with_state, bool letter_if_moved, task_report *out) {
     uint64_t cpu = 0, wait = 0, switches = 0;
     char state = t->state;
     int got = o->no_schedstat ? SCHEDSTAT_ERROR : read_schedstat(o, t->schedstat_fd, &cpu, &wait, &switches);
@@ -243,6 +243,7 @@ static bool read_figures(tasks *o, task *t, bool with_state, task_report *out) {
         state_read = true;
     }
     bool moved = !t->known || cpu != t->cpu_ns || switches != t->switches;
+    bool known_before = t->known;
     out->first = !t->known;
     out->cpu_delta_ns = t->known && cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
     o->explained_ns += out->cpu_delta_ns; /* (a new thread's earlier time stays unexplained: a round) */
@@ -252,7 +253,7 @@ static bool read_figures(tasks *o, task *t, bool with_state, task_report *out) {
     t->switches = switches;
     t->known = true;
     if (moved) t->changed_at = o->now;
-    if (!state_read && (with_state || o->now - t->state_at >= state_refresh_ns(o))) {
+    if (!state_read && (with_state || (moved && letter_if_moved) || o->now - t->state_at >= state_refresh_ns(o))) {
         uint64_t ignored;
         state_read = read_stat(o, t->stat_fd, &state, &ignored);
     }
@@ -266,6 +267,11 @@ static bool read_figures(tasks *o, task *t, bool with_state, task_report *out) {
     /* Without a fresh letter: R as last read, and counts that moved lately. */
     out->running = state_read ? t->on_cpu : t->state == 'R' && o->now - t->changed_at < RUNNING_NS;
     out->ran = moved;
+    /* Running now, and for most of the time since the previous read: a long call without the
+     * GIL (hashing), not a thread just woken whose CPU went to what it did before it slept. */
+    uint64_t since = known_before && o->now > t->read_at ? o->now - t->read_at : 0;
+    out->busy = out->running && since && out->cpu_delta_ns * 2 >= since;
+    t->read_at = o->now;
     return true;
 }
 
@@ -298,7 +304,10 @@ void tasks_report(tasks *o, int tid, int how, task_report *out) {
     bool idle = how == TASK_WHEN_DUE; /* not the GIL's holder, nor its last */
     if (o->check_all && how == TASK_WHEN_DUE) how = TASK_NOW;
     bool due = how != TASK_WHEN_DUE || !t->known || tasks_due(o, tid);
-    if (due && read_figures(o, t, how == TASK_ALL, out)) {
+    /* A thread without the GIL whose counts moved may have run a moment and gone back to
+     * sleep: an old R and a recent move said "running" of a pool's worker asleep again after a
+     * 1 ms burst, and its CPU went to the call it slept in. Its letter is read again. */
+    if (due && read_figures(o, t, how == TASK_ALL, idle, out)) {
         out->checked = true;
         if (idle) o->idle_found_ns += out->cpu_delta_ns;
     }
@@ -326,7 +335,7 @@ void tasks_read_ahead(tasks *o, int tid) {
     task *t = find_task(o, tid);
     if (!t) return;
     memset(&t->ahead, 0, sizeof t->ahead);
-    if (!read_figures(o, t, true, &t->ahead)) return;
+    if (!read_figures(o, t, true, true, &t->ahead)) return;
     t->ahead.checked = true;
     fill_known(t, &t->ahead);
     t->fresh = true;

@@ -157,6 +157,7 @@ static bool check_task(pytop_unwinder *u, pytop_thread *t, bool gil, bool held_l
     t->cpu_ns = r.cpu_ns;
     if (r.state != '?') t->flags |= PYTOP_THREAD_OS_KNOWN;
     if (r.running) t->flags |= PYTOP_THREAD_ACTIVE;
+    if (r.busy) t->flags |= PYTOP_THREAD_BUSY;
     if (r.ran) t->flags |= PYTOP_THREAD_RAN;
     if (r.first) t->flags |= PYTOP_THREAD_NEW_TASK;
     if (r.checked) {
@@ -349,15 +350,57 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
     return PYTOP_OK;
 }
 
+/* The GIL's holder is read first, as soon after the GIL as can be: read in its turn, after the
+ * counts and stacks of the threads before it, it had often let the GIL go and slept again (a
+ * pool's 1 ms bursts, read a millisecond late, put the holder at the call it naps in). Its
+ * record goes back to its place in the list afterwards (place_holder). The holder of
+ * `interp`'s GIL, walked; 0 if none is known here (or its state is another interpreter's). */
+static uint64_t walk_holder_first(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_holders *g,
+                                  uint64_t *next) {
+    sample_buf *b = u->samples.cur;
+    for (int k = 0; k < g->count; k++) {
+        uint32_t threads = b->thread_count, frames = b->frame_count;
+        bool untracked = u->mem.untracked;
+        u->mem.untracked = false; /* its stack is read again next sample */
+        int status = walk_thread(u, g->tstate[k], interp, id, g, next);
+        u->mem.untracked = untracked;
+        if (status == PYTOP_OK) return g->tstate[k];
+        if (fatal_status(status)) return 0;
+        b->thread_count = threads; /* another interpreter's, or gone: walked in turn, if at all */
+        b->frame_count = frames;
+        u->error[0] = '\0';
+    }
+    return 0;
+}
+
+/* The holder's record, walked first at `first`, goes to `first + position`, its place in the
+ * list; or away, if the list no longer had it (position < 0). */
+static void place_holder(sample_buf *b, uint32_t first, int64_t position) {
+    pytop_thread holder = b->threads[first];
+    uint32_t after = position < 0 ? b->thread_count - first - 1 : (uint32_t)position;
+    memmove(&b->threads[first], &b->threads[first + 1], after * sizeof *b->threads);
+    if (position < 0) b->thread_count--;
+    else b->threads[first + after] = holder;
+}
+
 /* The thread states of one interpreter, from `head`. With `only_holder_tracked`, what is read
  * of threads other than the GIL holder is not remembered for the next prefetch. */
 static int walk_thread_list(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_holders *g, uint64_t head,
                             bool only_holder_tracked) {
+    uint32_t first = u->samples.cur->thread_count;
+    uint64_t holder_next = 0;
+    uint64_t holder = walk_holder_first(u, interp, id, g, &holder_next);
+    int64_t position = -1;
     uint64_t ts = head;
     for (int n = 0; ts; n++) {
         if (u->samples.cur->thread_count >= MAX_THREADS || n >= MAX_THREADS)
             return fail(u->error, PYTOP_ERR_LIMIT, "more than %d threads (or a cycle in the thread list)", MAX_THREADS);
         uint64_t next_ts = 0;
+        if (ts == holder && position < 0) {
+            position = n;
+            ts = holder_next;
+            continue;
+        }
         bool untracked = u->mem.untracked;
         if (only_holder_tracked) u->mem.untracked = !holds_gil(g, ts);
         int status = walk_thread(u, ts, interp, id, g, &next_ts);
@@ -367,6 +410,7 @@ static int walk_thread_list(pytop_unwinder *u, uint64_t interp, int64_t id, cons
         if (status != PYTOP_OK) return status;
         ts = next_ts;
     }
+    if (holder) place_holder(u->samples.cur, first, position);
     return PYTOP_OK;
 }
 
@@ -463,7 +507,8 @@ static bool as_before(pytop_unwinder *u, uint64_t ts, const pytop_thread *old, c
         return false;
     }
     if (r && r->checked) {
-        t->flags |= PYTOP_THREAD_CHECKED | PYTOP_THREAD_OS_KNOWN | (r->running ? PYTOP_THREAD_ACTIVE : 0u);
+        t->flags |= PYTOP_THREAD_CHECKED | PYTOP_THREAD_OS_KNOWN | (r->running ? PYTOP_THREAD_ACTIVE : 0u) |
+                    (r->busy ? PYTOP_THREAD_BUSY : 0u);
         t->cpu_ns = r->cpu_ns;
         t->cpu_delta_ns = r->cpu_delta_ns;
         t->wait_delta_ns = r->wait_delta_ns;
@@ -549,7 +594,12 @@ static int walk_known(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_
     bool planned = k->checks_at == u->os.sample_no + 1;
     int status = PYTOP_OK;
     size_t moved_count = 0;
-    for (uint32_t i = 0; i < k->count && status == PYTOP_OK; i++) { /* counts first: they are cheap */
+    /* The holder first (see walk_holder_first); then the counts: they are cheap. */
+    uint32_t first = u->samples.cur->thread_count;
+    uint64_t holder_next = 0;
+    uint64_t holder = walk_holder_first(u, interp, id, g, &holder_next);
+    int64_t position = -1;
+    for (uint32_t i = 0; i < k->count && status == PYTOP_OK; i++) {
         if (holds_gil(g, k->tstates[i])) continue; /* read with its stack */
         /* The plan came before the GIL was read: its last holder, if not asked then, now. */
         bool held_last = held_gil_last(g, k->tstates[i]);
@@ -563,6 +613,10 @@ static int walk_known(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_
     if (status == PYTOP_OK) read_states(u, moved, moved_count, scratch);
     for (uint32_t i = 0; i < k->count && status == PYTOP_OK; i++) {
         uint64_t ts = k->tstates[i], next;
+        if (ts == holder && position < 0) {
+            position = i;
+            continue;
+        }
         const pytop_thread *old = known_before(u, i);
         bool holder = holds_gil(g, ts);
         const known_check *c = &k->checks[i];
@@ -579,6 +633,10 @@ static int walk_known(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_
     }
     u->mem.untracked = false;
     free(scratch);
+    if (status == PYTOP_OK && holder) {
+        if (position < 0) status = WALK_AGAIN; /* the holder is not a known thread: the list changed */
+        else place_holder(u->samples.cur, first, position);
+    }
     return status;
 }
 

@@ -40,19 +40,20 @@ def saturated(request: pytest.FixtureRequest) -> bool:
     return bool(request.param)
 
 
-def measure(interp: dict[str, Any], script: str, *args: str, load: bool) -> tuple[Snapshot, kernel.Usage, Any]:
+def measure(interp: dict[str, Any], script: str, *args: str, load: bool, rate: float = RATE
+            ) -> tuple[Snapshot, kernel.Usage, Any]:
     """pytop's final figures and the kernel's, over the same WINDOW of the target's life."""
     with helpers.running(interp, script, *args) as t:
         target = attach(t.pid)
         with kernel.frozen(t.pid):
             sampler = Sampler(target.unwinder, info_of(target),
-                              Settings(rate=RATE, delay=3600, quick_start=False))
+                              Settings(rate=rate, delay=3600, quick_start=False, cpu_budget=0))
             sampler.start(lambda snapshot: None)
-            helpers.wait_samples(sampler, int(0.3 * RATE))  # pytop's first samples, of the frozen target
+            helpers.wait_samples(sampler, int(0.3 * rate))  # pytop's first samples, of the frozen target
             with kernel.saturated() if load else contextlib.nullcontext():
                 usage = kernel.run_for(t.pid, WINDOW)
             # The kernel's counts are final (frozen): pytop's catch up.
-            helpers.wait_samples(sampler, sampler.samples_taken + int(0.3 * RATE))
+            helpers.wait_samples(sampler, sampler.samples_taken + int(0.3 * rate))
             sampler.stop()
         final = sampler.final_snapshot()
     return final, usage, t.info
@@ -111,3 +112,14 @@ def test_the_demo_shows_work_first(interp: dict[str, Any], saturated: bool) -> N
     check_threads_and_total(final, usage)
     top = sorted(final.rows, key=lambda row: -row.own_time)[:3]
     assert {row.function for row in top} <= COMPUTING, [(row.function, row.own_time) for row in top]
+
+
+def test_a_pool_of_short_bursts_at_a_low_rate(some_interp: dict[str, Any], saturated: bool) -> None:
+    """64 threads nap, then compute for 1 ms: at 50 samples/s (a CPU budget's rate) few bursts
+    are seen, and the CPU read after them must not go to the call the threads nap in (it took
+    45% there), but to what they were seen running."""
+    final, usage, _ = measure(some_interp, "bursty_pool.py", load=saturated, rate=50.0)
+    assert final.attributed == pytest.approx(usage.process, rel=0.10), (final.attributed, usage.process)
+    own = {row.function: row.own_time for row in final.rows}
+    assert own.get("burst", 0.0) >= 0.80 * final.attributed, sorted(own.items(), key=lambda kv: -kv[1])[:5]
+    assert own.get("worker", 0.0) <= 0.10 * final.attributed, sorted(own.items(), key=lambda kv: -kv[1])[:5]

@@ -1,0 +1,32 @@
+"""Target: a pool of COUNT threads (argv[1], default 64) that nap 20-200 ms, then compute for a
+millisecond of their own CPU time in burst(): all of their CPU goes to burst(), none to the nap."""
+
+import random
+import sys
+import threading
+import time
+
+from report import ready
+
+COUNT = int(sys.argv[1]) if len(sys.argv) > 1 else 64
+
+
+def burst():
+    end = time.thread_time() + 0.001
+    total = 0.0
+    while time.thread_time() < end:
+        total += random.random()
+    return total
+
+
+def worker():
+    while True:
+        time.sleep(random.uniform(0.02, 0.2))
+        burst()
+
+
+for _ in range(COUNT):
+    threading.Thread(target=worker, daemon=True).start()
+ready({"threads": COUNT})
+while True:
+    time.sleep(3600)
