@@ -74,7 +74,7 @@ def test_the_rules_catch_a_bad_import(tmp_path: Path) -> None:
     """The parser sees relative imports of other parts, inside functions too."""
     ui = PACKAGE / "ui" / "app.py"
     names = imported_parts(ui)
-    assert "core.model" in names and "report.format" in names or "report" in names
+    assert "core.model" in names and ("report.format" in names or "report" in names), names
     fake = PACKAGE / "ui" / "_probe_for_test.py"
     try:
         fake.write_text("def f():\n    from ..native import Unwinder\n    from ..sampling import sampler\n")

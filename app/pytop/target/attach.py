@@ -166,7 +166,8 @@ def attach(pid: int) -> Target:
     except PermissionError:
         raise errors.permission_denied(pid, "reading the memory of") from None
     except OSError as exc:
-        raise errors.AttachFailed(f"cannot read the Python runtime of process {pid}: {exc}") from None
+        raise errors.AttachFailed(f"cannot read the Python runtime of process {pid} (in {runtime.binary}): {exc}"
+                                  ) from None
     unwinder = Unwinder(pid, layout, runtime.runtime_address)
     return Target(pid, command_line(pid), runtime.version, runtime, layout, unwinder)
 

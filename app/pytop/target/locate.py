@@ -58,11 +58,9 @@ class PythonVersion:
 class Runtime:
     """Where the target's Python runtime lives."""
 
-    binary: str  # the file as the target maps it
+    binary: str  # the file as the target maps it that holds the runtime (in messages)
     runtime_address: int
     version: PythonVersion
-    symbols: dict[str, int]  # relocated addresses of useful symbols found
-    debug_offsets: bytes | None  # the _Py_DebugOffsets block (3.13+)
 
 
 def _candidates(source: MemorySource, by_file: dict[str, list[Mapping]]) -> list[str]:
@@ -95,8 +93,7 @@ def _find_in(source: MemorySource, path: str, mappings: list[Mapping]) -> Runtim
             runtime = _scan_for_cookie(source, mappings)
         if runtime is None:
             return None
-        version, debug = _version(source, runtime, symbols, path, image)
-        return Runtime(path, runtime, version, symbols, debug)
+        return Runtime(path, runtime, _version(source, runtime, symbols, path, image))
     finally:
         image.close()
 
@@ -119,19 +116,19 @@ def _scan_for_cookie(source: MemorySource, mappings: list[Mapping]) -> int | Non
 
 
 def _version(source: MemorySource, runtime: int, symbols: dict[str, int], path: str,
-             image: ElfImage) -> tuple[PythonVersion, bytes | None]:
+             image: ElfImage) -> PythonVersion:
     head = source.read(runtime, 16)
     if head[:8] == DEBUG_COOKIE:
-        return PythonVersion.from_hex(struct.unpack_from("<Q", head, 8)[0]), None
+        return PythonVersion.from_hex(struct.unpack_from("<Q", head, 8)[0])
     if "Py_Version" in symbols:
         (value,) = struct.unpack("<I", source.read(symbols["Py_Version"], 4))
-        return PythonVersion.from_hex(value), None
+        return PythonVersion.from_hex(value)
     named = _version_from_name(path)
     found = image.version_string(named.minor if named else None)
     if found:
-        return PythonVersion(3, found[0], found[1]), None
+        return PythonVersion(3, found[0], found[1])
     if named:
-        return named, None
+        return named
     raise errors.AttachFailed(f"found a Python runtime in {path} but could not tell its version")
 
 
