@@ -44,6 +44,7 @@ import psutil
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tools"))
 from live import key_latencies, screen, tmux, wait_for  # noqa: E402
+from peers import py_spy  # noqa: E402
 
 import provision_interpreters  # noqa: E402
 
@@ -82,12 +83,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def py_spy() -> str | None:
-    """py-spy on the PATH or beside this Python (a virtual environment's bin)."""
-    beside = Path(sys.executable).parent / "py-spy"
-    return shutil.which("py-spy") or (str(beside) if beside.exists() else None)
 
 
 @contextlib.contextmanager

@@ -15,7 +15,8 @@ seconds after it signals readiness:
                 .get_stack_trace()` back to back, only on 3.15 targets (it reads only its own
                 version); run by the target's interpreter through its loader
 Each cell is microseconds of CPU per snapshot; for `threads` also per thread stack. Ratios are
-against pytop C. Usage: bench/unwinder.py [--seconds S] [--only NAME ...] [--json FILE]
+against pytop C. py-spy is looked for on the PATH and beside this Python (pip install py-spy).
+Usage: bench/unwinder.py [--seconds S] [--only NAME ...] [--json FILE] [--no-pyspy]
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tools"))
+from peers import py_spy  # noqa: E402
+
 import provision_interpreters  # noqa: E402
 from pytop.target.attach import attach  # noqa: E402
 
@@ -114,7 +117,7 @@ def _pyspy_run(pid: int, seconds: float, rate: int) -> tuple[float, int, int]:
     with tempfile.NamedTemporaryFile(suffix=".txt") as out:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = subprocess.run(
-            ["py-spy", "record", "--nonblocking", "--idle", "--threads", "--rate", str(rate),
+            [py_spy() or "py-spy", "record", "--nonblocking", "--idle", "--threads", "--rate", str(rate),
              "--duration", str(int(seconds)), "--format", "raw", "--output", out.name, "--pid", str(pid)],
             capture_output=True, text=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -131,6 +134,9 @@ def _pyspy_run(pid: int, seconds: float, rate: int) -> tuple[float, int, int]:
 
 
 def measure_pyspy(interp: dict, workload: str, seconds: float) -> dict | None:
+    if not py_spy():
+        print("py-spy not found (pip install py-spy, or --no-pyspy): its column is left empty", file=sys.stderr)
+        return None
     if interp["launch"] == "loader":
         return None  # py-spy does not recognise a python started through ld-linux
     short = max(1, int(seconds / 2))
