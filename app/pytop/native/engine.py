@@ -25,24 +25,20 @@ from ..core.records import (
     ThreadUpdate,
     Weight,
 )
+from .mirror import mirror
 from .status import Closed
 from .unwinder import Unwinder
 
-# The drain's structs as laid out in C (see pytop.h).
-_PROCESS = struct.Struct("<IiiIIIIIIIQQII")
-_DRAIN_THREAD = struct.Struct("<QQQQIIiIIIIiIIc7x")
-_FUNCTION = struct.Struct("<IIIIII")
-_NODE = struct.Struct("<IIIiIIIBB2x")
-_WEIGHT = struct.Struct("<QQQIIII")
-_FUNCTION_ROW = struct.Struct("<12QIi")
-_NODE_ROW = struct.Struct("<8QII")
-_LEAF_TALLY = struct.Struct("<QQQII")
+# The drain's structs as laid out in C (pytop.h), field by field.
+_PROCESS = mirror("pytop_drain_process")
+_DRAIN_THREAD = mirror("pytop_drain_thread")
+_FUNCTION = mirror("pytop_drain_function")
+_NODE = mirror("pytop_drain_node")
+_WEIGHT = mirror("pytop_drain_weight")
+_FUNCTION_ROW = mirror("pytop_function_row")
+_NODE_ROW = mirror("pytop_node_row")
+_LEAF_TALLY = mirror("pytop_leaf_tally")
 _UINT32 = struct.Struct("<I")
-for _struct, _name in ((_PROCESS, "pytop_drain_process"), (_DRAIN_THREAD, "pytop_drain_thread"),
-                       (_FUNCTION, "pytop_drain_function"), (_NODE, "pytop_drain_node"),
-                       (_WEIGHT, "pytop_drain_weight"), (_FUNCTION_ROW, "pytop_function_row"),
-                       (_NODE_ROW, "pytop_node_row"), (_LEAF_TALLY, "pytop_leaf_tally")):
-    assert _struct.size == ffi.sizeof(_name), f"pytop.h and native/engine.py disagree on {_name}"
 NO_TEXT = 0xFFFFFFFF
 
 
@@ -100,7 +96,7 @@ def _processes(out: Any, text: _Text) -> tuple[ProcessUpdate, ...]:
     rows = _PROCESS.iter_unpack(_array(out.processes, out.process_count, _PROCESS))
     return tuple(ProcessUpdate(process, pid, status, threads, samples, failed, gil, gc, gc_known, torn, cpu, unseen,
                                text.at(error_at))
-                 for process, pid, status, threads, samples, failed, gil, gc, gc_known, torn, cpu, unseen, error_at, _
+                 for process, pid, status, threads, samples, failed, gil, gc, gc_known, torn, cpu, unseen, error_at
                  in rows)
 
 

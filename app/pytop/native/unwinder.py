@@ -3,7 +3,6 @@ attach-time checks and benchmarks call it directly; an engine takes its handle o
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -11,6 +10,7 @@ from typing import Any, NamedTuple, Protocol
 from .. import errors
 from .._native import ffi, lib
 from ..core.records import FRAME, STATUS_NAMES
+from .mirror import mirror
 from .status import Closed, status_error
 
 OS_STATE_OFF, OS_STATE_FAST, OS_STATE_EXACT = 0, 1, 2  # set_os_state_mode()
@@ -25,11 +25,7 @@ class CodeInfo:
 
 UNKNOWN = CodeInfo("<unknown>", "<unknown>", "<unknown>", 0)
 
-# pytop_thread as laid out in C: thread_id, tstate, interp_id, cpu_ns, cpu_delta_ns,
-# wait_delta_ns, outer_frame, top_frame, native_id, flags, status, first_frame, frame_count, serial,
-# os_state.
-_THREAD = struct.Struct("<QQqQQQQQiIiIIIc3xI")
-assert _THREAD.size == ffi.sizeof("pytop_thread"), "pytop.h and native/unwinder.py disagree"
+_THREAD = mirror("pytop_thread")  # as laid out in C (pytop.h), field by field
 
 
 class ThreadSample(NamedTuple):
@@ -105,11 +101,18 @@ class ImageRegion(Protocol):
     def offset(self) -> int: ...
 
 
+_LAYOUT_FIELDS = tuple(name for name, _ in ffi.typeof("pytop_layout").fields)
+
+
 def _c_layout(layout: dict[str, int]) -> Any:
+    """Every field of pytop_layout from `layout` (-1: absent in this version): a key the layouts
+    forgot must be an error here, not an offset 0 that reads the wrong memory."""
+    missing = [name for name in _LAYOUT_FIELDS if name not in layout]
+    if missing:
+        raise ValueError(f"the layout has no {', '.join(missing)}")
     c_layout = ffi.new("pytop_layout *")
-    for name, value in layout.items():
-        if hasattr(c_layout, name):
-            setattr(c_layout, name, value)
+    for name in _LAYOUT_FIELDS:
+        setattr(c_layout, name, layout[name])
     return c_layout
 
 
