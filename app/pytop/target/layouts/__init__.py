@@ -47,17 +47,35 @@ def debug_offsets_size(version: tuple[int, int]) -> int:
     return DEBUG_OFFSETS[version]["size"] if version in DEBUG_OFFSETS else 0
 
 
+# A patch release moves a field by a few words, not by pages: an offset further than this from
+# where the version's headers put it is not believed (the block is not what it claims to be).
+MAX_DRIFT = 4096
+
+
 def from_debug_offsets(version: tuple[int, int], block: bytes) -> dict[str, int]:
-    """Layout fields as the target's own _Py_DebugOffsets block states them."""
+    """Layout fields as the target's own _Py_DebugOffsets block states them, checked against
+    the version's headers: remote memory is not trusted, not even the target's word on itself."""
     where = DEBUG_OFFSETS[version]
+    if len(block) < where["size"]:
+        raise errors.AttachFailed(f"the target's own offsets (_Py_DebugOffsets) are cut short: "
+                                  f"{len(block)} bytes of {where['size']}")
     values = {name: struct.unpack_from("<Q", block, at)[0] for name, at in where.items() if name != "size"}
     if values.pop("free_threaded", 0):
         raise errors.UnsupportedVersion(
             "free-threaded (no-GIL) CPython builds are not supported yet")
-    values.pop("version", None)
+    said = values.pop("version", None)
+    if said is not None and (said >> 24, (said >> 16) & 0xFF) != version:
+        raise errors.AttachFailed(f"the target's own offsets (_Py_DebugOffsets) are for version 0x{said:x}, "
+                                  f"not {version[0]}.{version[1]}")
     gc, collecting = values.pop("is_gc", None), values.pop("gc_collecting", None)
     if gc is not None and collecting is not None:
         values["is_gc_collecting"] = gc + collecting
+    table = LAYOUTS[version]
+    wrong = [f"{name} {value} (headers: {table[name]})" for name, value in values.items()
+             if name in table and table[name] >= 0 and abs(value - table[name]) > MAX_DRIFT]
+    if wrong:
+        raise errors.AttachFailed(f"the target's own offsets (_Py_DebugOffsets) make no sense for CPython "
+                                  f"{version[0]}.{version[1]}: {', '.join(wrong[:4])}")
     return values
 
 
