@@ -213,32 +213,42 @@ static bool descends_from(const stack_table *s, uint32_t stack, uint32_t caller)
     return false;
 }
 
-/* CPU of a sleeping thread that no sample saw run since its count last moved: split like what
- * the process's threads were lately seen running under the same caller (the parent of the
- * frame it sleeps in). A pool's workers nap in one call and compute in another for a
- * millisecond: at 50 samples/s, 45% of their CPU sat on the line of the nap. False when none
- * was seen there. */
-static bool split_like_seen(pytop_engine *e, engine_process *P, engine_thread *t, uint64_t ns) {
+static uint64_t draw(pytop_engine *e, uint64_t below) {
+    e->draws ^= e->draws >> 12; /* xorshift64* */
+    e->draws ^= e->draws << 25;
+    e->draws ^= e->draws >> 27;
+    return (e->draws * 0x2545F4914F6CDD1Dull) % below;
+}
+
+/* CPU of a sleeping thread that no sample saw run since its count last moved: it goes where the
+ * process's threads were lately seen running under the same caller (the parent of the frame it
+ * sleeps in), one such stack drawn by how long it was seen (over many such times, a split like
+ * theirs; split every time, 2,000 threads' times made ten weights each for the screen to add
+ * up). A pool's workers nap in one call and compute in another for a millisecond: at 50
+ * samples/s, 45% of their CPU sat on the line of the nap. False when none was seen there. */
+static bool give_like_seen(pytop_engine *e, engine_process *P, engine_thread *t, uint64_t ns) {
     const seen_running *r = &P->seen;
     const stack_table *s = &e->stacks;
     if (r->epoch != s->epoch || !r->count || !t->stack || t->stack > s->count) return false;
     uint32_t caller = s->nodes[t->stack - 1].parent;
     if (!caller || !s->nodes[caller - 1].parent) return false; /* a root: nothing in common but the thread */
-    pending_run runs[SEEN_RUNNING];
-    uint32_t n = 0;
+    bool under[SEEN_RUNNING];
     uint64_t total = 0;
     for (uint32_t i = 0; i < r->count; i++) {
-        const pending_run *seen = &r->runs[i];
-        if (!descends_from(s, seen->stack, caller)) continue;
-        uint32_t k = 0;
-        while (k < n && runs[k].stack != seen->stack) k++;
-        if (k == n) runs[n++] = (pending_run){seen->stack, 0};
-        runs[k].weight_ns += seen->weight_ns;
-        total += seen->weight_ns;
+        under[i] = descends_from(s, r->runs[i].stack, caller);
+        if (under[i]) total += r->runs[i].weight_ns;
     }
     if (!total) return false;
-    split(e, t->key, runs, n, total, ns);
-    return true;
+    uint64_t at = draw(e, total);
+    for (uint32_t i = 0; i < r->count; i++) {
+        if (!under[i]) continue;
+        if (at < r->runs[i].weight_ns) {
+            add_cpu(e, t->key, r->runs[i].stack, ns);
+            return true;
+        }
+        at -= r->runs[i].weight_ns;
+    }
+    return false; /* not reached: the draw is below the total */
 }
 
 /* CPU a thread used that no sample saw it use: if it has been running all along, where it is (a
@@ -251,7 +261,7 @@ static void give_cpu(pytop_engine *e, engine_process *P, engine_thread *t, uint6
     drop_waiting(t);
     if (t->pending_total) split(e, t->key, t->pending, t->pending_count, t->pending_total, ns);
     else if (running) add_cpu(e, t->key, t->stack, ns);
-    else if (!split_like_seen(e, P, t, ns)) add_cpu(e, t->key, t->run_stack ? t->run_stack : t->stack, ns);
+    else if (!give_like_seen(e, P, t, ns)) add_cpu(e, t->key, t->run_stack ? t->run_stack : t->stack, ns);
     pending_clear(t);
 }
 

@@ -45,10 +45,11 @@ static uint32_t count_dirty(const pytop_engine *e) {
     return n;
 }
 
-/* Anything but more wall time and samples on the same stack since it was last handed over. */
+/* Anything but more wall time and samples on the same stack since it was last handed over (a
+ * new state letter is news for the threads panel only, which shows whole drains). */
 static bool has_news(const engine_thread *t) {
     return t->d_cpu || t->d_wait || t->d_gil || t->d_errors || !t->alive || t->stack != t->sent_stack ||
-           t->os_state != t->sent_state || t->gil != t->sent_gil || (t->name && !t->name_sent);
+           t->gil != t->sent_gil || (t->name && !t->name_sent);
 }
 
 static void drain_threads(pytop_engine *e, pytop_drain *out, bool whole) {
@@ -75,7 +76,6 @@ static void drain_threads(pytop_engine *e, pytop_drain *out, bool whole) {
         t->d_samples = t->d_gil = t->d_errors = 0;
         t->dirty = false;
         t->sent_stack = t->stack;
-        t->sent_state = t->os_state;
         t->sent_gil = t->gil;
     }
     out->threads = e->out_threads;

@@ -56,7 +56,6 @@ typedef struct engine_thread {
     char os_state;
     /* As the latest drain that handed it over had them: a change is news (drain.c). */
     uint32_t sent_stack;
-    char sent_state;
     bool sent_gil;
 } engine_thread;
 
@@ -122,6 +121,7 @@ struct pytop_engine {
     uint32_t adding_count, adding_cap;
     uint32_t next_process;
     uint32_t threads_seen;     /* thread_count as the sampling thread last saw it, for its own use */
+    uint64_t draws;            /* xorshift state: which stack seen running takes unseen CPU (account.c) */
     engine_process *processes;
     uint32_t process_count, process_cap;
     engine_thread *threads;

@@ -253,7 +253,9 @@ static bool read_figures(tasks *o, task *t, bool with_state, bool letter_if_move
     t->switches = switches;
     t->known = true;
     if (moved) t->changed_at = o->now;
-    if (!state_read && (with_state || (moved && letter_if_moved) || o->now - t->state_at >= state_refresh_ns(o))) {
+    /* (An old letter other than R says "not running" already: only an R is read again.) */
+    bool recheck = moved && letter_if_moved && t->state == 'R';
+    if (!state_read && (with_state || recheck || o->now - t->state_at >= state_refresh_ns(o))) {
         uint64_t ignored;
         state_read = read_stat(o, t->stat_fd, &state, &ignored);
     }
