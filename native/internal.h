@@ -791,6 +791,7 @@ typedef struct stack_table {
     uint32_t *slots;        /* open addressing: (parent, code, line, process) -> id, 0 = empty */
     uint32_t slot_mask;
     uint32_t max_nodes;     /* evictions bring the tree back under this */
+    uint32_t room;          /* ... and between them it may grow this far past it, no further */
     uint32_t clock;         /* moved on by the engine at each sample */
     uint32_t epoch;         /* evictions so far: stack_paths of an older epoch are not trusted */
     uint32_t dropped;       /* stacks that found no room even after evictions: overflow rows */
@@ -805,7 +806,8 @@ typedef struct stack_table {
     uint32_t seen_mask, seen_stamp;
 } stack_table;
 
-int stacks_init(stack_table *t, uint32_t max_nodes);
+/* max_nodes, room: 0 for the defaults (32,768 nodes; room for the deepest stack read). */
+int stacks_init(stack_table *t, uint32_t max_nodes, uint32_t room);
 void stacks_free(stack_table *t);
 void stack_path_free(stack_path *p);
 /* The leaf of this stack (frames innermost first) of `process`, its nodes made the first time;

@@ -15,8 +15,12 @@
 
 #include "internal.h"
 
-#define DEFAULT_MAX_NODES (1u << 16) /* 65,536 nodes: ~2.5 MiB here, a little less in Python */
-#define HARD_LIMIT_FACTOR 2          /* between evictions the tree may grow to twice its bound */
+/* 32,768 nodes: ~5 MiB here, a little less in Python. At 65,536, a program that keeps making new
+ * code had not filled the tree after an hour, and pytop's memory grew all that time. */
+#define DEFAULT_MAX_NODES (1u << 15)
+/* Between evictions the tree may grow past its bound by the deepest stack read (and a root): a
+ * thread 50,000 frames deep is interned whole whatever the bound. */
+#define DEFAULT_ROOM ((uint32_t)DEFAULT_MAX_DEPTH + 2)
 
 static uint64_t hash_key(uint32_t parent, uint32_t code_id, int32_t line, uint32_t process) {
     uint64_t h = ((uint64_t)parent << 32 | code_id) * 0x9E3779B97F4A7C15ull;
@@ -26,9 +30,10 @@ static uint64_t hash_key(uint32_t parent, uint32_t code_id, int32_t line, uint32
 
 static uint64_t hash_node(const stack_node *n) { return hash_key(n->parent, n->code_id, n->line, n->process); }
 
-int stacks_init(stack_table *t, uint32_t max_nodes) {
+int stacks_init(stack_table *t, uint32_t max_nodes, uint32_t room) {
     memset(t, 0, sizeof *t);
     t->max_nodes = max_nodes ? max_nodes : DEFAULT_MAX_NODES;
+    t->room = room ? room : DEFAULT_ROOM;
     t->slot_mask = 4095;
     t->slots = calloc(t->slot_mask + 1, sizeof *t->slots);
     t->clock = 1;
@@ -104,7 +109,7 @@ static void unindex(stack_table *t, uint32_t id) {
 static uint32_t make(stack_table *t, uint32_t parent, uint32_t code_id, int32_t line, uint32_t process,
                      uint32_t function, uint8_t flags, uint8_t kind) {
     /* Roots are few (a process's kinds of stack): always room for them, the overflow one first. */
-    if (parent && t->live >= (uint64_t)t->max_nodes * HARD_LIMIT_FACTOR) return 0;
+    if (parent && t->live >= (uint64_t)t->max_nodes + t->room) return 0;
     if ((t->live + 1) * 2 > t->slot_mask && grow_slots(t) != PYTOP_OK) return 0;
     /* Room in the list for the next drain, before the node exists. */
     uint32_t *fresh = grow_array(t->fresh, &t->fresh_cap, t->fresh_count + 1ull, sizeof *fresh, 256);

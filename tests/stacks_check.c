@@ -75,7 +75,7 @@ int main(void) {
     stack_table t;
     aggregator *a = aggregator_new();
     functions_init(&f);
-    stacks_init(&t, 0);
+    stacks_init(&t, 0, 0);
     add_codes(&f);
     CHECK(fn[COPY_OF_WORK] == fn[WORK], "two code objects of one function are one function: %u %u", fn[WORK],
           fn[COPY_OF_WORK]);
@@ -163,10 +163,10 @@ int main(void) {
 
     /* Eviction: past the bound, old leaves go (and parents they leave childless), pinned ones stay. */
     stack_table small;
-    stacks_init(&small, 64);
+    stacks_init(&small, 64, 64); /* room: as far again as its bound */
     uint32_t keep = intern(&small, &f, NULL, 0, 2, MAIN, 1, WORK, 1);
     stacks_pin(&small, keep);
-    uint32_t old[60]; /* 122 nodes: under the hard limit (twice the bound) between evictions */
+    uint32_t old[60]; /* 122 nodes: under the hard limit (bound + room) between evictions */
     for (int i = 0; i < 60; i++) old[i] = intern(&small, &f, NULL, 0, 3, MAIN, 1, HELPER, i, OTHER, i);
     uint32_t since = small.clock;
     uint32_t fresh = intern(&small, &f, NULL, 0, 3, MAIN, 2, HELPER, 7, OTHER, 7);
@@ -191,7 +191,7 @@ int main(void) {
     pytop_leaf_tally stale = tally(old[1], 1);
     aggregate_tallies(a, &small, &f, &stale, 1, PYTOP_AGGREGATE_TABLES, &out);
     CHECK(out.skipped == 1 || stacks_get(&small, old[1]), "an evicted leaf is skipped");
-    /* Between evictions the tree may grow to twice its bound; past that a stack is counted and
+    /* Between evictions the tree may grow by its room; past that a stack is counted and
      * given its process's overflow row (a root: always room for one), never unbounded memory. */
     uint32_t dropped = small.dropped, last = 0;
     for (int i = 0; i < 200; i++) last = intern(&small, &f, NULL, 0, 2, OTHER, 1000 + i, HELPER, 1);
