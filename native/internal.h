@@ -278,11 +278,14 @@ typedef struct waiting_name {
     char *name;
 } waiting_name;
 
+#define NAME_REGISTRIES 8 /* interpreters whose threads are named from their own registry */
 typedef struct names {
     objects obj;
     uint64_t runtime;
-    uint64_t registry[2];  /* the threading module's _active and _limbo dicts, once found */
-    uint64_t module_dict;  /* ... and its dict, to tell when the module was replaced */
+    /* The threading module's _active and _limbo dicts of each interpreter that imported it,
+     * the main interpreter's first, once found. */
+    uint64_t registries[NAME_REGISTRIES][2];
+    uint32_t registry_count;
     waiting_name waiting[MAX_WAITING_NAMES]; /* a ring: the oldest goes when it is full */
     uint32_t waiting_next;
 } names;

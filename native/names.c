@@ -30,10 +30,13 @@ static int read_u64(names *n, uint64_t addr, uint64_t *out) {
     return status;
 }
 
-/* The threading module's registries in the first interpreter that imported it. */
+/* The threading module's registries of the interpreters that imported it, the main one first:
+ * the runtime lists the newest interpreter first, and a thread that a subinterpreter's threading
+ * knows only as a "Dummy-1" has its real name in the main interpreter's. */
 static int find_registries(names *n) {
     const pytop_layout *L = n->obj.L;
-    uint64_t interp = 0;
+    uint64_t interp = 0, found[MAX_NAME_INTERPRETERS][2];
+    uint32_t count = 0;
     int status = read_u64(n, n->runtime + (uint64_t)L->rt_interpreters_head, &interp);
     for (int i = 0; status == PYTOP_OK && interp && i < MAX_NAME_INTERPRETERS; i++) {
         uint64_t modules = 0, module = 0, dict = 0, active = 0, limbo = 0;
@@ -46,15 +49,21 @@ static int find_registries(names *n) {
             if (status == PYTOP_OK && dict) status = object_dict_get_str(&n->obj, dict, "_active", &active);
             if (status == PYTOP_OK && dict) status = object_dict_get_str(&n->obj, dict, "_limbo", &limbo);
             if (status == PYTOP_OK && active) {
-                n->registry[0] = active;
-                n->registry[1] = limbo;
-                n->module_dict = dict;
-                return PYTOP_OK;
+                found[count][0] = active;
+                found[count][1] = limbo;
+                count++;
             }
         }
         if (status == PYTOP_OK) status = read_u64(n, interp + (uint64_t)L->is_next, &interp);
     }
-    return status == PYTOP_OK ? PYTOP_ERR_ARGS : status; /* threading not imported (yet) */
+    if (status != PYTOP_OK) return status;
+    n->registry_count = 0;
+    for (uint32_t k = count; k > 0 && n->registry_count < NAME_REGISTRIES; k--) { /* the main one is last */
+        n->registries[n->registry_count][0] = found[k - 1][0];
+        n->registries[n->registry_count][1] = found[k - 1][1];
+        n->registry_count++;
+    }
+    return count ? PYTOP_OK : PYTOP_ERR_ARGS; /* threading not imported (yet) */
 }
 
 static char *name_of_thread_now(names *n, uint64_t thread, int *status) {
@@ -90,13 +99,23 @@ static bool match_ident(void *ctx, uint64_t key, uint64_t value) {
     return true;
 }
 
-static uint64_t find_thread(names *n, uint64_t thread_id, int *status) {
+static uint64_t find_thread_in(names *n, const uint64_t registry[2], uint64_t thread_id, int *status) {
     uint64_t thread = 0;
-    *status = object_dict_get_int(&n->obj, n->registry[0], thread_id, &thread);
-    if (*status != PYTOP_OK || thread || !n->registry[1]) return thread;
+    *status = object_dict_get_int(&n->obj, registry[0], thread_id, &thread);
+    if (*status != PYTOP_OK || thread || !registry[1]) return thread;
     limbo_search s = {n, thread_id, 0};
-    *status = object_dict_items(&n->obj, n->registry[1], MAX_LIMBO_ENTRIES, match_ident, &s);
+    *status = object_dict_items(&n->obj, registry[1], MAX_LIMBO_ENTRIES, match_ident, &s);
     return s.found;
+}
+
+/* The Thread object of `thread_id` in the first registry that has it (0: none has). */
+static uint64_t find_thread(names *n, uint64_t thread_id, int *status) {
+    *status = PYTOP_OK;
+    for (uint32_t r = 0; r < n->registry_count && *status == PYTOP_OK; r++) {
+        uint64_t thread = find_thread_in(n, n->registries[r], thread_id, status);
+        if (thread) return thread;
+    }
+    return 0;
 }
 
 /* Names are read from fresh memory: a sample's views include whole pages read at its start,
@@ -157,7 +176,7 @@ void names_free(names *n) {
 
 static char *lookup_now(names *n, uint64_t thread_id, int *status) {
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (!n->registry[0] && (*status = find_registries(n)) != PYTOP_OK) return NULL;
+        if (!n->registry_count && (*status = find_registries(n)) != PYTOP_OK) return NULL;
         uint64_t thread = find_thread(n, thread_id, status);
         if (*status == PYTOP_OK) {
             if (!thread) {
@@ -167,7 +186,7 @@ static char *lookup_now(names *n, uint64_t thread_id, int *status) {
             return name_of_thread_now(n, thread, status); /* fresh already */
         }
         if (fatal_status(*status)) return NULL;
-        n->registry[0] = n->registry[1] = 0; /* the module was reloaded or torn down: find it again */
+        n->registry_count = 0; /* a module was reloaded or torn down: find them again */
     }
     return NULL;
 }
