@@ -598,10 +598,15 @@ void account_period(pytop_engine *e, uint32_t p) {
     scan_native_threads(e, p);
     uint64_t clock = P->u->os.start_clock;
     if (P->u->os.start_clock_known || tasks_process_cpu(&P->u->os, &clock) == PYTOP_OK) {
+        /* CPU read and handed back at this close is not yet attributed, but it is not unseen:
+         * a later sample gives it with the thread's stack (as the one handed back at the last
+         * close came in this period). */
+        uint64_t held = P->u->os.deferred_ns;
         if (P->cpu_known) {
             uint64_t used = clock > P->cpu_clock ? clock - P->cpu_clock : 0;
             P->d_cpu += used;
-            int64_t rest = (int64_t)used - (int64_t)P->period_attributed + P->carry_ns;
+            int64_t rest = (int64_t)used - (int64_t)P->period_attributed + P->carry_ns - (int64_t)held +
+                           (int64_t)P->held_ns;
             if (rest >= lag_allowance(e, p)) {
                 place_rest(e, p, (uint64_t)rest);
                 P->d_unseen += (uint64_t)rest;
@@ -612,6 +617,7 @@ void account_period(pytop_engine *e, uint32_t p) {
         }
         P->cpu_clock = clock;
         P->cpu_known = true;
+        P->held_ns = held;
     }
     P->period_attributed = 0;
     P->ended_count = 0;

@@ -373,7 +373,10 @@ static void run(pytop_engine *e) {
 static void last_sample(pytop_engine *e) {
     uint64_t interval = (uint64_t)(1e9 / e->rate_now);
     for (uint32_t i = 0; i < e->process_count; i++)
-        if (e->processes[i].active && e->processes[i].sample_no) sample_process(e, i, true, interval);
+        if (e->processes[i].active && e->processes[i].sample_no) {
+            if (e->processes[i].u) e->processes[i].u->os.last = true; /* every count given, none held */
+            sample_process(e, i, true, interval);
+        }
 }
 
 static void *thread_main(void *arg) {

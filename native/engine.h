@@ -90,6 +90,7 @@ typedef struct engine_process {
     bool cpu_known;
     int64_t carry_ns;          /* remainder too small to place, carried to the next period */
     uint64_t period_attributed;
+    uint64_t held_ns;          /* CPU read at the latest period close and handed back (tasks_defer) */
     other_tasks others;
     ended_thread *ended;
     uint32_t ended_count, ended_cap;

@@ -492,6 +492,9 @@ typedef struct task {
     uint64_t cpu_ns, wait_ns, switches; /* schedstat: on-CPU time, run-queue wait, times run */
     uint64_t changed_at;    /* monotonic ns when cpu_ns or switches last moved */
     uint64_t read_at;       /* monotonic ns of the previous read of its figures */
+    /* As they were before this sample's read, for tasks_defer(). */
+    uint64_t undo_cpu, undo_wait, undo_switches, undo_changed_at, undo_read_at;
+    bool undo_known, read_idle;
     uint64_t state_at;      /* monotonic ns when `state` was read */
     bool known;             /* its figures were read at least once */
     bool on_cpu;            /* the last check found it running, not waiting for a CPU */
@@ -536,6 +539,8 @@ typedef struct tasks {
     int64_t unexplained_ns; /* process CPU time no count accounted for, since the last round read */
     uint64_t idle_found_ns; /* CPU time found by reads of threads without the GIL, this round */
     uint64_t last_round_at; /* monotonic ns when the last round that was read began */
+    uint64_t deferred_ns;   /* CPU time this sample read and handed back (tasks_defer) */
+    bool last;              /* the last sample of a run: nothing is handed back */
 } tasks;
 
 void tasks_init(tasks *o, int pid);
@@ -545,6 +550,10 @@ void tasks_begin_sample(tasks *o, uint64_t now, uint32_t threads);
 void tasks_report(tasks *o, int tid, int how, task_report *out);
 /* Is a thread without the GIL due for a read of its counts this sample? */
 bool tasks_due(const tasks *o, int tid);
+/* Hand back what this sample read of `tid`'s figures, as if they had not been read: the next
+ * read reports that CPU time again (its stack could not be read again this sample). Returns
+ * that time. */
+uint64_t tasks_defer(tasks *o, int tid);
 /* Has the task `tid` exited? Only a task read before can be told gone (its files fail). */
 bool tasks_gone(tasks *o, int tid);
 /* Samples in a round of counts: each thread without the GIL is due once in it. */
@@ -650,6 +659,7 @@ typedef struct known_threads {
     uint32_t count, cap, cframe_cap, check_cap;
     uint32_t walked_at; /* tasks' sample number of that walk */
     uint32_t checks_at;
+    uint32_t reread_from;   /* where the next sample's stack re-reads start, if not all can be done */
     bool valid;
 } known_threads;
 

@@ -113,6 +113,7 @@ static void decide_round(tasks *o) {
 void tasks_begin_sample(tasks *o, uint64_t now, uint32_t threads) {
     o->now = now;
     o->syscalls = 0;
+    o->deferred_ns = 0;
     o->threads = threads;
     uint32_t every = tasks_round_length(o);
     if (every > 1 && o->sample_no % every == 0) decide_round(o);
@@ -244,6 +245,12 @@ static bool read_figures(tasks *o, task *t, bool with_state, bool letter_if_move
     }
     bool moved = !t->known || cpu != t->cpu_ns || switches != t->switches;
     bool known_before = t->known;
+    t->undo_cpu = t->cpu_ns;
+    t->undo_wait = t->wait_ns;
+    t->undo_switches = t->switches;
+    t->undo_changed_at = t->changed_at;
+    t->undo_read_at = t->read_at;
+    t->undo_known = t->known;
     out->first = !t->known;
     out->cpu_delta_ns = t->known && cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
     o->explained_ns += out->cpu_delta_ns; /* (a new thread's earlier time stays unexplained: a round) */
@@ -309,13 +316,35 @@ void tasks_report(tasks *o, int tid, int how, task_report *out) {
     /* A thread without the GIL whose counts moved may have run a moment and gone back to
      * sleep: an old R and a recent move said "running" of a pool's worker asleep again after a
      * 1 ms burst, and its CPU went to the call it slept in. Its letter is read again. */
+    t->read_idle = false;
     if (due && read_figures(o, t, how == TASK_ALL, idle, out)) {
         out->checked = true;
+        t->read_idle = idle;
         if (idle) o->idle_found_ns += out->cpu_delta_ns;
     }
     fill_known(t, out);
     out->running = out->checked ? out->running : false;
     t->last = *out;
+}
+
+uint64_t tasks_defer(tasks *o, int tid) {
+    uint32_t at = task_slot(o, tid);
+    if (at >= o->count || o->items[at].tid != tid) return 0;
+    task *t = &o->items[at];
+    if (t->reported_in != o->sample_no + 1 || !t->last.checked || t->fresh) return 0; /* not read this sample */
+    uint64_t delta = t->last.cpu_delta_ns;
+    t->cpu_ns = t->undo_cpu;
+    t->wait_ns = t->undo_wait;
+    t->switches = t->undo_switches;
+    t->changed_at = t->undo_changed_at;
+    t->read_at = t->undo_read_at;
+    t->known = t->undo_known;
+    o->explained_ns = o->explained_ns > delta ? o->explained_ns - delta : 0;
+    if (t->read_idle) o->idle_found_ns = o->idle_found_ns > delta ? o->idle_found_ns - delta : 0;
+    t->last.checked = t->last.ran = t->last.first = t->last.busy = false;
+    t->last.cpu_delta_ns = t->last.wait_delta_ns = 0;
+    o->deferred_ns += delta;
+    return delta;
 }
 
 bool tasks_gone(tasks *o, int tid) {

@@ -28,6 +28,7 @@
 #define STACK_RETRIES 2 /* a stack torn twice in a row is reported as such */
 #define WALK_AGAIN 100  /* internal: a sparse walk found the list changed */
 #define FULL_WALK_CHECKS 10 /* a full walk at least every this many rounds of counts */
+#define MAX_REREADS 16      /* stacks of known threads that moved read again per sample (defer_rereads) */
 #define LIST_RETRIES 2  /* so is a thread list that changed under us three times */
 
 typedef struct gil_holders {
@@ -561,6 +562,41 @@ static void check_known(pytop_unwinder *u, uint32_t i, bool held_last, known_che
     c->moved = c->counts.ran || c->counts.first; /* read for the period too: a move is a move */
 }
 
+/* Known threads whose counts moved have their stacks read again: at most MAX_REREADS a sample,
+ * taken in turn from where the last sample's stopped. The others hand their counts back
+ * (tasks_defer): their CPU time is told, with their stack, when a later sample reads them. A
+ * pool of 2,000 threads wakes ~730 times a second: read again in the sample that saw each move,
+ * that cost ~2% of a core whatever the rate, more than the CPU budget left the sampler, so the
+ * budget lowered the rate to the floor. With the cap, a sample's cost follows the rate. Returns
+ * how many of `moved` are left (in list order). */
+static size_t defer_rereads(pytop_unwinder *u, const gil_holders *g, uint32_t *moved, size_t count) {
+    known_threads *k = &u->known;
+    if (count <= MAX_REREADS || u->os.last) return count;
+    size_t start = 0; /* the first moved thread at or after the rotor */
+    while (start < count && moved[start] < k->reread_from) start++;
+    size_t kept = 0, out = 0;
+    uint32_t last_kept = k->reread_from;
+    for (size_t n = 0; n < count; n++) {
+        size_t j = (start + n) % count;
+        uint32_t i = moved[j];
+        const pytop_thread *old = known_before(u, i);
+        bool must = held_gil_last(g, k->tstates[i]) || !old; /* it ran Python: never deferred */
+        if (kept < MAX_REREADS || must) {
+            kept++;
+            last_kept = i;
+            continue;
+        }
+        tasks_defer(&u->os, old->native_id);
+        k->checks[i].moved = false;
+        k->checks[i].asked = false;
+        moved[j] = UINT32_MAX;
+    }
+    k->reread_from = last_kept + 1 < k->count ? last_kept + 1 : 0;
+    for (size_t j = 0; j < count; j++)
+        if (moved[j] != UINT32_MAX) moved[out++] = moved[j];
+    return out;
+}
+
 /* Before the prefetch, the counts of the known threads that are due: those that moved have
  * their states (and where their _PyCFrame was) read with the prefetch, not in calls of their
  * own after it, one syscall or two a sample. The counts come first, as they would in
@@ -609,6 +645,7 @@ static int walk_known(pytop_unwinder *u, uint64_t interp, int64_t id, const gil_
         if (!c->counts.checked) status = WALK_AGAIN; /* its task is gone: the list has changed */
         if (c->moved) moved[moved_count++] = i;
     }
+    if (status == PYTOP_OK) moved_count = defer_rereads(u, g, moved, moved_count);
     u->mem.untracked = true;
     if (status == PYTOP_OK) read_states(u, moved, moved_count, scratch);
     for (uint32_t i = 0; i < k->count && status == PYTOP_OK; i++) {
