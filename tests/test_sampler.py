@@ -368,3 +368,25 @@ def test_a_stopped_target_is_shown_stopped(some_interp: dict[str, Any]) -> None:
             os.kill(t.pid, signal.SIGCONT)
             sampler.stop()
     assert not stopped.exited and not running.exited
+
+
+def test_thread_rows_only_while_the_view_wants_them(some_interp: dict[str, Any]) -> None:
+    """The live view asks for every thread's row only while it shows the threads panel; a view
+    narrowed to one thread still gets that thread's row, and the header its count."""
+    with helpers.running(some_interp, "many_threads.py", "20") as t:
+        target = attach(t.pid)
+        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, delay=0.2))
+        got = Collected()
+        sampler.start(got)
+        every = wait_for(got, lambda s: len(s.thread_rows) >= 21)
+        sampler.set_threads(False)
+        hidden = wait_for(got, lambda s: not s.thread_rows and s.samples > every.samples)
+        assert hidden.threads >= 21
+        one = next(row for row in every.thread_rows if not row.native)
+        sampler.set_thread(one.key)
+        narrowed = wait_for(got, lambda s: s.thread_filter is not None)
+        assert [row.key for row in narrowed.thread_rows] == [one.key] and narrowed.thread_filter.key == one.key
+        sampler.set_threads(True)
+        wait_for(got, lambda s: len(s.thread_rows) >= 21)
+        sampler.stop()
+        target.close()

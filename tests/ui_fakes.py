@@ -145,6 +145,9 @@ class FakeSource:
         self.tree = shown
         self._send(self.current())
 
+    def set_threads(self, shown: bool) -> None:
+        self.threads_shown = shown  # the fake's snapshots carry every thread's row anyway
+
     def set_tasks(self, shown: bool) -> None:
         self.tasks = shown
 

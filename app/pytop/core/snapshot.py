@@ -20,6 +20,9 @@ class View:
     focus: RowKey | None = None  # callers and callees of this row
     tree: bool = False  # the call tree is shown: build it
     tasks: bool = False  # asyncio tasks (3.14+) as frames of their own, outside their coroutines
+    # Every thread's row is built (the threads panel, reports). The live view asks for them only
+    # while it shows them: 2,000 rows a refresh were a third of the screen's work on a pool.
+    threads: bool = True
 
     @property
     def narrowed(self) -> bool:
@@ -104,7 +107,9 @@ def rows_of(totals: FunctionTable, window: FunctionTable, window_seconds: float,
     return tuple(rows)
 
 
-def thread_rows(figures: Figures, mode: str, elapsed: float) -> tuple[ThreadRow, ...]:
+def thread_rows(figures: Figures, mode: str, elapsed: float, only: ThreadKey | None = None,
+                every: bool = True) -> tuple[ThreadRow, ...]:
+    """Each thread's row (every: False, only the row of thread `only`, if any)."""
     index = MODE_INDEX[mode]
     own = {thread: tally[index] for thread, tally in figures.total.threads.items()}
 
@@ -120,7 +125,10 @@ def thread_rows(figures: Figures, mode: str, elapsed: float) -> tuple[ThreadRow,
             last_error=t.last_error_text, native=t.native, threads=t.threads, os_state=t.os_state,
             folded=t.key < 0)
 
-    return tuple(row(t) for t in figures.threads.threads.values())
+    if every:
+        return tuple(row(t) for t in figures.threads.threads.values())
+    chosen = figures.threads.threads.get(only) if only is not None else None
+    return (row(chosen),) if chosen is not None else ()
 
 
 def _share(part: int, whole: int) -> float:
@@ -132,7 +140,7 @@ def build(target: TargetInfo, figures: Figures, tables: Tables, view: View, c: C
     """The snapshot of the figures as `view` shows them: `tables` are all threads' or the ones
     the view narrows to; callers (`graph`) and the call tree come made."""
     window, total = figures.window, figures.total
-    rows = thread_rows(figures, view.mode, c.elapsed)
+    rows = thread_rows(figures, view.mode, c.elapsed, view.thread, view.threads)
     window_cpu = sum(tally[CPU] for tally in window.threads.values())
     window_wall = sum(tally[WALL] for tally in window.threads.values())
     col = mode_column(view.mode)

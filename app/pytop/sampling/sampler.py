@@ -161,6 +161,11 @@ class Sampler:
         """Build the call tree in the snapshots (while the screen shows it), or stop."""
         self._inbox.put(("tree", shown))
 
+    def set_threads(self, shown: bool) -> None:
+        """Build every thread's row in the snapshots (while the screen shows them), or only the
+        row of the thread the view narrows to."""
+        self._inbox.put(("threads", shown))
+
     def set_tasks(self, shown: bool) -> None:
         """Show asyncio tasks as frames of their own (3.14+ targets), or hide them."""
         self._inbox.put(("tasks", shown))
@@ -324,6 +329,8 @@ class Sampler:
             self.view = replace(self.view, focus=value)  # type: ignore[arg-type]
         elif kind == "tree":
             self.view = replace(self.view, tree=bool(value))
+        elif kind == "threads":
+            self.view = replace(self.view, threads=bool(value))
         elif kind == "tasks":
             self.view = replace(self.view, tasks=bool(value), focus=None)  # a task's row may be gone
             self.figures.book.show_tasks(bool(value))

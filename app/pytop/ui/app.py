@@ -67,6 +67,7 @@ class SnapshotSource(Protocol):
     def export(self, directory: str) -> None: ...
     def set_delay(self, seconds: float) -> None: ...
     def set_tree(self, shown: bool) -> None: ...
+    def set_threads(self, shown: bool) -> None: ...
     def set_tasks(self, shown: bool) -> None: ...
 
 
@@ -173,6 +174,7 @@ class PytopApp(App[None]):
         table.focus()
         if self.by_line:
             self.source.set_by_line(True)
+        self.source.set_threads(self.query_one(ThreadTable).display)  # their rows, only while shown
         if self.handle_signals:  # SIGTERM or a closed terminal: leave the terminal as it was
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -331,6 +333,7 @@ class PytopApp(App[None]):
     def action_toggle_threads(self) -> None:
         threads = self.query_one(ThreadTable)
         threads.display = not threads.display
+        self.source.set_threads(threads.display)
         if threads.display:
             self.redraw()
             threads.focus()
