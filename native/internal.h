@@ -554,8 +554,6 @@ bool tasks_due(const tasks *o, int tid);
  * read reports that CPU time again (its stack could not be read again this sample). Returns
  * that time. */
 uint64_t tasks_defer(tasks *o, int tid);
-/* Has the task `tid` exited? Only a task read before can be told gone (its files fail). */
-bool tasks_gone(tasks *o, int tid);
 /* Samples in a round of counts: each thread without the GIL is due once in it. */
 uint32_t tasks_round_length(const tasks *o);
 /* Read `tid`'s figures and state now, to be answered by tasks_report() during this sample: in

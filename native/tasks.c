@@ -347,16 +347,6 @@ uint64_t tasks_defer(tasks *o, int tid) {
     return delta;
 }
 
-bool tasks_gone(tasks *o, int tid) {
-    uint32_t at = task_slot(o, tid);
-    if (at >= o->count || o->items[at].tid != tid) return false; /* never read: not known to be gone */
-    uint64_t cpu, wait, switches;
-    const task *t = &o->items[at];
-    if (t->schedstat_fd >= 0) return read_schedstat(o, t->schedstat_fd, &cpu, &wait, &switches) == SCHEDSTAT_ERROR;
-    char state;
-    return !read_stat(o, t->stat_fd, &state, &cpu);
-}
-
 bool tasks_due(const tasks *o, int tid) {
     uint32_t every = tasks_round_length(o);
     return every <= 1 || (o->round_on && (o->sample_no + (uint32_t)tid) % every == 0);
