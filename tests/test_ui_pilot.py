@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import DataTable
 
 from pytop.core.model import FunctionRow, Snapshot
 from pytop.ui.app import PytopApp
-from pytop.ui.callers import CallersPanel
+from pytop.ui.callers import CallersPanel, NeighbourTable
 from pytop.ui.calltree import CallTreeView
 from pytop.ui.help import HelpScreen
 from pytop.ui.threads import ThreadTable
@@ -23,7 +21,7 @@ SIZE = (120, 30)
 
 def table_functions(app: PytopApp) -> list[str]:
     table = app.query_one(FunctionTable)
-    return [table.get_row_at(i)[-1].plain.split(" (")[0] for i in range(table.row_count)]
+    return [table.row_text(i)[-1].split(" (")[0] for i in range(table.row_count)]
 
 
 def header_text(app: PytopApp) -> str:
@@ -32,7 +30,7 @@ def header_text(app: PytopApp) -> str:
 
 def column_labels(app: PytopApp) -> list[str]:
     table = app.query_one(FunctionTable)
-    return [Text(str(c.label)).plain for c in table.columns.values()]
+    return [c.label for c in table.columns]
 
 
 async def test_first_snapshot_fills_header_and_table() -> None:
@@ -89,12 +87,12 @@ async def test_l_toggles_lines() -> None:
         await pilot.pause()
         assert source.by_line
         table = app.query_one(FunctionTable)
-        assert table.get_row_at(0)[-1].plain == "query_database (db.py:17)"
+        assert table.row_text(0)[-1] == "query_database (db.py:17)"
         assert "[by line]" in header_text(app)
         await pilot.press("l")
         await pilot.pause()
         assert not source.by_line
-        assert table.get_row_at(0)[-1].plain == "query_database (db.py)"
+        assert table.row_text(0)[-1] == "query_database (db.py)"
 
 
 async def test_r_resets() -> None:
@@ -106,7 +104,7 @@ async def test_r_resets() -> None:
         assert source.resets == 1
         assert "Samples: 50 " in header_text(app)
         table = app.query_one(FunctionTable)
-        assert table.get_row_at(0)[2].text == "0.20s"  # OwnTime of the top row after reset
+        assert table.row_text(0)[2] == "0.20s"  # OwnTime of the top row after reset
 
 
 async def test_help_opens_and_closes() -> None:
@@ -160,7 +158,7 @@ async def test_the_table_scrolls() -> None:
         for _ in range(30):
             await pilot.press("down")
         await pilot.pause()
-        assert table.cursor_row == 30
+        assert table.cursor == 30
         assert table.scroll_y > 0  # the row came into view
         for _ in range(30):
             await pilot.press("up")
@@ -263,9 +261,9 @@ async def test_callers_and_callees() -> None:
         assert source.focus == ("render_response", "/srv/shop/web.py", 0, 4242)
         panel = app.query_one(CallersPanel)
         assert panel.display
-        callers, callees = panel.query_one("#callers", DataTable), panel.query_one("#callees", DataTable)
-        assert callers.get_row_at(0)[2].plain == "handle_request (web.py)"
-        assert [callees.get_row_at(i)[0].plain for i in range(2)] == ["57%", "42%"]
+        callers, callees = panel.query_one("#callers", NeighbourTable), panel.query_one("#callees", NeighbourTable)
+        assert callers.row_text(0)[2] == "handle_request (web.py)"
+        assert [callees.row_text(i)[0] for i in range(2)] == ["57%", "42%"]
         # The panel has the keys at once: Enter picks a caller, no Tab first.
         assert callers.has_focus
         # WHEN a caller is chosen THEN it becomes the selected function, in the table too
@@ -273,8 +271,8 @@ async def test_callers_and_callees() -> None:
         await pilot.pause()
         assert source.focus == ("handle_request", "/srv/shop/web.py", 0, 4242)
         table = app.query_one(FunctionTable)
-        assert table.get_row_at(table.cursor_row)[-1].plain.startswith("handle_request")
-        assert "query_database" in callees.get_row_at(0)[2].plain
+        assert table.row_text(table.cursor)[-1].startswith("handle_request")
+        assert "query_database" in callees.row_text(0)[2]
         await pilot.press("escape")
         await pilot.pause()
         assert source.focus is None and not panel.display
@@ -327,7 +325,7 @@ async def test_rows_show_their_trend_and_the_selected_rows_last_minute() -> None
         source.publish(snapshot(rows=rows, cpu_pct=40.0))  # type: ignore[misc]
         await pilot.pause()
         table = app.query_one(FunctionTable)
-        marks = {table.get_row_at(i)[-1].plain.split(" (")[0]: table.get_row_at(i)[-2].plain
+        marks = {table.row_text(i)[-1].split(" (")[0]: table.row_text(i)[-2]
                  for i in range(table.row_count)}
         assert marks["is_prime"] == "▲" and marks["render_response"] == ""
         assert "CPU ▇▄  Rate ██" in header_text(app)  # 88% then 40% of a core; 100/s of 100/s
@@ -414,4 +412,4 @@ async def test_a_program_of_thousands_of_functions_shows_the_top_ones() -> None:
         assert f"[the top {MAX_TABLE_ROWS} of {len(rows):,} rows" in header_text(app)
         await pilot.press("slash", *"f799", "enter")  # the last by own time: not among the top rows
         await pilot.pause()
-        assert [table.get_row_at(i)[-1].plain.split(" (")[0] for i in range(table.row_count)] == ["f799"]
+        assert [table.row_text(i)[-1].split(" (")[0] for i in range(table.row_count)] == ["f799"]

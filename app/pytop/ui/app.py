@@ -20,7 +20,7 @@ from typing import Protocol
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import Footer, Static
 
 from ..core.aggregate import MODES
 from ..core.model import FunctionRow, RowKey, Snapshot, ThreadKey
@@ -280,8 +280,8 @@ class PytopApp(App[None]):
                     style="dim")
         detail.update(text, layout=False)
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if isinstance(event.data_table, FunctionTable):
+    def on_line_table_highlighted(self, event: LineTable.Highlighted) -> None:
+        if isinstance(event.table, FunctionTable):
             self.show_detail()
 
     def redraw(self) -> None:
@@ -384,16 +384,15 @@ class PytopApp(App[None]):
         else:
             self.redraw()
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        self.action_sort(str(event.column_key.value))
+    def on_line_table_header_clicked(self, event: LineTable.HeaderClicked) -> None:
+        if isinstance(event.table, FunctionTable):
+            self.action_sort(event.column)
 
     def on_line_table_chosen(self, event: LineTable.Chosen) -> None:
         if isinstance(event.table, ThreadTable) and isinstance(event.key, int):
             self.source.set_thread(event.key)
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if isinstance(event.data_table, FunctionTable):
-            row = event.data_table.row_of(str(event.row_key.value))
+        elif isinstance(event.table, FunctionTable):
+            row = event.table.row_of(event.key) if isinstance(event.key, tuple) else None
             if row is not None:
                 self._panel_wanted = True
                 self.source.set_focus(row.key)

@@ -2,50 +2,46 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from ..core.model import CallGraph, Neighbour, RowKey
 from ..report import format as fmt
+from .linetable import Column, LineTable, Part, Row
 
 
 def describe(key: RowKey, cwd: str | None, full: bool) -> Text:
-    function, filename, line, _ = key
-    text = Text(function, style="bold")
-    if filename:
-        where = filename if full else fmt.short_filename(filename, cwd)
-        text.append(f" ({where}{f':{line}' if line else ''})", style="dim")
+    text = Text()
+    for part, style in describe_parts(key, cwd, full):
+        text.append(part, style=style)
     return text
 
 
-class NeighbourTable(DataTable[object]):
-    def __init__(self, title: str, **kwargs: object) -> None:
-        super().__init__(cursor_type="row", **kwargs)  # type: ignore[arg-type]
-        self.title = title
-        self.entries: dict[str, RowKey] = {}
-        self._shown: tuple[Neighbour, ...] | None = None
+def describe_parts(key: RowKey, cwd: str | None, full: bool) -> tuple[Part, ...]:
+    function, filename, line, _ = key
+    if not filename:
+        return ((function, "bold"),)
+    where = filename if full else fmt.short_filename(filename, cwd)
+    return ((function, "bold"), (f" ({where}{f':{line}' if line else ''})", "dim"))
 
-    def on_mount(self) -> None:
-        self.add_column(Text("Share", justify="right"), key="share", width=6)
-        self.add_column(Text("Time", justify="right"), key="time", width=7)
-        self.add_column(self.title, key="who")
+
+class NeighbourTable(LineTable):
+    def __init__(self, title: str, **kwargs: Any) -> None:
+        super().__init__([Column("Share", 6, right=True), Column("Time", 7, right=True), Column(title, 0)], **kwargs)
+        self.title = title
+        self._shown: tuple[Neighbour, ...] | None = None
 
     def show(self, neighbours: tuple[Neighbour, ...], cwd: str | None, full: bool) -> None:
         if neighbours == self._shown:
             return
-        cursor = self.cursor_row
-        self.clear()
-        self.entries = {}
-        for i, n in enumerate(neighbours):
-            self.entries[str(i)] = n.key
-            self.add_row(Text(f"{100 * n.share:.0f}%", justify="right"),
-                         Text(fmt.seconds(n.seconds), justify="right"), describe(n.key, cwd, full), key=str(i))
         self._shown = neighbours
-        if self.row_count:
-            self.move_cursor(row=min(cursor, self.row_count - 1))
+        self.set_rows([Row(n.key, (f"{100 * n.share:.0f}%", fmt.seconds(n.seconds), describe_parts(n.key, cwd, full)))
+                       for n in neighbours])
 
 
 class CallersPanel(Vertical):
@@ -77,10 +73,8 @@ class CallersPanel(Vertical):
         callers = self.query_one("#callers", NeighbourTable)
         (callers if callers.row_count else self.query_one("#callees", NeighbourTable)).focus()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_line_table_chosen(self, event: LineTable.Chosen) -> None:
         event.stop()
-        table = event.data_table
-        if isinstance(table, NeighbourTable):
-            key = table.entries.get(str(event.row_key.value))
-            if key is not None and key[1]:  # (thread start) and (itself) are not functions
-                self.post_message(self.Chosen(key))
+        key = event.key
+        if isinstance(event.table, NeighbourTable) and isinstance(key, tuple) and key[1]:
+            self.post_message(self.Chosen(key))  # (thread start) and (itself) are not functions

@@ -1,13 +1,14 @@
 """A table drawn through Textual's public Line API: a ScrollView that renders only the lines in
 sight, from rows of plain cells. Setting 2,000 rows costs a sort and a list, not 2,000 widget
-rows; a refresh redraws what is on screen. The header stays on the first line; the cursor is a
-row, kept on its key when the rows change; Enter or a click on the cursor's row chooses it."""
+rows; a refresh redraws what is on screen, and a line drawn before with the same look comes from
+a cache. The header stays on the first line (a click on a column's label says so); the cursor
+is a row, kept on its key when the rows change; Enter or a click on the cursor's row chooses it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 from rich.segment import Segment
 from rich.style import Style
@@ -18,20 +19,43 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+Part = tuple[str, str]  # some text and its Rich style ("bold", "dim cyan", "")
+Cell = Union[str, tuple[Part, ...]]  # plain text, or parts each with a style of its own
+LINE_CACHE = 2000  # lines kept drawn: a screen's worth many times over
+
 
 @dataclass(frozen=True)
 class Column:
     label: str
     width: int  # 0: whatever the others leave
     right: bool = False  # right-justified (numbers)
+    key: str = ""  # what a click on its label says (HeaderClicked)
+    style: str = ""  # the label's own style, on top of the header's
 
 
 @dataclass(frozen=True)
 class Row:
     key: object
-    cells: tuple[str, ...]
+    cells: tuple[Cell, ...]
     style: str = ""  # a Rich style for the whole row ("dim", "bold reverse", ...)
     cell_styles: tuple[str, ...] = ()  # per cell, on top of the row's
+
+
+def cell_text(cell: Cell) -> str:
+    return cell if isinstance(cell, str) else "".join(text for text, _ in cell)
+
+
+def cell_parts(cell: Cell, width: int, right: bool) -> list[Part]:
+    """The cell's parts cut or padded to `width` columns (padding takes no style of its own)."""
+    parts: list[Part] = [(cell, "")] if isinstance(cell, str) else list(cell)
+    shown, room = [], width
+    for text, style in parts:
+        if room <= 0:
+            break
+        shown.append((text[:room], style))
+        room -= len(text[:room])
+    pad = (" " * room, "")
+    return [pad, *shown] if right else [*shown, pad]
 
 
 class LineTable(ScrollView, can_focus=True):
@@ -44,7 +68,7 @@ class LineTable(ScrollView, can_focus=True):
         Binding("end", "cursor(1000000000)", show=False),
         Binding("enter", "choose", show=False),
     ]
-    COMPONENT_CLASSES = {"linetable--header", "linetable--cursor", "linetable--even"}
+    COMPONENT_CLASSES = {"linetable--header", "linetable--cursor", "linetable--cursor-blurred", "linetable--even"}
 
     class Chosen(Message):
         """Enter (or a click) on a row."""
@@ -54,11 +78,33 @@ class LineTable(ScrollView, can_focus=True):
             self.table = table
             self.key = key
 
+    class Highlighted(Message):
+        """The cursor moved to another row."""
+
+        def __init__(self, table: LineTable, key: object) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+
+    class HeaderClicked(Message):
+        """A click on a column's label."""
+
+        def __init__(self, table: LineTable, column: str) -> None:
+            super().__init__()
+            self.table = table
+            self.column = column
+
+    # The cursor shows where focus is; elsewhere it shows blurred (the function table's row
+    # stays marked while the callers panel has the keys).
+    show_blurred_cursor = False
+
     def __init__(self, columns: Sequence[Column], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.columns = list(columns)
         self.rows: list[Row] = []
         self.cursor = 0
+        self._lines: dict[tuple[Any, ...], Strip] = {}
+        self._styles: dict[str, Style] = {}  # set while a pass draws (render_lines)
 
     # ---- content -----------------------------------------------------------------------------
 
@@ -67,65 +113,120 @@ class LineTable(ScrollView, can_focus=True):
         if rows == self.rows:
             self.refresh()  # the columns may have changed
             return
-        key = self.rows[self.cursor].key if 0 <= self.cursor < len(self.rows) else None
+        key = self.cursor_key
         self.rows = rows
         at = next((i for i, row in enumerate(rows) if row.key == key), None) if key is not None else None
         self.cursor = at if at is not None else min(self.cursor, max(0, len(rows) - 1))
         self.virtual_size = Size(self.size.width, len(rows) + 1)
         self.refresh()
+        if self.cursor_key != key:
+            self.post_message(self.Highlighted(self, self.cursor_key))
+
+    def set_columns(self, columns: Sequence[Column]) -> None:
+        if list(columns) != self.columns:
+            self.columns = list(columns)
+            self.refresh()
+
+    @property
+    def row_count(self) -> int:
+        return len(self.rows)
 
     @property
     def cursor_key(self) -> object | None:
         return self.rows[self.cursor].key if 0 <= self.cursor < len(self.rows) else None
 
     def row_text(self, index: int) -> tuple[str, ...]:
-        return self.rows[index].cells
+        """Row `index`'s cells as plain text."""
+        return tuple(cell_text(cell) for cell in self.rows[index].cells)
+
+    def index_of(self, key: object) -> int | None:
+        return next((i for i, row in enumerate(self.rows) if row.key == key), None)
 
     # ---- drawing ---------------------------------------------------------------------------
 
-    def _widths(self) -> list[int]:
+    def widths(self) -> list[int]:
         fixed = sum(c.width for c in self.columns) + len(self.columns) - 1
         rest = max(8, self.size.width - fixed)
         return [c.width or rest for c in self.columns]
 
-    def _line(self, cells: Sequence[str], style: Style, cell_styles: Sequence[str] = ()) -> list[Segment]:
+    def _line(self, cells: Sequence[Cell], style: Style, cell_styles: Sequence[str] = ()) -> list[Segment]:
         segments = []
-        for i, (column, width, cell) in enumerate(zip(self.columns, self._widths(), cells)):
-            text = cell[:width]
-            text = text.rjust(width) if column.right else text.ljust(width)
+        for i, (column, width, cell) in enumerate(zip(self.columns, self.widths(), cells)):
             extra = cell_styles[i] if i < len(cell_styles) else ""
-            segments.append(Segment(text, style + Style.parse(extra) if extra else style))
+            cell_style = style + Style.parse(extra) if extra else style
+            for text, part_style in cell_parts(cell, width, column.right):
+                if text:
+                    segments.append(Segment(text, cell_style + Style.parse(part_style) if part_style else cell_style))
             segments.append(Segment(" ", style))
         return segments
 
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._lines.clear()  # a new theme: the lines drawn are the old one's
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The styles every line uses, looked up once a pass (each look-up walks the DOM: per
+        line, most of a redraw's time)."""
+        self._styles = {name: self.get_component_rich_style(name) for name in self.COMPONENT_CLASSES}
+        self._styles[""] = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._styles = {}
+
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:  # a line drawn outside a pass
+            style = self.get_component_rich_style(name) if name else self.rich_style
+        return style
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        base = self.rich_style
+        base = self._style("")
         if y == 0:
-            style = base + self.get_component_rich_style("linetable--header")
-            return Strip(self._line([c.label for c in self.columns], style)).crop_extend(0, width, style)
+            header = base + self._style("linetable--header")
+            key: tuple[Any, ...] = ("header", tuple(self.columns), width, header)
+            cells: Sequence[Cell] = [c.label for c in self.columns]
+            return self._cached(key, lambda: Strip(self._line(cells, header, [c.style for c in self.columns])),
+                                width, header)
         index = self.scroll_offset.y + y - 1
         if not 0 <= index < len(self.rows):
             return Strip.blank(width, base)
         row = self.rows[index]
-        style = base
-        if index % 2:
-            style += self.get_component_rich_style("linetable--even")
+        style = base + self._style("linetable--even") if index % 2 else base
         if row.style:
             style += Style.parse(row.style)
         if index == self.cursor and self.has_focus:
-            style += self.get_component_rich_style("linetable--cursor")
-        return Strip(self._line(row.cells, style, row.cell_styles)).crop_extend(0, width, style)
+            style += self._style("linetable--cursor")
+        elif index == self.cursor and self.show_blurred_cursor:
+            style += self._style("linetable--cursor-blurred")
+        key = (row, tuple(self.columns), width, style)
+        return self._cached(key, lambda: Strip(self._line(row.cells, style, row.cell_styles)), width, style)
+
+    def _cached(self, key: tuple[Any, ...], draw: Any, width: int, style: Style) -> Strip:
+        strip = self._lines.get(key)
+        if strip is None:
+            if len(self._lines) >= LINE_CACHE:
+                self._lines.clear()
+            strip = self._lines[key] = draw().crop_extend(0, width, style)
+        return strip
 
     # ---- moving and choosing ---------------------------------------------------------------
 
     def move_cursor(self, index: int) -> None:
         if not self.rows:
             return
+        before, was_at, scrolled = self.cursor_key, self.cursor, self.scroll_offset
         self.cursor = max(0, min(len(self.rows) - 1, index))
         # The cursor's row in sight (line 0 is the header: the rows start at line 1).
         self.scroll_to_region(Region(0, self.cursor, 1, 2), animate=False, force=True)
-        self.refresh()
+        if self.scroll_offset == scrolled:  # only the two rows the cursor left and reached change
+            self.refresh_line(was_at + 1)
+            self.refresh_line(self.cursor + 1)
+        else:
+            self.refresh()
+        if self.cursor_key != before:
+            self.post_message(self.Highlighted(self, self.cursor_key))
 
     def action_cursor(self, step: int) -> None:
         self.move_cursor(self.cursor + step)
@@ -138,12 +239,23 @@ class LineTable(ScrollView, can_focus=True):
             self.post_message(self.Chosen(self, self.rows[self.cursor].key))
 
     def on_click(self, event: Click) -> None:
+        if event.y == 0:
+            self._click_header(event.x)
+            return
         index = self.scroll_offset.y + event.y - 1
         if 0 <= index < len(self.rows):
             if index == self.cursor:
                 self.action_choose()
             else:
                 self.move_cursor(index)
+
+    def _click_header(self, x: int) -> None:
+        left = 0
+        for column, width in zip(self.columns, self.widths()):
+            if left <= x < left + width and column.key:
+                self.post_message(self.HeaderClicked(self, column.key))
+                return
+            left += width + 1
 
     def on_resize(self) -> None:
         self.virtual_size = Size(self.size.width, len(self.rows) + 1)
