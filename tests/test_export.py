@@ -45,7 +45,7 @@ def parse_collapsed(text: str) -> dict[tuple[str, ...], int]:
 def test_collapsed_stacks_add_up(some_interp: dict[str, Any], tmp_path: Path) -> None:
     sampler, info, (collapsed_path, _) = sampled(some_interp, tmp_path)
     stacks = parse_collapsed(Path(collapsed_path).read_text())
-    micros = sum(tally[WALL] // 1000 for tally in sampler.all_counts().stacks.values())
+    micros = sum(tally[WALL] // 1000 for tally in sampler.profile().counts.stacks.values())
     table = sum(r.own_time for r in sampler.final_snapshot().rows)
     assert sum(stacks.values()) == micros
     assert sum(stacks.values()) / 1e6 == pytest.approx(table, abs=0.01)

@@ -294,12 +294,10 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
             if form == "pprof":
                 first = snapshot.sampled_from or time.monotonic() - snapshot.elapsed  # CLOCK_MONOTONIC
                 started = time.time_ns() - int((time.monotonic() - first) * 1e9)
-                report = pprof.profile(sampler.all_counts(), sampler.figures.book, snapshot.mode, args.rate, started,
-                                       int(snapshot.elapsed * 1e9), sampler.thread_of,
-                                       f"pytop: pid {snapshot.target.pid}, {snapshot.target.command}")
+                duration = int(snapshot.elapsed * 1e9)
+                report = pprof.profile(sampler.profile(), snapshot.mode, args.rate, started, duration)
             else:
-                report = table.render(snapshot, sampler.all_counts(), sampler.figures.book, sampler.thread_labels(),
-                                      form, sort, args.full_filenames).encode()
+                report = table.render(snapshot, sampler.profile(), form, sort, args.full_filenames).encode()
             if args.output:
                 try:
                     with open(args.output, "wb") as f:

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import __version__
 from ..core.aggregate import MODE_INDEX, Counts, StackBook
+from ..core.profile import Profile
 
 Frame = tuple[str, str, int]  # function, filename, line
 
@@ -87,13 +88,14 @@ def speedscope(counts: Counts, book: StackBook, mode: str, thread_label: Callabl
     }
 
 
-def write_files(stem: str, counts: Counts, book: StackBook, mode: str, labels: dict[int, str],
-                title: str) -> tuple[str, str]:
+def write_files(stem: str, profile: Profile, mode: str) -> tuple[str, str]:
     """`stem`.collapsed.txt and `stem`.speedscope.json; raises OSError."""
     collapsed_path, speedscope_path = f"{stem}.collapsed.txt", f"{stem}.speedscope.json"
     with open(collapsed_path, "w") as f:
-        f.writelines(line + "\n" for line in collapsed(counts, book, mode))
-    document = speedscope(counts, book, mode, lambda thread: labels.get(thread, f"thread {thread}"), title)
+        f.writelines(line + "\n" for line in collapsed(profile.counts, profile.book, mode))
+    labels = profile.thread_labels()
+    document = speedscope(profile.counts, profile.book, mode, lambda thread: labels.get(thread, f"thread {thread}"),
+                          profile.title)
     with open(speedscope_path, "w") as f:
         json.dump(document, f)
     return collapsed_path, speedscope_path

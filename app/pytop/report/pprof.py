@@ -10,9 +10,9 @@ small and fixed, and a protobuf runtime would be a dependency for ten field numb
 from __future__ import annotations
 
 import gzip
-from collections.abc import Callable
 
-from ..core.aggregate import MODE_INDEX, SAMPLES, Counts, StackBook
+from ..core.aggregate import MODE_INDEX, SAMPLES
+from ..core.profile import Profile
 
 # Field numbers of profile.proto.
 PROFILE_SAMPLE_TYPE, PROFILE_SAMPLE, PROFILE_LOCATION, PROFILE_FUNCTION, PROFILE_STRINGS = 1, 2, 4, 5, 6
@@ -69,9 +69,9 @@ class Strings:
         return b"".join(message(PROFILE_STRINGS, text.encode("utf-8")) for text in self.index)
 
 
-def profile(counts: Counts, book: StackBook, mode: str, rate: float, start_ns: int, duration_ns: int,
-            thread_of: Callable[[int], tuple[int | None, str | None]], comment: str) -> bytes:
-    """thread_of: a thread key's TID and name. Returns the gzipped profile."""
+def profile(run: Profile, mode: str, rate: float, start_ns: int, duration_ns: int) -> bytes:
+    """The gzipped pprof profile of `run`."""
+    counts, book, thread_of, comment = run.counts, run.book, run.thread_of, run.title
     strings = Strings()
     unit = strings("nanoseconds")
     kind = strings(mode)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..core.aggregate import Counts, StackBook
 from ..core.model import MODE_HELP, FunctionRow, Snapshot, ThreadRow
+from ..core.profile import Profile
 from . import export
 from . import format as fmt
 
@@ -46,16 +46,16 @@ def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = No
     return "\n".join(lines) + "\n"
 
 
-def render(s: Snapshot, counts: Counts, book: StackBook, labels: dict[int, str], form: str, sort: str,
-           full_filenames: bool) -> str:
-    """The report in one of the --format choices; `counts` holds every stack counted."""
+def render(s: Snapshot, profile: Profile, form: str, sort: str, full_filenames: bool) -> str:
+    """The report in one of the --format choices; `profile` holds every stack counted."""
     if form == "text":
         return as_text(s, sort, full_filenames)
     if form == "json":
         return as_json(s, sort)
     if form == "collapsed":
-        return "".join(line + "\n" for line in export.collapsed(counts, book, s.mode))
-    document = export.speedscope(counts, book, s.mode, lambda t: labels.get(t, f"thread {t}"),
+        return "".join(line + "\n" for line in export.collapsed(profile.counts, profile.book, s.mode))
+    labels = profile.thread_labels()
+    document = export.speedscope(profile.counts, profile.book, s.mode, lambda t: labels.get(t, f"thread {t}"),
                                  f"pytop: pid {s.target.pid}, {s.target.command}")
     return json.dumps(document) + "\n"
 

@@ -2,8 +2,9 @@
 second, keeps the figures and publishes snapshots.
 
 Data flows one way: engine (native thread) -> drain -> figures (core/) -> Snapshot -> `publish`
-(the app's post_message). The inbox brings commands from the UI (reset, view changes, export);
-after one, a snapshot follows at once. The UI never waits on this thread and this thread never
+(the app's post_message). The inbox brings commands from the UI (commands.py: view changes,
+reset, export); after one, a snapshot follows at once. When sampling stops, `profile()` hands
+out what was counted, for reports. The UI never waits on this thread and this thread never
 touches the UI. Sampling never waits on this thread either: the engine does not need the GIL.
 
 Errors are sorted by kind: a process is gone (the engine drops it; a final snapshot follows when
@@ -23,11 +24,14 @@ from dataclasses import dataclass, replace
 from ..core.aggregate import CPU, FOLDED, MODES, OWN, Counts, FunctionTable, mode_column
 from ..core.callgraph import call_graph
 from ..core.calltree import call_tree
+from ..core.held import HeldShare, skipped_share
 from ..core.model import CallGraph, RowKey, Snapshot, TargetInfo, ThreadKey, TreeNode
+from ..core.profile import Profile, ThreadIdentity
 from ..core.records import PSEUDO_FUNCTIONS, STACK_OVERFLOW, Drain, NodeRow
 from ..core.snapshot import Circumstances, Figures, Tables, View, build
 from ..native import Closed, Engine, EngineConfig, Unwinder
 from ..report import export
+from . import commands as do
 from .priority import DEFAULT_CPU_BUDGET
 from .processes import Attach, Follow, ProcessSet
 
@@ -54,14 +58,6 @@ class Settings:
     cpu_budget: float = DEFAULT_CPU_BUDGET  # share of a core pytop may use; the rate gives way (0: none)
     blocking: bool = False  # stop the target's threads while each sample is read
     tasks: bool = False  # start with asyncio tasks shown (the A key toggles them)
-
-
-def skipped_share(ticks: int, skipped: int, slot_seconds: float) -> float:
-    """The share of a window's samples that a busy machine made the engine skip; 0 until the
-    window covers enough of the schedule to tell."""
-    if slot_seconds < SKIPPING_JUDGED_FROM or ticks + skipped == 0:
-        return 0.0
-    return skipped / (ticks + skipped)
 
 
 class Sampler:
@@ -98,7 +94,7 @@ class Sampler:
         self.failure: str | None = None
         self.end: str | None = None
         self.last_error: str | None = None
-        self._inbox: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[do.Command] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pytop-sampler", daemon=True)
         self._realtime = False
@@ -110,7 +106,8 @@ class Sampler:
         self._last_window: tuple[Counts, FunctionTable, Circumstances] | None = None
         self._stack_nodes = 0
         self._exit_status = exit_status
-        self._skipping_shown = self._skipping_until = 0.0
+        # The share of samples skipped, held after the last window that skipped many.
+        self._skipping = HeldShare(SKIPPING_SHOWN_FROM, SKIPPING_HOLD_SECONDS)
         self.status: int | None = None  # the started program's exit status, once sampling saw it end
         self._reset_figures()
 
@@ -128,7 +125,7 @@ class Sampler:
 
     def stop(self, timeout: float = STOP_SECONDS) -> None:
         self._stop.set()
-        self._inbox.put(("wake", None))
+        self._inbox.put(do.Wake())
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
         if not self._thread.is_alive():
@@ -136,48 +133,50 @@ class Sampler:
             self.engine.close()  # final_snapshot() still works: it needs no stack sums in the default view
 
     def reset(self) -> None:
-        self._inbox.put(("reset", None))
+        self._inbox.put(do.Reset())
 
     def set_by_line(self, by_line: bool) -> None:
-        self._inbox.put(("by_line", by_line))
+        self._inbox.put(do.ByLine(by_line))
 
     def set_mode(self, mode: str) -> None:
         """What the times measure: cpu, wall or gil."""
-        self._inbox.put(("mode", mode))
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}")
+        self._inbox.put(do.Mode(mode))
 
     def set_thread(self, key: ThreadKey | None) -> None:
         """Narrow the figures to one thread (a ThreadRow.key), or None for all."""
-        self._inbox.put(("thread", key))
+        self._inbox.put(do.NarrowToThread(key))
 
     def set_process(self, pid: int | None) -> None:
         """Narrow the figures to one process, or None for all."""
-        self._inbox.put(("process", pid))
+        self._inbox.put(do.NarrowToProcess(pid))
 
     def set_focus(self, key: RowKey | None) -> None:
         """Follow the callers and callees of one function (a FunctionRow.key), or stop."""
-        self._inbox.put(("focus", key))
+        self._inbox.put(do.Focus(key))
 
     def set_tree(self, shown: bool) -> None:
         """Build the call tree in the snapshots (while the screen shows it), or stop."""
-        self._inbox.put(("tree", shown))
+        self._inbox.put(do.ShowTree(shown))
 
     def set_threads(self, shown: bool) -> None:
         """Build every thread's row in the snapshots (while the screen shows them), or only the
         row of the thread the view narrows to."""
-        self._inbox.put(("threads", shown))
+        self._inbox.put(do.ShowThreads(shown))
 
     def set_tasks(self, shown: bool) -> None:
         """Show asyncio tasks as frames of their own (3.14+ targets), or hide them."""
-        self._inbox.put(("tasks", shown))
+        self._inbox.put(do.ShowTasks(shown))
 
     def set_delay(self, seconds: float) -> None:
         """Seconds between snapshots, from the next one on."""
-        self._inbox.put(("delay", seconds))
+        self._inbox.put(do.Delay(seconds))
 
     def export(self, directory: str) -> None:
         """Write what was sampled since the last reset to files in `directory`; their names come
         in the next snapshot's `exported`."""
-        self._inbox.put(("export", directory))
+        self._inbox.put(do.Export(directory))
 
     @property
     def running(self) -> bool:
@@ -252,8 +251,8 @@ class Sampler:
         """Every process has gone and the figures are final; the view still changes on request
         (lines, mode, a thread, a process, callers, export) until the sampler is stopped."""
         while not self._stop.is_set():
-            kind, value = self._inbox.get()
-            if kind != "reset" and self._handle(kind, value):  # a reset would throw the results away
+            command = self._inbox.get()
+            if not isinstance(command, do.Reset) and self._handle(command):  # a reset would throw the results away
                 self.publish(self._final_again())
 
     def _final_again(self) -> Snapshot:
@@ -283,10 +282,11 @@ class Sampler:
         next_exec_check = time.monotonic() + EXEC_CHECK_SECONDS
         while not self._stop.is_set():
             wait = min(next_refresh, next_drain, next_discovery, next_exec_check) - time.monotonic()
+            command: do.Command
             try:
-                kind, value = self._inbox.get(timeout=max(0.0, wait))
+                command = self._inbox.get(timeout=max(0.0, wait))
             except queue.Empty:
-                kind, value = "tick", None
+                command = do.Wake()
             now = time.monotonic()
             if now >= next_drain:  # between refreshes: the threads with news only
                 self._drain(whole=False)
@@ -303,43 +303,29 @@ class Sampler:
                     self.status = self._exit_status(EXIT_STATUS_WAIT)
                 self._publish(exited=True, reason=self.end)
                 return
-            if self._handle(kind, value):
+            if self._handle(command):
                 self._publish()
                 next_refresh = time.monotonic() + self.settings.delay
-                if kind == "delay":
+                if isinstance(command, do.Delay):
                     refreshes = []  # the quick first refreshes give way to the pace asked for
             elif time.monotonic() >= next_refresh:
                 self._publish()
                 next_refresh = refreshes.pop(0) if refreshes else time.monotonic() + self.settings.delay
 
-    def _handle(self, kind: str, value: object) -> bool:
-        """Apply one inbox item; True if a refresh should follow at once."""
-        if kind == "reset":
+    def _handle(self, command: do.Command) -> bool:
+        """Apply one command; True if a refresh should follow at once."""
+        if isinstance(command, do.ViewChange):
+            self.view = command.applied(self.view)
+            self.figures.book.show_tasks(self.view.tasks)
+        elif isinstance(command, do.Reset):
             self._drain()  # what came before the reset is not counted
             self._reset_figures()
-        elif kind == "by_line":
-            self.view = replace(self.view, by_line=bool(value), focus=None)  # a function key is not a line's
-        elif kind == "mode" and value in MODES:
-            self.view = replace(self.view, mode=str(value))
-        elif kind == "thread":
-            self.view = replace(self.view, thread=value)  # type: ignore[arg-type]
-        elif kind == "process":
-            self.view = replace(self.view, process=value, thread=None)  # type: ignore[arg-type]
-        elif kind == "focus":
-            self.view = replace(self.view, focus=value)  # type: ignore[arg-type]
-        elif kind == "tree":
-            self.view = replace(self.view, tree=bool(value))
-        elif kind == "threads":
-            self.view = replace(self.view, threads=bool(value))
-        elif kind == "tasks":
-            self.view = replace(self.view, tasks=bool(value), focus=None)  # a task's row may be gone
-            self.figures.book.show_tasks(bool(value))
-        elif kind == "delay" and isinstance(value, (int, float)) and value > 0:
-            self.settings = replace(self.settings, delay=float(value))
-        elif kind == "export":
+        elif isinstance(command, do.Delay) and command.seconds > 0:
+            self.settings = replace(self.settings, delay=float(command.seconds))
+        elif isinstance(command, do.Export):
             if self.engine.is_open:
                 self._drain()
-            self.exported = self.write_exports(str(value))
+            self.exported = self.write_exports(command.directory)
         else:
             return False
         return True
@@ -413,17 +399,6 @@ class Sampler:
     def _publish(self, exited: bool = False, reason: str | None = None) -> None:
         self.publish(self._close_window(exited, reason))
 
-    def _skipping(self, window: Counts) -> float:
-        """The share of samples skipped, held for SKIPPING_HOLD_SECONDS after the last window
-        that skipped many, so that the banner does not blink on and off."""
-        share = skipped_share(window.ticks, window.skipped, window.slot_seconds)
-        now = time.monotonic()
-        if share >= SKIPPING_SHOWN_FROM:
-            self._skipping_shown, self._skipping_until = share, now + SKIPPING_HOLD_SECONDS
-        elif now >= self._skipping_until:
-            self._skipping_shown = 0.0
-        return self._skipping_shown
-
     def _pytop_cpu(self, seconds: float) -> float:
         """pytop's own CPU use over the window, 100 = one core."""
         cpu = time.process_time()
@@ -484,7 +459,9 @@ class Sampler:
         seconds = max(now - self._window_started, 1e-9)
         circumstances = Circumstances(
             window_seconds=seconds, elapsed=max(now - self.started, 1e-9), rate_asked=self.settings.rate,
-            skipped_share=self._skipping(f.window), rss=self.processes.rss(), exited=exited, exit_reason=reason,
+            skipped_share=self._skipping.update(
+                skipped_share(f.window.ticks, f.window.skipped, f.window.slot_seconds, SKIPPING_JUDGED_FROM), now),
+            rss=self.processes.rss(), exited=exited, exit_reason=reason,
             stopped=() if exited else self.processes.stopped(),
             rate_held=self._rate_now if self._budget_limited and not exited else None,
             cpu_budget=self.settings.cpu_budget, pytop_cpu_pct=self._pytop_cpu(seconds),
@@ -507,27 +484,16 @@ class Sampler:
                 window_seconds=1.0, elapsed=max(time.monotonic() - self.started, 1e-9),
                 rate_asked=self.settings.rate, exited=True, exit_reason=self.failure, failure=self.failure))
 
-    def thread_of(self, key: int) -> tuple[int | None, str | None]:
-        """A thread key's TID (None if unknown) and name."""
-        t = self.figures.threads.threads.get(key)
-        return (t.native_id or None, t.name) if t else (None, None)
-
-    def thread_labels(self) -> dict[int, str]:
-        labels = {}
-        for t in self.figures.threads.threads.values():
-            tid = f"TID {t.native_id}" if t.native_id else f"thread {t.key}"
-            labels[t.key] = f"{t.name} ({tid})" if t.name else tid
-        return labels
+    def profile(self) -> Profile:
+        """Everything since the reset (the open window is in it already), for reports: ask
+        once sampling has stopped (the sampler's own thread builds one for an export)."""
+        threads = {key: ThreadIdentity(t.native_id or None, t.name) for key, t in self.figures.threads.threads.items()}
+        return Profile(self.figures.total, self.figures.book, threads, self.target.pid, self.target.command)
 
     def write_exports(self, directory: str) -> tuple[str, ...]:
         """Collapsed stacks and speedscope JSON of everything since the last reset."""
         stem = os.path.join(directory, f"pytop-{self.target.pid}-{time.strftime('%Y%m%d-%H%M%S')}")
         try:
-            return export.write_files(stem, self.all_counts(), self.figures.book, self.view.mode, self.thread_labels(),
-                                      f"pytop: pid {self.target.pid}, {self.target.command}")
+            return export.write_files(stem, self.profile(), self.view.mode)
         except OSError as exc:
             return (f"export failed: {exc}",)
-
-    def all_counts(self) -> Counts:
-        """Everything since the reset (the open window is in it already), for reports."""
-        return self.figures.total
