@@ -114,6 +114,25 @@ def test_the_mode_switches_live_and_keeps_history(some_interp: dict[str, Any]) -
     assert "level_two" in functions(wall) and functions(wall)["level_two"].own_time > 0.8
 
 
+def test_a_view_asked_for_right_after_a_refresh_shows_the_last_window_again(some_interp: dict[str, Any]) -> None:
+    """Within `shortest_window` of a refresh (here: always), a key's snapshot is the last
+    window in the new view, not a window of a few milliseconds; the totals are today's."""
+    with helpers.running(some_interp, "stacks.py") as t:
+        target = attach(t.pid)
+        sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, delay=0.3, shortest_window=3600))
+        got = Collected()
+        sampler.start(got)
+        helpers.wait_samples(sampler, 200)
+        before = wait_for(got, lambda s: s.window_number > 1)
+        sampler.set_mode("wall")
+        wall = wait_for(got, lambda s: s.mode == "wall")
+        sampler.stop()
+    shown_before = [s for s in got.snapshots if s.window_number == wall.window_number and s.mode == "cpu"]
+    assert shown_before and wall.window_number >= before.window_number
+    assert functions(wall)["level_two"].own_pct > 50  # the sleeper's share of the last whole window
+    assert wall.samples >= shown_before[-1].samples  # totals as they are now
+
+
 def test_the_call_tree_of_a_real_target(some_interp: dict[str, Any]) -> None:
     with helpers.running(some_interp, "stacks.py") as t:
         target = attach(t.pid)

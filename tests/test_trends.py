@@ -43,3 +43,16 @@ def test_a_long_history_is_averaged_into_a_fixed_width() -> None:
     assert sparkline([0.0] * 30 + [100.0] * 30, top=100, width=4) == "▁▁██"
     assert sparkline([0.0, 100.0] * 30, top=100, width=6) == "▅" * 6  # each bar: the mean of ten
     assert len(sparkline(range(600))) == 20
+
+
+def test_a_window_shown_again_adds_no_point() -> None:
+    """A key right after a refresh shows the last window again in the new view (same window
+    number): it is not a minute's point of its own, nor a rise or fall."""
+    trends = Trends(seconds=60)
+    first = replace(snapshot(), window_number=1)
+    key = next(row.key for row in first.rows if row.function == "query_database")
+    trends.record(first, now=0.0)
+    trends.record(replace(shares(first, query_database=90.0), window_number=1), now=0.1)
+    assert len(trends.times) == 1 and trends.move(key) == 0
+    trends.record(replace(shares(first, query_database=90.0), window_number=2), now=1.0)
+    assert len(trends.times) == 2 and trends.move(key) == 1

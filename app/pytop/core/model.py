@@ -146,6 +146,8 @@ class Snapshot:
     processes: tuple[int, ...] = ()  # pids sampled (more than one with --subprocesses)
     process_filter: int | None = None  # rows cover only this process
     failure: str | None = None  # pytop itself failed: why (the run has ended)
+    window_number: int = 0  # which window the window's figures are of: a view asked for at once shows
+    # the last whole window again (same number) rather than a window of a few milliseconds
 
     @property
     def error_rate(self) -> float:

@@ -78,6 +78,7 @@ class Circumstances:
     stacks_dropped: int = 0
     last_error: str | None = None
     failure: str | None = None
+    window_number: int = 0
 
 
 def rows_of(totals: FunctionTable, window: FunctionTable, window_seconds: float, mode: str,
@@ -188,6 +189,7 @@ def build(target: TargetInfo, figures: Figures, tables: Tables, view: View, c: C
         processes=c.processes,
         process_filter=view.process,
         failure=c.failure,
+        window_number=c.window_number,
     )
 
 

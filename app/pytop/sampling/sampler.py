@@ -58,6 +58,9 @@ class Settings:
     cpu_budget: float = DEFAULT_CPU_BUDGET  # share of a core pytop may use; the rate gives way (0: none)
     blocking: bool = False  # stop the target's threads while each sample is read
     tasks: bool = False  # start with asyncio tasks shown (the A key toggles them)
+    # A view asked for (a key) within this long of the last refresh shows the last window again
+    # in the new view: a window of a few milliseconds made shares of 400% out of one lump of CPU.
+    shortest_window: float = 0.25
 
 
 class Sampler:
@@ -104,6 +107,7 @@ class Sampler:
         self._sampler_cpu = 0.0
         self._dropped = 0
         self._last_window: tuple[Counts, FunctionTable, Circumstances] | None = None
+        self._window_number = 1
         self._stack_nodes = 0
         self._exit_status = exit_status
         # The share of samples skipped, held after the last window that skipped many.
@@ -253,11 +257,12 @@ class Sampler:
         while not self._stop.is_set():
             command = self._inbox.get()
             if not isinstance(command, do.Reset) and self._handle(command):  # a reset would throw the results away
-                self.publish(self._final_again())
+                self.publish(self._last_window_again())
 
-    def _final_again(self) -> Snapshot:
-        """The last snapshot's figures in the current view (nothing merged or counted twice)."""
-        assert self._last_window is not None  # the exited snapshot was built
+    def _last_window_again(self) -> Snapshot:
+        """The last window's figures (and the totals as they are) in the current view: after
+        the end, nothing merged or counted twice."""
+        assert self._last_window is not None  # a window was closed (the exited snapshot was built)
         window, window_table, circumstances = self._last_window
         f = self.figures
         current = f.window, f.window_table
@@ -304,7 +309,7 @@ class Sampler:
                 self._publish(exited=True, reason=self.end)
                 return
             if self._handle(command):
-                self._publish()
+                self._publish_view(command)
                 next_refresh = time.monotonic() + self.settings.delay
                 if isinstance(command, do.Delay):
                     refreshes = []  # the quick first refreshes give way to the pace asked for
@@ -399,6 +404,17 @@ class Sampler:
     def _publish(self, exited: bool = False, reason: str | None = None) -> None:
         self.publish(self._close_window(exited, reason))
 
+    def _publish_view(self, command: do.Command) -> None:
+        """The figures at once after a command: the open window closes if it is long enough to
+        say something, else the last window shows again in the view now asked for."""
+        short = time.monotonic() - self._window_started < self.settings.shortest_window
+        if short and self._last_window is not None and not isinstance(command, do.Reset):
+            if self.engine.is_open and not self.engine.stopped:
+                self._drain()  # into the totals and the open window
+            self.publish(self._last_window_again())
+        else:
+            self._publish()
+
     def _pytop_cpu(self, seconds: float) -> float:
         """pytop's own CPU use over the window, 100 = one core."""
         cpu = time.process_time()
@@ -466,7 +482,9 @@ class Sampler:
             rate_held=self._rate_now if self._budget_limited and not exited else None,
             cpu_budget=self.settings.cpu_budget, pytop_cpu_pct=self._pytop_cpu(seconds),
             exported=self.exported, processes=self.processes.alive, sampler_cpu=self._sampler_cpu,
-            stacks_dropped=self._dropped, last_error=self.last_error, failure=self.failure, exit_status=self.status)
+            stacks_dropped=self._dropped, last_error=self.last_error, failure=self.failure, exit_status=self.status,
+            window_number=self._window_number)
+        self._window_number += 1
         snapshot = self._build(circumstances)
         assert f.window_table is not None
         self._last_window = (f.window, f.window_table, circumstances)

@@ -45,8 +45,14 @@ class Trends:
         self.shares: dict[RowKey, deque[tuple[float, float]]] = {}
         self.previous: dict[RowKey, float] = {}
         self.latest: dict[RowKey, float] = {}
+        self.window_number = 0
 
     def record(self, s: Snapshot, now: float | None = None) -> None:
+        """A refresh's figures; a snapshot of a window recorded before (a new view of it) adds
+        nothing."""
+        if s.window_number and s.window_number == self.window_number:
+            return
+        self.window_number = s.window_number
         now = time.monotonic() if now is None else now
         self.times.append(now)
         self.cpu.append(s.cpu_pct or 0.0)
