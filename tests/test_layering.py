@@ -72,7 +72,7 @@ def test_parts_import_only_what_they_may(path: Path) -> None:
 
 def test_the_rules_catch_a_bad_import(tmp_path: Path) -> None:
     """The parser sees relative imports of other parts, inside functions too."""
-    ui = PACKAGE / "ui" / "app.py"
+    ui = PACKAGE / "ui" / "screen.py"
     names = imported_parts(ui)
     assert "core.model" in names and ("report.format" in names or "report" in names), names
     fake = PACKAGE / "ui" / "_probe_for_test.py"

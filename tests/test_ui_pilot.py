@@ -12,6 +12,7 @@ from pytop.ui.app import PytopApp
 from pytop.ui.callers import CallersPanel, NeighbourTable
 from pytop.ui.calltree import CallTreeView
 from pytop.ui.help import HelpScreen
+from pytop.ui.screen import MainScreen
 from pytop.ui.threads import ThreadTable
 from pytop.ui.widgets import FunctionTable, ProcessHeader
 from ui_fakes import FakeSource, snapshot
@@ -296,8 +297,9 @@ async def test_gc_share_in_the_header() -> None:
 
 
 def test_every_key_the_app_binds_is_explained_in_the_help() -> None:
-    explained = {key for key, _ in PytopApp.key_help()}
-    bound = {b.key_display or b.key for b in PytopApp.BINDINGS if isinstance(b, Binding) and b.action != "close_panel"}
+    explained = {key for key, _ in MainScreen.key_help()}
+    bound = {b.key_display or b.key for b in MainScreen.BINDINGS
+             if isinstance(b, Binding) and b.action != "close_panel"}
     assert bound - {"ctrl+c"} <= explained, bound - explained
 
 
@@ -401,7 +403,7 @@ async def test_a_row_without_history_has_no_detail_line() -> None:
 
 async def test_a_program_of_thousands_of_functions_shows_the_top_ones() -> None:
     """The table holds the top rows by its sort; the header says so; the filter reaches the rest."""
-    from pytop.ui.app import MAX_TABLE_ROWS
+    from pytop.ui.screen import MAX_TABLE_ROWS
 
     rows = many_rows(MAX_TABLE_ROWS + 300)
     app = PytopApp(FakeSource(snapshot(rows=rows)))
@@ -413,3 +415,13 @@ async def test_a_program_of_thousands_of_functions_shows_the_top_ones() -> None:
         await pilot.press("slash", *"f799", "enter")  # the last by own time: not among the top rows
         await pilot.pause()
         assert [table.row_text(i)[-1].split(" (")[0] for i in range(table.row_count)] == ["f799"]
+
+
+async def test_q_quits() -> None:
+    app = PytopApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.return_code is None
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.return_code == 0

@@ -24,8 +24,6 @@ RISE, FALL = ("▲", "red"), ("▼", "green")  # more time in a function is the 
 class ProcessHeader(Static):
     """What is sampled, how sampling goes, and how the process does."""
 
-    _lines = 0  # lines shown
-
     def show(self, s: Snapshot, notes: list[str], trends: Trends | None = None) -> None:
         """One line per fact, cut at the edge, never wrapped: a long command line must not push
         the table off a small terminal. The command comes last on its line, being the longest."""
@@ -45,11 +43,10 @@ class ProcessHeader(Static):
             text.append("\n")
             for note in notes:
                 text.append(f" {note} ", style="bold reverse red" if note == "PAUSED" else "bold yellow")
-        # A layout pass only when the header's height changes (a line of notes comes or goes):
-        # a pass for every refresh measured every widget again, a tenth of the UI's time.
-        lines = text.plain.count("\n") + 1
-        self.update(text, layout=lines != self._lines)
-        self._lines = lines
+        # A layout pass only when the header's height is not its lines' (a line of notes came or
+        # went, or the last pass has not happened yet): a pass for every refresh measured every
+        # widget again, a tenth of the UI's time.
+        self.update(text, layout=self.size.height != text.plain.count("\n") + 1)
 
 
 class Banner(Static):

@@ -1,0 +1,345 @@
+"""The main screen: the function table with its header, banners and panels, the keys that
+change what it shows, and the view's state (sort, filter, pause, trends). It shows the snapshots
+the app hands it and sends the source what the keys ask for; the app around it owns the process
+(signals, the garbage collector, the source's start and stop)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from ..core.aggregate import MODES
+from ..core.model import FunctionRow, Snapshot
+from ..report import format as fmt
+from .callers import CallersPanel
+from .calltree import CallTreeView
+from .filter import FilterBar, compile_filter, keep
+from .help import HelpScreen
+from .linetable import LineTable
+from .source import SnapshotSource
+from .threads import ThreadTable
+from .trends import Trends
+from .widgets import SORT_COLUMNS, Banner, FunctionTable, ProcessHeader
+
+REFRESH_STEPS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)  # seconds between refreshes, for + and -
+# Rows the function table holds: a program of thousands of functions made every refresh cost the
+# screen a quarter of a second; the filter (/) reaches the rest.
+MAX_TABLE_ROWS = 500
+
+
+def top_rows(rows: tuple[FunctionRow, ...], column: str) -> tuple[FunctionRow, ...]:
+    """The MAX_TABLE_ROWS first by the table's sort (ties as the table breaks them)."""
+    if len(rows) <= MAX_TABLE_ROWS:
+        return rows
+    other = "total_time" if column != "total_time" else "own_time"
+    return tuple(sorted(rows, key=lambda r: (-getattr(r, column), -getattr(r, other), r.function))[:MAX_TABLE_ROWS])
+
+
+class MainScreen(Screen[None]):
+    # The help screen is made from these: a binding's tooltip is its line there.
+    BINDINGS = [
+        # First, so that the footer of a narrow terminal still shows them.
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="this help"),
+        Binding("q", "app.quit", "Quit", tooltip="quit"),
+        Binding("1", "sort('own_pct')", "%Own", tooltip="sort by %Own (or click a column header)"),
+        Binding("2", "sort('total_pct')", "%Total", tooltip="sort by %Total"),
+        Binding("3", "sort('own_time')", "OwnTime", tooltip="sort by OwnTime"),
+        Binding("4", "sort('total_time')", "TotalTime", tooltip="sort by TotalTime"),
+        Binding("l,L", "toggle_lines", "Lines", key_display="L", tooltip="show lines instead of functions, and back"),
+        Binding("m", "next_mode", "Mode",
+                tooltip="what times measure: cpu (the kernel's count), wall (every thread), gil (the GIL holder)"),
+        Binding("r,R", "reset", "Reset", key_display="R", tooltip="reset all statistics"),
+        Binding("T", "toggle_tree", "Tree",
+                tooltip="the call tree: hot paths from the threads' start, opened along the hottest; from a "
+                        "function, along its hottest path (T or Esc: back to the table)"),
+        Binding("t", "toggle_threads", "Threads",
+                tooltip="show or hide the threads; Enter on one shows only its functions"),
+        Binding("a", "all_threads", "All threads", show=False, tooltip="all threads again"),
+        Binding("P", "next_process", "Process", show=False,
+                tooltip="with --subprocesses: one process after another, then all again"),
+        Binding("slash", "filter", "Filter", key_display="/",
+                tooltip="filter functions and files by a text or regular expression (Enter applies)"),
+        Binding("c", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
+        Binding("plus,equals_sign", "refresh_rate(-1)", "Faster", key_display="+", show=False,
+                tooltip="refresh the screen more often"),
+        Binding("minus", "refresh_rate(1)", "Slower", key_display="-", show=False,
+                tooltip="refresh the screen less often"),
+        Binding("A", "toggle_tasks", "Tasks", show=False,
+                tooltip="asyncio tasks (CPython 3.14+): show each task as a frame above its coroutines, and back"),
+        Binding("p", "pause", "Pause", tooltip="pause the screen (sampling goes on); p again shows what came in"),
+        Binding("e", "export", "Export",
+                tooltip="export everything since the reset: collapsed stacks and speedscope JSON, here"),
+        Binding("escape", "close_panel", "Close", show=False),
+    ]
+    # Keys the table and panels handle themselves.
+    WIDGET_KEYS = [
+        ("Enter, click", "callers and callees of a function; Enter on one goes to it, Esc closes"),
+        ("↑ ↓ PgUp PgDn", "scroll the table (the mouse wheel too)"),
+        ("Ctrl-C", "quit"),
+    ]
+
+    @classmethod
+    def key_help(cls) -> list[tuple[str, str]]:
+        """One line per key with a tooltip, then the widgets' keys."""
+        rows = [(b.key_display or b.key, b.tooltip) for b in cls.BINDINGS if isinstance(b, Binding) and b.tooltip]
+        return rows + cls.WIDGET_KEYS
+
+    def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: str = "cpu",
+                 full_filenames: bool = False, notes: tuple[str, ...] = (), export_dir: str | None = None,
+                 delay: float = 1.0, tasks: bool = False):
+        """export_dir: where the e key writes (default: the current directory); delay: seconds
+        between refreshes, as the source starts with."""
+        super().__init__()
+        self.export_dir = export_dir
+        self.delay = delay
+        self.source = source
+        self.initial_sort = sort
+        self.by_line = by_line
+        self.mode = mode
+        self.tasks = tasks  # asyncio tasks shown (the source starts with the same)
+        self.full_filenames = full_filenames
+        self.notes = list(notes)
+        self.snapshot: Snapshot | None = None  # on screen
+        self.latest: Snapshot | None = None  # newest received (differs while paused)
+        self.paused = False
+        self.filter_text = ""
+        self.pattern: re.Pattern[str] | None = None
+        self._announced: tuple[str, ...] = ()
+        self._panel_wanted = False  # Enter on a function: move into its callers once they show
+        self.trends = Trends()
+
+    def compose(self) -> ComposeResult:
+        yield ProcessHeader(Text("pytop: waiting for the first samples..."), id="header")
+        yield Banner(id="error-banner")
+        yield Banner(id="behind-banner")
+        yield Banner(id="exited-banner")
+        yield FunctionTable(id="functions")
+        yield Static(id="detail")
+        yield CallTreeView(id="tree")
+        yield CallersPanel(id="callers-panel")
+        yield ThreadTable(id="threads")
+        yield FilterBar(placeholder="filter: text or regular expression over function and file; Enter applies",
+                        id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(FunctionTable)
+        table.set_sort(self.initial_sort)
+        table.focus()
+        if self.by_line:
+            self.source.set_by_line(True)
+        self.source.set_threads(self.query_one(ThreadTable).display)  # their rows, only while shown
+
+    def receive(self, snapshot: Snapshot) -> None:
+        """A snapshot from the source (through the app)."""
+        self.latest = snapshot
+        if not snapshot.exited or self.snapshot is None or not self.snapshot.exited:
+            self.trends.record(snapshot)  # after the end, views of the same figures
+        if not self.paused:
+            self.show(snapshot)
+
+    def show(self, s: Snapshot) -> None:
+        self.snapshot = s
+        notes = list(self.notes)
+        if s.by_line:
+            notes.append("[by line]")
+        if len(s.processes) > 1:
+            notes.append(f"[{len(s.processes)} processes]")
+        if s.process_filter is not None:
+            notes.append(f"[process {s.process_filter}]")
+        if s.thread_filter:
+            notes.append(f"[thread: {s.thread_filter.label}]")
+        if self.filter_text:
+            notes.append(f"[filter: {self.filter_text}]")
+        if self.paused:
+            notes.append("PAUSED")
+        table = self.query_one(FunctionTable)
+        rows = keep(s.rows, self.pattern)
+        shown = top_rows(rows, table.sort_column)
+        if len(shown) < len(rows):  # the screen's work follows what it shows, not the program's size
+            notes.append(f"[the top {len(shown):,} of {len(rows):,} rows: / finds the others]")
+        self.query_one(ProcessHeader).show(s, notes, self.trends)
+        self.query_one("#error-banner", Banner).say(fmt.error_banner(s))
+        self.query_one("#behind-banner", Banner).say(fmt.behind_banner(s))
+        self.query_one("#exited-banner", Banner).say(fmt.exited_banner(s))
+        several = len({row.pid for row in s.rows}) > 1 or len(s.processes) > 1
+        table.show(shown, s.target.cwd, self.full_filenames, several, self.trends)
+        self.show_detail()
+        threads = self.query_one(ThreadTable)
+        if threads.display:
+            threads.show(s.thread_rows, s.thread_filter.key if s.thread_filter else None, several)
+        tree = self.query_one(CallTreeView)
+        if tree.display and s.call_tree is not None:
+            tree.show(s.call_tree, s.target.cwd, self.full_filenames)
+        panel = self.query_one(CallersPanel)
+        panel.display = s.call_graph is not None
+        if s.call_graph is not None:
+            panel.show(s.call_graph, s.target.cwd, self.full_filenames)
+            if self._panel_wanted:
+                self._panel_wanted = False
+                panel.focus_first()
+        if s.exported and s.exported != self._announced:
+            self._announced = s.exported
+            self.notify("\n".join(s.exported), title="Exported" if len(s.exported) > 1 else "Export")
+
+    def show_detail(self) -> None:
+        """The row under the cursor over the last minute."""
+        key = self.query_one(FunctionTable).current_key()
+        shares = [share for _, share in self.trends.shares.get(key, ())] if key else []
+        detail = self.query_one("#detail", Static)
+        if not key or not shares:  # a row not seen in a refresh yet (or after the end, another view)
+            detail.update("", layout=False)  # one line, always: no layout pass for it
+            return
+        line = self.trends.share_line(key)
+        text = Text(f" {key[0]}: %Own over the last minute ", style="dim")
+        text.append(line, style="cyan")
+        text.append(f"  now {fmt.percent(self.trends.latest.get(key, 0.0))}, high {fmt.percent(max(shares))}",
+                    style="dim")
+        detail.update(text, layout=False)
+
+    def on_line_table_highlighted(self, event: LineTable.Highlighted) -> None:
+        if isinstance(event.table, FunctionTable):
+            self.show_detail()
+
+    def redraw(self) -> None:
+        if self.snapshot is not None:
+            self.show(self.snapshot)
+
+    # ---- actions -------------------------------------------------------------------------
+
+    def action_sort(self, column: str) -> None:
+        if column in SORT_COLUMNS:
+            self.query_one(FunctionTable).set_sort(column)
+            if self.snapshot is not None and len(self.snapshot.rows) > MAX_TABLE_ROWS:
+                self.redraw()  # the top rows by the new column
+            self.show_detail()  # another row is under the cursor
+
+    def action_toggle_lines(self) -> None:
+        self.by_line = not self.by_line
+        self.source.set_by_line(self.by_line)
+
+    def action_toggle_tasks(self) -> None:
+        self.tasks = not self.tasks
+        self.source.set_tasks(self.tasks)
+        self.notify("asyncio tasks shown as frames (CPython 3.14+ targets)" if self.tasks else "asyncio tasks hidden",
+                    timeout=3)
+
+    def action_reset(self) -> None:
+        self.source.reset()
+
+    def action_next_mode(self) -> None:
+        """cpu -> wall -> gil -> cpu: the table keeps its history in every mode."""
+        self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
+        self.source.set_mode(self.mode)
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(self.key_help()))
+
+    def action_toggle_tree(self) -> None:
+        tree, table = self.query_one(CallTreeView), self.query_one(FunctionTable)
+        showing = not tree.display
+        if showing:
+            focus = self.snapshot.call_graph.focus if self.snapshot and self.snapshot.call_graph else None
+            tree.open_at(focus or table.current_key())
+        tree.display = showing
+        table.display = not showing
+        self.query_one("#detail", Static).display = not showing
+        (tree if showing else table).focus()
+        self.source.set_tree(showing)
+
+    def action_toggle_threads(self) -> None:
+        threads = self.query_one(ThreadTable)
+        threads.display = not threads.display
+        self.source.set_threads(threads.display)
+        if threads.display:
+            self.redraw()
+            threads.focus()
+        else:
+            self.query_one(FunctionTable).focus()
+
+    def action_all_threads(self) -> None:
+        self.source.set_thread(None)
+        self.source.set_process(None)
+
+    def action_next_process(self) -> None:
+        """All processes -> the first -> the next ... -> all again."""
+        if self.snapshot is None:
+            return
+        # Processes that have ended stay in the figures (and after the last one, all have).
+        pids = sorted(set(self.snapshot.processes) | {row.pid for row in self.snapshot.thread_rows})
+        if len(pids) < 2:
+            return
+        current = self.snapshot.process_filter
+        following = pids[0] if current is None else (pids[pids.index(current) + 1] if current in pids[:-1] else None)
+        self.source.set_process(following)
+
+    def action_filter(self) -> None:
+        bar = self.query_one(FilterBar)
+        bar.value = self.filter_text
+        bar.display = True
+        bar.focus()
+
+    def on_filter_bar_done(self, message: FilterBar.Done) -> None:
+        bar = self.query_one(FilterBar)
+        bar.display = False
+        self.query_one(FunctionTable).focus()
+        if message.text is not None:
+            self.filter_text = message.text
+            self.pattern = compile_filter(message.text)
+            self.redraw()
+
+    def action_clear_filter(self) -> None:
+        self.filter_text = ""
+        self.pattern = None
+        self.redraw()
+
+    def action_pause(self) -> None:
+        """Freeze the screen; sampling and counting go on. Again: show what came in."""
+        self.paused = not self.paused
+        if not self.paused and self.latest is not None:
+            self.show(self.latest)
+        else:
+            self.redraw()
+
+    def on_line_table_header_clicked(self, event: LineTable.HeaderClicked) -> None:
+        if isinstance(event.table, FunctionTable):
+            self.action_sort(event.column)
+
+    def on_line_table_chosen(self, event: LineTable.Chosen) -> None:
+        if isinstance(event.table, ThreadTable) and isinstance(event.key, int):
+            self.source.set_thread(event.key)
+        elif isinstance(event.table, FunctionTable):
+            row = event.table.row_of(event.key) if isinstance(event.key, tuple) else None
+            if row is not None:
+                self._panel_wanted = True
+                self.source.set_focus(row.key)
+
+    def on_callers_panel_chosen(self, message: CallersPanel.Chosen) -> None:
+        self.source.set_focus(message.key)
+        self.query_one(FunctionTable).select_key(message.key)
+
+    def action_close_panel(self) -> None:
+        if self.query_one(CallTreeView).display:
+            self.action_toggle_tree()
+            return
+        if self.snapshot is not None and self.snapshot.call_graph is not None:
+            self.source.set_focus(None)
+            self.query_one(FunctionTable).focus()
+
+    def action_refresh_rate(self, step: int) -> None:
+        """One step along REFRESH_STEPS (from a --delay between steps, to the next one)."""
+        if step < 0:
+            self.delay = max([s for s in REFRESH_STEPS if s < self.delay] or [REFRESH_STEPS[0]])
+        else:
+            self.delay = min([s for s in REFRESH_STEPS if s > self.delay] or [REFRESH_STEPS[-1]])
+        self.source.set_delay(self.delay)
+        self.notify(f"every {self.delay:g} s", title="Refresh", timeout=2)
+
+    def action_export(self) -> None:
+        self.source.export(self.export_dir or os.getcwd())
