@@ -33,7 +33,7 @@ static bool read_ptr(remote *mem, uint64_t addr, uint64_t *out) {
     return p != NULL;
 }
 
-void task_book_free(task_book *b) {
+void asyncio_book_free(asyncio_book *b) {
     free(b->by_text);
     memset(b, 0, sizeof *b);
 }
@@ -45,7 +45,7 @@ static uint64_t text_hash(const char *s) {
 }
 
 /* A pseudo-frame id for `name` (taken over): the one this text has, or a new one. */
-static uint32_t id_for_text(code_cache *codes, task_book *b, char *name) {
+static uint32_t id_for_text(code_cache *codes, asyncio_book *b, char *name) {
     if (!b->by_text) {
         b->text_mask = 2 * MAX_TASK_NAMES - 1;
         b->by_text = calloc(b->text_mask + 1, sizeof *b->by_text);
@@ -78,7 +78,7 @@ static uint32_t id_for_text(code_cache *codes, task_book *b, char *name) {
 }
 
 /* 1: the object at `obj` is a str, 0: something else, -1: unreadable. Types are remembered. */
-static int is_str(remote *mem, const pytop_layout *L, task_book *b, uint64_t obj) {
+static int is_str(remote *mem, const pytop_layout *L, asyncio_book *b, uint64_t obj) {
     uint64_t type = 0;
     if (!read_ptr(mem, obj + (uint64_t)L->ob_type, &type) || !plausible_pointer(type)) return -1;
     for (int i = 0; i < 4; i++) {
@@ -97,7 +97,7 @@ static int is_str(remote *mem, const pytop_layout *L, task_book *b, uint64_t obj
 /* A task nobody named (asyncio makes its "Task-N" only when asked): named by the coroutine it
  * was started with, the one thing that tells a server's tasks apart (uvicorn and aiohttp name
  * none). All of one coroutine's tasks share the name, as they share the work. */
-static uint32_t unnamed_id(remote *mem, code_cache *codes, const pytop_layout *L, task_book *b, uint64_t coro) {
+static uint32_t unnamed_id(remote *mem, code_cache *codes, const pytop_layout *L, asyncio_book *b, uint64_t coro) {
     uint64_t code = 0;
     uint32_t code_id = 0;
     const code_entry *e = NULL;
@@ -116,7 +116,7 @@ static uint32_t unnamed_id(remote *mem, code_cache *codes, const pytop_layout *L
     return b->unnamed_id;
 }
 
-static uint32_t name_id(remote *mem, code_cache *codes, const pytop_layout *L, task_book *b, uint64_t task,
+static uint32_t name_id(remote *mem, code_cache *codes, const pytop_layout *L, asyncio_book *b, uint64_t task,
                         uint64_t name, uint64_t coro) {
     task_recent *r = &b->recent[((task >> 4) ^ (name >> 4)) % TASK_RECENT];
     if (r->task == task && r->name == name && r->id) return r->id;
@@ -167,7 +167,7 @@ void asyncio_running(remote *mem, const pytop_layout *L, uint64_t ts, uint64_t *
     }
 }
 
-void asyncio_task_frame(remote *mem, code_cache *codes, const pytop_layout *L, task_book *b, uint64_t loop,
+void asyncio_task_frame(remote *mem, code_cache *codes, const pytop_layout *L, asyncio_book *b, uint64_t loop,
                         uint64_t task, uint64_t *frame, uint32_t *id) {
     *frame = 0;
     *id = 0;

@@ -390,15 +390,15 @@ typedef struct task_recent {
     uint32_t id;
 } task_recent;
 
-typedef struct task_book {
+typedef struct asyncio_book {
     task_recent recent[TASK_RECENT];
     uint32_t *by_text;         /* open addressing over task-name entries' ids, by name */
     uint32_t text_mask, text_count;
     uint32_t unnamed_id, other_id;
     uint64_t str_types[4], other_types[4]; /* type objects whose instances are / are not str */
-} task_book;
+} asyncio_book;
 
-void task_book_free(task_book *b);
+void asyncio_book_free(asyncio_book *b);
 /* The fields of thread state `ts` that say which loop and task it runs (0 when none or
  * unreadable). Reading the task at another instant than the innermost frame can show a task's
  * coroutine on a stack without its task (its step ended in between): asyncio_fields_held() says
@@ -410,7 +410,7 @@ size_t asyncio_state_span(const pytop_layout *L);
 /* The running `task`'s coroutine frame (which the thread's walk passes through) and the id of
  * its pseudo-frame. *frame = 0 when there is none or it cannot be read (never an error: the
  * stack is then shown without it). */
-void asyncio_task_frame(remote *mem, code_cache *codes, const pytop_layout *L, task_book *b, uint64_t loop,
+void asyncio_task_frame(remote *mem, code_cache *codes, const pytop_layout *L, asyncio_book *b, uint64_t loop,
                         uint64_t task, uint64_t *frame, uint32_t *id);
 
 /* ---- samplebuf.c ------------------------------------------------------------------------ */
@@ -472,6 +472,8 @@ int frames_walk(remote *mem, const pytop_layout *L, sample_pair *s, int max_dept
                 const thread_frames *tf, pytop_thread *t, uint64_t mark, int32_t *marked);
 
 /* ---- tasks.c ---------------------------------------------------------------------------- */
+/* "Task" here is the kernel's word: a thread as /proc/PID/task/TID shows it (asyncio's tasks
+ * are asyncio.c's, named so). */
 
 /* What the kernel says of one task in one sample. */
 typedef struct task_report {
@@ -680,15 +682,15 @@ struct pytop_unwinder {
     bool reuse_stacks;
     remote mem;
     code_cache codes;
-    tasks os;
+    tasks os;               /* the kernel's figures of each thread (tasks.c) */
     names thread_names;
     tracking track;
     blocking stop;
     sample_pair samples;
     known_threads known;
     gil_watch gils[MAX_GILS]; /* each GIL as the previous sample read it, in walk order */
-    bool tasks;             /* asyncio tasks as pseudo-frames (3.14+) */
-    task_book task_names;
+    bool asyncio_tasks;     /* asyncio tasks as pseudo-frames (3.14+) */
+    asyncio_book asyncio_names;
     int32_t gc_collecting;
     double taken_at;
     char error[ERROR_TEXT_BYTES];

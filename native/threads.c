@@ -240,7 +240,7 @@ static int read_stack(pytop_unwinder *u, pytop_thread *t) {
     t->outer_frame = 0;
     /* The running task and the innermost frame come from one read: when the task's fields are
      * not in hand with the rest of the thread state, both are read anew, together. */
-    bool together = u->tasks && !asyncio_fields_held(&u->mem, &u->L, t->tstate);
+    bool together = u->asyncio_tasks && !asyncio_fields_held(&u->mem, &u->L, t->tstate);
     fresh_mark mark = {0};
     int status;
     if (together) {
@@ -252,10 +252,10 @@ static int read_stack(pytop_unwinder *u, pytop_thread *t) {
     uint64_t loop = 0, task = 0, task_frame = 0;
     uint32_t task_id = 0;
     int32_t marked = -1;
-    if (status == PYTOP_OK && u->tasks) asyncio_running(&u->mem, &u->L, t->tstate, &loop, &task);
+    if (status == PYTOP_OK && u->asyncio_tasks) asyncio_running(&u->mem, &u->L, t->tstate, &loop, &task);
     if (together) remote_end_fresh(&u->mem, mark);
-    if (status == PYTOP_OK && u->tasks)
-        asyncio_task_frame(&u->mem, &u->codes, &u->L, &u->task_names, loop, task, &task_frame, &task_id);
+    if (status == PYTOP_OK && u->asyncio_tasks)
+        asyncio_task_frame(&u->mem, &u->codes, &u->L, &u->asyncio_names, loop, task, &task_frame, &task_id);
     if (status == PYTOP_OK)
         status = frames_walk(&u->mem, &u->L, &u->samples, u->max_depth, &tf, t, task_frame, &marked);
     t->frame_count = u->samples.cur->frame_count - t->first_frame;

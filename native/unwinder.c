@@ -110,7 +110,7 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
                       u->L.ts_asyncio_running_task < 0 || u->L.task_coro < 0 || u->L.task_name < 0 ||
                       u->L.gen_iframe < 0))
             return PYTOP_ERR_ARGS; /* before 3.14 a thread state does not say which task runs */
-        u->tasks = value == 1;
+        u->asyncio_tasks = value == 1;
         return PYTOP_OK;
     default: return PYTOP_ERR_ARGS;
     }
@@ -241,7 +241,7 @@ void pytop_close(pytop_unwinder *u) {
     samples_free(&u->samples);
     tracking_free(&u->track);
     names_free(&u->thread_names);
-    task_book_free(&u->task_names);
+    asyncio_book_free(&u->asyncio_names);
     image_free(&u->image);
     free(u->known.tstates);
     free(u->known.cframes);

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from figures_fakes import PID, PROCESS, Tree, counts, row, weight
-from pytop.core.aggregate import CPU, OWN, TOTAL, Counts, FunctionTable, StackBook, mode_column
+from pytop.core.aggregate import CPU, OWN, TOTAL, Counts, FunctionSums, StackBook, mode_column
 from pytop.core.records import (
     DRAIN_ALIVE,
     STACK_EMPTY,
@@ -34,7 +34,7 @@ def tree() -> Tree:
 
 
 def test_rows_become_keyed_figures(tree: Tree) -> None:
-    table = FunctionTable(tree.book)
+    table = FunctionSums(tree.book)
     table.add_rows([row(3, own=(5, S, 2 * S, 0), total=(5, S, 2 * S, 0)), row(1, total=(5, S, 2 * S, 0))],
                    [row(3, own=(5, S, 2 * S, 0), total=(5, S, 2 * S, 0), line=30)])
     f = table.by_function
@@ -55,7 +55,7 @@ def test_a_table_of_ever_new_functions_folds_its_smallest_rows(tree: Tree, monke
     names = {n: (f"generated_{n}", "<template>") for n in range(1, 1001)}
     names[5000] = ("busy", "app.py")
     tree = Tree(names)
-    table = FunctionTable(tree.book)
+    table = FunctionSums(tree.book)
     for n in range(1, 1001):
         table.add_rows([row(n, own=(1, 1000, 0, 0), total=(1, 1000, 0, 0)),
                         row(5000, own=(1, S, 0, 0), total=(1, S, 0, 0))], [], bounded=True)
@@ -80,7 +80,7 @@ def test_counts_keep_unique_stacks_not_samples(tree: Tree) -> None:
 
 def test_each_mode_shows_its_own_time(tree: Tree) -> None:
     """A sleeping thread has wall time and no CPU time: cpu mode leaves its functions out."""
-    table = FunctionTable(tree.book)
+    table = FunctionSums(tree.book)
     table.add_rows([row(2, own=(1, int(0.9e9), S, int(0.8e9)), total=(1, int(0.9e9), S, int(0.8e9))),
                     row(3, own=(1, 0, S, 0), total=(1, 0, S, 0)),
                     row(1, total=(2, int(0.9e9), 2 * S, int(0.8e9)))], [])
@@ -93,8 +93,8 @@ def test_each_mode_shows_its_own_time(tree: Tree) -> None:
 
 
 def test_window_shares_and_totals_since_reset(tree: Tree) -> None:
-    totals = FunctionTable(tree.book)
-    first = FunctionTable(tree.book)
+    totals = FunctionSums(tree.book)
+    first = FunctionSums(tree.book)
     first.add_rows([row(2, own=(1, S, 0, 0), total=(1, S, 0, 0)), row(3, own=(1, S, 0, 0), total=(1, S, 0, 0)),
                     row(1, total=(2, 2 * S, 0, 0))], [])
     totals.merge(first)
@@ -102,7 +102,7 @@ def test_window_shares_and_totals_since_reset(tree: Tree) -> None:
     # Two busy threads: like top, each function is 100% of one thread's time.
     assert rows[key(2)].own_pct == pytest.approx(100)
     assert rows[key(1)].total_pct == pytest.approx(200)
-    second = FunctionTable(tree.book)
+    second = FunctionSums(tree.book)
     second.add_rows([row(2, own=(1, S // 2, 0, 0), total=(1, S // 2, 0, 0)), row(1, total=(1, S // 2, 0, 0))], [])
     totals.merge(second)
     rows = {r.key: r for r in rows_of(totals, second, 1.0, "cpu", by_line=False)}
@@ -123,7 +123,7 @@ def test_stack_kinds_without_frames_are_pseudo_functions(tree: Tree) -> None:
 
 def test_tasks_hidden_drop_their_rows_and_give_their_own_time_out() -> None:
     tree = Tree({1: ("run", "loop.py"), 2: ("crunch", TASK_FILENAME), 3: ("spin", "app.py")}, tasks=[2])
-    table = FunctionTable(tree.book)
+    table = FunctionSums(tree.book)
     table.add_rows([row(2, own=(1, S, 0, 0), total=(2, 2 * S, 0, 0), hidden=(0, 0, 0, 0)),
                     row(1, total=(2, 2 * S, 0, 0), hidden=(1, S, 0, 0)),
                     row(3, own=(1, S, 0, 0), total=(1, S, 0, 0))], [])

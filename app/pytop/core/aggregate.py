@@ -331,7 +331,7 @@ def new_row(figures: Iterable[int] = (0,) * 12) -> array[int]:
     return array("q", figures)
 
 
-class FunctionTable:
+class FunctionSums:
     """Per-function figures in both views (by function, by line), all three modes at once, with
     tasks shown and hidden, as sums of the engine's rows."""
 
@@ -371,7 +371,7 @@ class FunctionTable:
                 into[i] += row[i]
             self.tasks.discard(key)
 
-    def merge(self, other: FunctionTable) -> None:
+    def merge(self, other: FunctionSums) -> None:
         self.tasks |= other.tasks
         for mine, theirs in ((self.by_function, other.by_function), (self.by_line, other.by_line)):
             for key, row in theirs.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .aggregate import CPU, HIDDEN, MODE_INDEX, OWN, TOTAL, WALL, Counts, FunctionTable, StackBook, mode_column
+from .aggregate import CPU, HIDDEN, MODE_INDEX, OWN, TOTAL, WALL, Counts, FunctionSums, StackBook, mode_column
 from .model import CallGraph, FunctionRow, RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow, TreeNode
 from .threads import ThreadBook, ThreadState
 
@@ -37,23 +37,23 @@ class Figures:
     book: StackBook = field(default_factory=StackBook)
     window: Counts = field(default_factory=Counts)
     total: Counts = field(default_factory=Counts)
-    window_table: FunctionTable | None = None  # of `window`
-    totals: FunctionTable | None = None  # of `total`
+    window_table: FunctionSums | None = None  # of `window`
+    totals: FunctionSums | None = None  # of `total`
     threads: ThreadBook = field(default_factory=ThreadBook)
 
     def __post_init__(self) -> None:
         if self.window_table is None:
-            self.window_table = FunctionTable(self.book)
+            self.window_table = FunctionSums(self.book)
         if self.totals is None:
-            self.totals = FunctionTable(self.book)
+            self.totals = FunctionSums(self.book)
 
 
 @dataclass(frozen=True)
 class Tables:
     """The tables a snapshot shows: all threads', or one thread's or process's."""
 
-    totals: FunctionTable
-    window: FunctionTable
+    totals: FunctionSums
+    window: FunctionSums
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class Circumstances:
     window_number: int = 0
 
 
-def rows_of(totals: FunctionTable, window: FunctionTable, window_seconds: float, mode: str,
+def rows_of(totals: FunctionSums, window: FunctionSums, window_seconds: float, mode: str,
             by_line: bool, tasks: bool = True) -> tuple[FunctionRow, ...]:
     """Every function with time in this mode since the last reset, with the window's shares.
     With tasks hidden, their pseudo-frames' rows go and their own time is their callers'."""

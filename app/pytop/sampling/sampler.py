@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..core.aggregate import CPU, FOLDED, MODES, OWN, Counts, FunctionTable, mode_column
+from ..core.aggregate import CPU, FOLDED, MODES, OWN, Counts, FunctionSums, mode_column
 from ..core.callgraph import call_graph
 from ..core.calltree import call_tree
 from ..core.held import HeldShare, skipped_share
@@ -106,7 +106,7 @@ class Sampler:
         self._cpu_mark = time.process_time()  # pytop's own CPU at the window's start
         self._sampler_cpu = 0.0
         self._dropped = 0
-        self._last_window: tuple[Counts, FunctionTable, Circumstances] | None = None
+        self._last_window: tuple[Counts, FunctionSums, Circumstances] | None = None
         self._window_number = 1
         self._stack_nodes = 0
         self._exit_status = exit_status
@@ -431,8 +431,8 @@ class Sampler:
             return lambda key: pids.get(key) == view.process
         return None
 
-    def _summed(self, counts: Counts, keep: Callable[[int], bool] | None) -> FunctionTable:
-        table = FunctionTable(self.figures.book)
+    def _summed(self, counts: Counts, keep: Callable[[int], bool] | None) -> FunctionSums:
+        table = FunctionSums(self.figures.book)
         sums = self.engine.aggregate(counts.leaf_tallies(keep))
         table.add_rows(sums.functions, sums.lines)
         return table
@@ -489,7 +489,7 @@ class Sampler:
         assert f.window_table is not None
         self._last_window = (f.window, f.window_table, circumstances)
         f.window = Counts()
-        f.window_table = FunctionTable(f.book)
+        f.window_table = FunctionSums(f.book)
         self._window_started = now
         return snapshot
 
@@ -497,7 +497,7 @@ class Sampler:
         try:
             return self._close_window(exited=True, reason=self.failure)
         except Exception:  # the figures themselves are broken: say so with what is certain
-            empty = FunctionTable(self.figures.book)
+            empty = FunctionSums(self.figures.book)
             return build(self.target, Figures(), Tables(empty, empty), self.view, Circumstances(
                 window_seconds=1.0, elapsed=max(time.monotonic() - self.started, 1e-9),
                 rate_asked=self.settings.rate, exited=True, exit_reason=self.failure, failure=self.failure))
