@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .model import RowKey
+from .model import Mode, RowKey
 from .records import (
     PSEUDO_FUNCTIONS,
     STACK_INCOMPLETE,
@@ -36,10 +36,9 @@ from .records import (
     Weight,
 )
 
-MODES = ("cpu", "wall", "gil")
 # A tally: [samples, running samples, cpu ns, wall ns, gil ns]
 SAMPLES, RUNNING, CPU, WALL, GIL = range(5)
-MODE_INDEX = {"cpu": CPU, "wall": WALL, "gil": GIL}
+MODE_INDEX: dict[Mode, int] = {"cpu": CPU, "wall": WALL, "gil": GIL}
 
 
 def new_tally() -> list[int]:
@@ -301,7 +300,7 @@ class Counts:
         return aged / whole if whole else 0.0
 
 
-def timed_stacks(counts: Counts, book: StackBook, mode: str,
+def timed_stacks(counts: Counts, book: StackBook, mode: Mode,
                  keep: Callable[[int], bool] | None = None) -> Iterator[tuple[StackInfo, float]]:
     """Every counted stack with time in `mode`, decoded, and its seconds; keep: which threads'
     stacks count (None: all). A walk over each stack's frames: for reports."""
@@ -386,6 +385,7 @@ class FunctionSums:
         return self.by_line if by_line else self.by_function
 
 
-def mode_column(mode: str) -> int:
-    """Which of a function's time figures a mode shows (offset from OWN, TOTAL or HIDDEN)."""
-    return {"cpu": 1, "wall": 2, "gil": 3}[mode]
+def mode_column(mode: Mode) -> int:
+    """Which of a function's time figures a mode shows (offset from OWN, TOTAL or HIDDEN): a
+    row's figures are a tally's without its running samples."""
+    return MODE_INDEX[mode] - RUNNING

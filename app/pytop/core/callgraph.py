@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .aggregate import StackBook, mode_column
-from .model import CallGraph, Neighbour, RowKey
+from .model import CallGraph, Mode, Neighbour, RowKey
 from .records import NODE_FIRST_FUNCTION, NODE_FIRST_LINE, STACK_INCOMPLETE, NodeRow
 
 ROOT: RowKey = ("(thread start)", "", 0, 0)  # the caller of an outermost frame
@@ -22,7 +22,7 @@ SELF: RowKey = ("(itself)", "", 0, 0)  # the "callee" of samples taken in the fu
 
 
 def call_graph(rows: Iterable[NodeRow], book: StackBook, focus: RowKey, by_line: bool,
-               mode: str = "cpu") -> CallGraph:
+               mode: Mode = "cpu") -> CallGraph:
     col = mode_column(mode)
     first = NODE_FIRST_LINE if by_line else NODE_FIRST_FUNCTION
     rows = list(rows)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .aggregate import StackBook, mode_column
-from .model import RowKey, TreeNode
+from .model import Mode, RowKey, TreeNode
 from .records import STACK_INCOMPLETE, NodeRow
 
 ROOT: RowKey = ("(all threads)", "", 0, 0)
@@ -44,7 +44,7 @@ class _Building:
 class _Sums:
     """Per stack-tree node: own and total seconds, and children, for the rows' nodes."""
 
-    def __init__(self, rows: Iterable[NodeRow], book: StackBook, mode: str) -> None:
+    def __init__(self, rows: Iterable[NodeRow], book: StackBook, mode: Mode) -> None:
         col = mode_column(mode)
         rows = [row for row in rows if book.known(row.node)]
         self.own = {row.node: row.own[col] / 1e9 for row in rows}
@@ -123,7 +123,7 @@ def _fold_recursion(building: _Building, sums: _Sums, book: StackBook, by_line: 
         building.nodes = kids
 
 
-def call_tree(rows: Iterable[NodeRow], book: StackBook, by_line: bool, mode: str = "cpu") -> TreeNode:
+def call_tree(rows: Iterable[NodeRow], book: StackBook, by_line: bool, mode: Mode = "cpu") -> TreeNode:
     """The tree of the stacks whose per-node sums are `rows`."""
     sums = _Sums(rows, book, mode)
     root = _Building(ROOT)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 RowKey = tuple[str, str, int, int]  # (function, filename, line or 0, pid): one row of the function table
 ThreadKey = int  # the engine's key for a thread: never reused, so a reused thread id is a new key
 
-MODE_HELP = {
+Mode = Literal["cpu", "wall", "gil"]  # what the times measure
+MODES: tuple[Mode, ...] = ("cpu", "wall", "gil")
+MODE_HELP: dict[Mode, str] = {
     "cpu": "time on a CPU, as the kernel counts it",
     "wall": "wall-clock time of every thread, running or not",
     "gil": "wall-clock time of the thread holding the GIL",
@@ -122,7 +125,7 @@ class Snapshot:
     stopped: tuple[int, ...] = ()  # pids of the watched processes that are stopped (SIGSTOP, a debugger)
     exit_reason: str | None = None
     exit_status: int | None = None  # a program pytop started: its status once it ended (-N: signal N)
-    mode: str = "cpu"  # what OwnTime and TotalTime measure (MODE_HELP)
+    mode: Mode = "cpu"  # what OwnTime and TotalTime measure (MODE_HELP)
     rate_asked: float = 0.0
     skipped: int = 0  # samples skipped since the reset because the machine was too busy
     rate_held: float | None = None  # the rate pytop's CPU budget holds sampling at (None: the rate asked)

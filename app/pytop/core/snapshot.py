@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .aggregate import CPU, HIDDEN, MODE_INDEX, OWN, TOTAL, WALL, Counts, FunctionSums, StackBook, mode_column
-from .model import CallGraph, FunctionRow, RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow, TreeNode
+from .model import CallGraph, FunctionRow, Mode, RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow, TreeNode
 from .threads import ThreadBook, ThreadState
 
 
@@ -13,7 +13,7 @@ from .threads import ThreadBook, ThreadState
 class View:
     """What the UI asked to look at."""
 
-    mode: str = "cpu"
+    mode: Mode = "cpu"
     by_line: bool = False
     thread: ThreadKey | None = None  # narrow to one thread
     process: int | None = None  # narrow to one process (pid)
@@ -81,7 +81,7 @@ class Circumstances:
     window_number: int = 0
 
 
-def rows_of(totals: FunctionSums, window: FunctionSums, window_seconds: float, mode: str,
+def rows_of(totals: FunctionSums, window: FunctionSums, window_seconds: float, mode: Mode,
             by_line: bool, tasks: bool = True) -> tuple[FunctionRow, ...]:
     """Every function with time in this mode since the last reset, with the window's shares.
     With tasks hidden, their pseudo-frames' rows go and their own time is their callers'."""
@@ -108,7 +108,7 @@ def rows_of(totals: FunctionSums, window: FunctionSums, window_seconds: float, m
     return tuple(rows)
 
 
-def thread_rows(figures: Figures, mode: str, elapsed: float, only: ThreadKey | None = None,
+def thread_rows(figures: Figures, mode: Mode, elapsed: float, only: ThreadKey | None = None,
                 every: bool = True) -> tuple[ThreadRow, ...]:
     """Each thread's row (every: False, only the row of thread `only`, if any)."""
     index = MODE_INDEX[mode]

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import __version__
 from ..core.aggregate import MODE_INDEX, Counts, StackBook
+from ..core.model import Mode
 from ..core.profile import Profile
 
 Frame = tuple[str, str, int]  # function, filename, line
@@ -35,7 +36,7 @@ def frame_label(frame: Frame) -> str:
     return label.replace(";", ":")
 
 
-def collapsed(counts: Counts, book: StackBook, mode: str) -> Iterator[str]:
+def collapsed(counts: Counts, book: StackBook, mode: Mode) -> Iterator[str]:
     """With several processes, each stack starts with a "process PID" frame."""
     index = MODE_INDEX[mode]
     merged: dict[str, int] = {}
@@ -53,7 +54,7 @@ def collapsed(counts: Counts, book: StackBook, mode: str) -> Iterator[str]:
         yield f"{line} {merged[line]}"
 
 
-def speedscope(counts: Counts, book: StackBook, mode: str, thread_label: Callable[[int], str],
+def speedscope(counts: Counts, book: StackBook, mode: Mode, thread_label: Callable[[int], str],
                title: str) -> dict[str, Any]:
     index = MODE_INDEX[mode]
     frame_index: dict[Frame, int] = {}
@@ -88,7 +89,7 @@ def speedscope(counts: Counts, book: StackBook, mode: str, thread_label: Callabl
     }
 
 
-def write_files(stem: str, profile: Profile, mode: str) -> tuple[str, str]:
+def write_files(stem: str, profile: Profile, mode: Mode) -> tuple[str, str]:
     """`stem`.collapsed.txt and `stem`.speedscope.json; raises OSError."""
     collapsed_path, speedscope_path = f"{stem}.collapsed.txt", f"{stem}.speedscope.json"
     with open(collapsed_path, "w") as f:

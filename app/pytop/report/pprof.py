@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 
 from ..core.aggregate import MODE_INDEX, SAMPLES
+from ..core.model import Mode
 from ..core.profile import Profile
 
 # Field numbers of profile.proto.
@@ -69,7 +70,7 @@ class Strings:
         return b"".join(message(PROFILE_STRINGS, text.encode("utf-8")) for text in self.index)
 
 
-def profile(run: Profile, mode: str, rate: float, start_ns: int, duration_ns: int) -> bytes:
+def profile(run: Profile, mode: Mode, rate: float, start_ns: int, duration_ns: int) -> bytes:
     """The gzipped pprof profile of `run`."""
     counts, book, thread_of, comment = run.counts, run.book, run.thread_of, run.title
     strings = Strings()

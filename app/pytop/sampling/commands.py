@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Union
 
-from ..core.model import RowKey, ThreadKey
+from ..core.model import Mode, RowKey, ThreadKey
 from ..core.snapshot import View
 
 
@@ -27,8 +27,8 @@ class ByLine(ViewChange):
 
 
 @dataclass(frozen=True)
-class Mode(ViewChange):
-    mode: str  # one of core.aggregate.MODES (checked by the sampler's set_mode)
+class ChangeMode(ViewChange):
+    mode: Mode
 
     def applied(self, view: View) -> View:
         return replace(view, mode=self.mode)

@@ -21,11 +21,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..core.aggregate import CPU, FOLDED, MODES, OWN, Counts, FunctionSums, mode_column
+from ..core.aggregate import CPU, FOLDED, OWN, Counts, FunctionSums, mode_column
 from ..core.callgraph import call_graph
 from ..core.calltree import call_tree
 from ..core.held import HeldShare, skipped_share
-from ..core.model import CallGraph, RowKey, Snapshot, TargetInfo, ThreadKey, TreeNode
+from ..core.model import MODES, CallGraph, Mode, RowKey, Snapshot, TargetInfo, ThreadKey, TreeNode
 from ..core.profile import Profile, ThreadIdentity
 from ..core.records import PSEUDO_FUNCTIONS, STACK_OVERFLOW, Drain, NodeRow
 from ..core.snapshot import Circumstances, Figures, Tables, View, build
@@ -51,7 +51,7 @@ EXIT_STATUS_WAIT = 1.0  # a started program whose memory is gone is ending: time
 class Settings:
     rate: float = 1000.0
     delay: float = 1.0
-    mode: str = "cpu"  # cpu, wall or gil (see core.model.MODE_HELP)
+    mode: Mode = "cpu"  # cpu, wall or gil (see core.model.MODE_HELP)
     by_line: bool = False
     quick_start: bool = True  # refresh early while the first samples arrive
     realtime: bool = False  # take a real-time priority when allowed (--realtime; it costs the target)
@@ -142,11 +142,11 @@ class Sampler:
     def set_by_line(self, by_line: bool) -> None:
         self._inbox.put(do.ByLine(by_line))
 
-    def set_mode(self, mode: str) -> None:
+    def set_mode(self, mode: Mode) -> None:
         """What the times measure: cpu, wall or gil."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}")
-        self._inbox.put(do.Mode(mode))
+        self._inbox.put(do.ChangeMode(mode))
 
     def set_thread(self, key: ThreadKey | None) -> None:
         """Narrow the figures to one thread (a ThreadRow.key), or None for all."""

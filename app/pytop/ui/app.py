@@ -21,7 +21,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.screen import Screen
 
-from ..core.model import Snapshot
+from ..core.model import Mode, Snapshot
 from .messages import SnapshotReady
 from .screen import MainScreen
 from .source import SnapshotSource
@@ -36,7 +36,7 @@ class PytopApp(App[None]):
     ENABLE_COMMAND_PALETTE = False
     BINDINGS = [Binding("ctrl+c", "quit", "Quit", show=False, priority=True)]  # the rest are the screen's
 
-    def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: str = "cpu",
+    def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: Mode = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), handle_signals: bool = False,
                  export_dir: str | None = None, delay: float = 1.0, last_words: Callable[[], None] | None = None,
                  tasks: bool = False, tune_gc: bool = False):

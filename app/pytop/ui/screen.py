@@ -14,8 +14,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..core.aggregate import MODES
-from ..core.model import FunctionRow, Snapshot
+from ..core.model import MODES, FunctionRow, Mode, Snapshot
 from ..report import format as fmt
 from .callers import CallersPanel
 from .calltree import CallTreeView
@@ -90,7 +89,7 @@ class MainScreen(Screen[None]):
         rows = [(b.key_display or b.key, b.tooltip) for b in cls.BINDINGS if isinstance(b, Binding) and b.tooltip]
         return rows + cls.WIDGET_KEYS
 
-    def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: str = "cpu",
+    def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: Mode = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), export_dir: str | None = None,
                  delay: float = 1.0, tasks: bool = False):
         """export_dir: where the e key writes (default: the current directory); delay: seconds
