@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE))
 import provision_interpreters  # noqa: E402
 
 V = tuple[int, int]
-ALL = ((3, 8), (3, 99))
+ALL = ((3, 7), (3, 99))
 
 
 def since(v: V) -> tuple[V, V]:
@@ -38,7 +38,7 @@ def since(v: V) -> tuple[V, V]:
 
 
 def until(v: V) -> tuple[V, V]:
-    return ((3, 8), v)
+    return ((3, 7), v)
 
 
 # (layout field, C expression, (first, last) minor version it applies to). The first matching
@@ -46,7 +46,7 @@ def until(v: V) -> tuple[V, V]:
 FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     # _PyRuntimeState
     ("rt_interpreters_head", "offsetof(_PyRuntimeState, interpreters.head)", ALL),
-    ("rt_main_thread", "offsetof(_PyRuntimeState, main_thread)", ALL),
+    ("rt_main_thread", "offsetof(_PyRuntimeState, main_thread)", since((3, 8))),
     ("rt_gil_locked", "offsetof(_PyRuntimeState, ceval.gil.locked)", until((3, 11))),
     ("rt_gil_holder", "offsetof(_PyRuntimeState, ceval.gil.last_holder)", until((3, 11))),
     ("rt_gil_switches", "offsetof(_PyRuntimeState, ceval.gil.switch_number)", until((3, 11))),
@@ -258,7 +258,9 @@ PROLOGUE = r"""
 #if PY_VERSION_HEX < 0x030B0000
 #  include "frameobject.h"
 #endif
-#if PY_VERSION_HEX < 0x03090000
+#if PY_VERSION_HEX < 0x03080000
+#  include "internal/pystate.h"
+#elif PY_VERSION_HEX < 0x03090000
 #  include "internal/pycore_pystate.h"
 #else
 #  include "internal/pycore_runtime.h"

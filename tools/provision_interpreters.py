@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-PYENV_VERSIONS = ("3.8.18", "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0")
+PYENV_VERSIONS = ("3.7.16", "3.8.18", "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0")
 SID_VERSIONS = ("3.14", "3.15")
 DEBIAN_SYSTEM_PYTHON = Path("/usr/bin/python3.11")
 SID_SOURCE = (
@@ -65,7 +65,8 @@ def pyenv_interpreters() -> list[dict]:
         exe = root / "versions" / full / "bin" / "python"
         if exe.exists():
             short = minor_of(full)
-            include = root / "versions" / full / "include" / f"python{short}"
+            # python3.7m before 3.8 (the ABI flags were in the name)
+            include = next((root / "versions" / full / "include").glob(f"python{short}*"))
             found.append(
                 {
                     "name": f"pyenv-{short}",

@@ -24,10 +24,15 @@ def frames_of(frame):
     return out
 
 
+def gettid():
+    """The kernel's TID before threading.get_native_id (3.8): the gettid system call."""
+    import ctypes
+    return ctypes.CDLL(None, use_errno=True).syscall(186)  # SYS_gettid on x86-64
+
+
 def thread_info(frame=None):
     info = {"thread_id": threading.get_ident(), "name": threading.current_thread().name}
-    if hasattr(threading, "get_native_id"):
-        info["native_id"] = threading.get_native_id()
+    info["native_id"] = threading.get_native_id() if hasattr(threading, "get_native_id") else gettid()
     if frame is not None:
         info["frames"] = frames_of(frame)
     return info

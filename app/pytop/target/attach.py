@@ -119,10 +119,14 @@ def _pthread_tid_offset(source: MemorySource, runtime: int, layout: dict[str, in
     between the two listings of TIDs: the kernel then clears the TID in its struct, so a value
     that is not a listed TID counts against an offset only if it is still there afterwards."""
     before = source.task_ids()
-    main = _u64(source, runtime + layout["rt_main_thread"])
-    others = [t for t in _thread_ids(source, runtime, layout) if t and t != main]
-    block = _read_prefix(source, main) if main else b""
     pid = source.pid
+    threads = _thread_ids(source, runtime, layout)
+    if layout["rt_main_thread"] >= 0:
+        main = _u64(source, runtime + layout["rt_main_thread"])
+    else:  # 3.7's runtime does not say which is the main thread: its struct is the one holding the pid
+        main = next((t for t in threads if t and pid in _ints(_read_prefix(source, t))), 0)
+    others = [t for t in threads if t and t != main]
+    block = _read_prefix(source, main) if main else b""
     candidates = [off for off in range(0, len(block) - 3, 4) if struct.unpack_from("<i", block, off)[0] == pid]
     found = {off: [(thread, _i32(source, thread + off)) for thread in others] for off in candidates}
     tids = before | source.task_ids()
@@ -134,6 +138,10 @@ def _pthread_tid_offset(source: MemorySource, runtime: int, layout: dict[str, in
     best = max(candidates, key=lambda off: (score[off], -off))
     read = len(values[best])
     return best if read == 0 or score[best] * 4 >= read * 3 else -1
+
+
+def _ints(block: bytes) -> set[int]:
+    return {struct.unpack_from("<i", block, off)[0] for off in range(0, len(block) - 3, 4)}
 
 
 def _i32(source: MemorySource, address: int) -> int | None:
