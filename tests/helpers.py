@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGETS = Path(__file__).resolve().parent / "targets"
 PROVISION = ROOT / "tools" / "provision_interpreters.py"
 EXPECTED = [
-    "pyenv-3.7", "pyenv-3.8", "pyenv-3.9", "pyenv-3.10", "pyenv-3.11", "pyenv-3.12", "pyenv-3.13",
+    "pyenv-3.6", "pyenv-3.7", "pyenv-3.8", "pyenv-3.9", "pyenv-3.10", "pyenv-3.11", "pyenv-3.12", "pyenv-3.13",
     "debian-3.11",
     "sid-3.14-chroot", "sid-3.14-loader", "sid-3.15-chroot", "sid-3.15-loader",
 ]

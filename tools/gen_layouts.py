@@ -30,7 +30,10 @@ sys.path.insert(0, str(HERE))
 import provision_interpreters  # noqa: E402
 
 V = tuple[int, int]
-ALL = ((3, 7), (3, 99))
+ALL = ((3, 6), (3, 99))
+# 3.7 brought _PyRuntime (3.6's interpreter list, GIL and GC flag are static variables: pytop
+# finds them by symbol and gives their places as offsets from the lowest of them; see locate.py).
+RUNTIME = ((3, 7), (3, 99))
 
 
 def since(v: V) -> tuple[V, V]:
@@ -38,23 +41,23 @@ def since(v: V) -> tuple[V, V]:
 
 
 def until(v: V) -> tuple[V, V]:
-    return ((3, 7), v)
+    return ((3, 6), v)
 
 
 # (layout field, C expression, (first, last) minor version it applies to). The first matching
 # row wins. Missing fields become -1 in the generated table.
 FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     # _PyRuntimeState
-    ("rt_interpreters_head", "offsetof(_PyRuntimeState, interpreters.head)", ALL),
+    ("rt_interpreters_head", "offsetof(_PyRuntimeState, interpreters.head)", RUNTIME),
     ("rt_main_thread", "offsetof(_PyRuntimeState, main_thread)", since((3, 8))),
-    ("rt_gil_locked", "offsetof(_PyRuntimeState, ceval.gil.locked)", until((3, 11))),
-    ("rt_gil_holder", "offsetof(_PyRuntimeState, ceval.gil.last_holder)", until((3, 11))),
-    ("rt_gil_switches", "offsetof(_PyRuntimeState, ceval.gil.switch_number)", until((3, 11))),
-    ("rt_gc_collecting", "offsetof(_PyRuntimeState, gc.collecting)", until((3, 8))),
-    ("rt_size", "sizeof(_PyRuntimeState)", ALL),
+    ("rt_gil_locked", "offsetof(_PyRuntimeState, ceval.gil.locked)", ((3, 7), (3, 11))),
+    ("rt_gil_holder", "offsetof(_PyRuntimeState, ceval.gil.last_holder)", ((3, 7), (3, 11))),
+    ("rt_gil_switches", "offsetof(_PyRuntimeState, ceval.gil.switch_number)", ((3, 7), (3, 11))),
+    ("rt_gc_collecting", "offsetof(_PyRuntimeState, gc.collecting)", ((3, 7), (3, 8))),
+    ("rt_size", "sizeof(_PyRuntimeState)", RUNTIME),
     # PyInterpreterState
     ("is_next", "offsetof(PyInterpreterState, next)", ALL),
-    ("is_id", "offsetof(PyInterpreterState, id)", ALL),
+    ("is_id", "offsetof(PyInterpreterState, id)", since((3, 7))),
     ("is_threads_head", "offsetof(PyInterpreterState, tstate_head)", until((3, 10))),
     ("is_threads_head", "offsetof(PyInterpreterState, threads.head)", since((3, 11))),
     ("is_gil_locked", "offsetof(PyInterpreterState, _gil.locked)", since((3, 12))),
@@ -68,7 +71,7 @@ FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     ("ts_interp", "offsetof(PyThreadState, interp)", ALL),
     ("ts_thread_id", "offsetof(PyThreadState, thread_id)", ALL),
     ("ts_native_thread_id", "offsetof(PyThreadState, native_thread_id)", since((3, 11))),
-    ("ts_unique_id", "offsetof(PyThreadState, id)", until((3, 10))),
+    ("ts_unique_id", "offsetof(PyThreadState, id)", ((3, 7), (3, 10))),
     ("ts_frame", "offsetof(PyThreadState, frame)", until((3, 10))),
     ("ts_frame", "offsetof(PyThreadState, current_frame)", since((3, 13))),
     ("ts_cframe", "offsetof(PyThreadState, cframe)", ((3, 11), (3, 12))),
@@ -258,7 +261,9 @@ PROLOGUE = r"""
 #if PY_VERSION_HEX < 0x030B0000
 #  include "frameobject.h"
 #endif
-#if PY_VERSION_HEX < 0x03080000
+#if PY_VERSION_HEX < 0x03070000
+   /* 3.6: no runtime state; PyInterpreterState is in the public pystate.h */
+#elif PY_VERSION_HEX < 0x03080000
 #  include "internal/pystate.h"
 #elif PY_VERSION_HEX < 0x03090000
 #  include "internal/pycore_pystate.h"

@@ -8,8 +8,6 @@
 - the main thread hands out work and checks on the others.
 """
 
-from __future__ import annotations
-
 import json
 import math
 import queue
@@ -22,16 +20,16 @@ ORDERS = [{"id": i, "items": [{"sku": f"SKU-{j}", "qty": j % 5 + 1, "price": 9.9
           for i in range(50)]
 
 
-def parse_request(payload: str) -> dict[str, Any]:
+def parse_request(payload: str) -> "dict[str, Any]":
     order: dict[str, Any] = json.loads(payload)
     return order
 
 
-def price_order(order: dict[str, Any]) -> float:
+def price_order(order: "dict[str, Any]") -> float:
     return float(sum(item["qty"] * item["price"] for item in order["items"]))
 
 
-def render_response(order: dict[str, Any], total: float) -> str:
+def render_response(order: "dict[str, Any]", total: float) -> str:
     return json.dumps({"order": order["id"], "total": round(total, 2), "items": order["items"]})
 
 
@@ -46,7 +44,7 @@ def handle_request(payload: str) -> str:
     return render_response(order, price_order(order))
 
 
-def request_handler(jobs: queue.Queue[str]) -> None:
+def request_handler(jobs: "queue.Queue[str]") -> None:
     while True:
         handle_request(jobs.get())
 

@@ -12,7 +12,14 @@ import signal
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from socketserver import ThreadingMixIn
+
+try:
+    from http.server import ThreadingHTTPServer
+except ImportError:  # before 3.7: what 3.7 made of the same two parts
+    class ThreadingHTTPServer(ThreadingMixIn, HTTPServer):
+        daemon_threads = True
 
 from report import ready, thread_info
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import errors
 from .elf import ElfImage
@@ -61,6 +61,16 @@ class Runtime:
     binary: str  # the file as the target maps it that holds the runtime (in messages)
     runtime_address: int
     version: PythonVersion
+    # 3.6: no _PyRuntime; where its static variables are (layout field -> address), and the
+    # runtime address is the lowest of them, so that each is an offset from it as in a struct.
+    statics: dict[str, int] = field(default_factory=dict)
+
+
+# 3.6's static variables that stand for _PyRuntime's fields (pystate.c, ceval_gil.h, gcmodule.c):
+# local symbols, in .symtab only (a build stripped of it cannot be read).
+STATICS_36 = {"rt_interpreters_head": "interp_head", "rt_gil_locked": "gil_locked",
+              "rt_gil_holder": "gil_last_holder", "rt_gil_switches": "gil_switch_number",
+              "rt_gc_collecting": "collecting"}
 
 
 def _candidates(source: MemorySource, by_file: dict[str, list[Mapping]]) -> list[str]:
@@ -92,10 +102,24 @@ def _find_in(source: MemorySource, path: str, mappings: list[Mapping]) -> Runtim
         if runtime is None:
             runtime = _scan_for_cookie(source, mappings)
         if runtime is None:
-            return None
+            return _runtime_36(path, image, bias)
         return Runtime(path, runtime, _version(source, runtime, symbols, path, image))
     finally:
         image.close()
+
+
+def _runtime_36(path: str, image: ElfImage, bias: int) -> Runtime | None:
+    """CPython 3.6, from its static variables' symbols (None: another file, or no symbols)."""
+    named = _version_from_name(path)
+    if named is None or named.minor != 6:
+        return None
+    found = image.symbols(tuple(STATICS_36.values()))
+    if len(found) < len(STATICS_36):
+        return None
+    statics = {field_name: found[symbol] + bias for field_name, symbol in STATICS_36.items()}
+    micro = image.version_string(6)
+    version = PythonVersion(3, 6, micro[1]) if micro else named
+    return Runtime(path, min(statics.values()), version, statics)
 
 
 def _scan_for_cookie(source: MemorySource, mappings: list[Mapping]) -> int | None:
@@ -193,6 +217,11 @@ def locate_runtime(pid: int) -> Runtime:
     if _exited(pid):
         raise errors.TargetExited(f"process {pid} exited while pytop was attaching")
     older = _older_python(source)
+    if older == "3.6":
+        raise errors.UnsupportedVersion(
+            f"process {pid} runs Python 3.6 from a build stripped of its symbol table: pytop finds a 3.6 "
+            "interpreter's threads and GIL by the symbols of its static variables (interp_head, gil_locked, "
+            "...), which only .symtab has (install the build's debug symbols, or use an unstripped build)")
     if older:
         from .layouts import supported_range
 
