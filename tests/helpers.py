@@ -22,6 +22,7 @@ EXPECTED = [
     "pyenv-3.6", "pyenv-3.7", "pyenv-3.8", "pyenv-3.9", "pyenv-3.10", "pyenv-3.11", "pyenv-3.12", "pyenv-3.13",
     "debian-3.11",
     "sid-3.14-chroot", "sid-3.14-loader", "sid-3.15-chroot", "sid-3.15-loader",
+    "sid-3.14-dbg", "sid-3.15-dbg",  # debug builds (Py_DEBUG), through the loader
 ]
 # One per frame model and launch style: object frames, interpreter frames, chroot + debug offsets.
 SOME = ["pyenv-3.8", "pyenv-3.12", "sid-3.15-chroot"]

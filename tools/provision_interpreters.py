@@ -139,9 +139,8 @@ class PrivateApt:
 
 
 def sid_root_ready(root: Path, short: str) -> bool:
-    return (root / "usr" / "bin" / f"python{short}").exists() and (
-        root / "usr" / "include" / f"python{short}" / "internal"
-    ).is_dir()
+    return (root / "usr" / "bin" / f"python{short}").exists() and (root / "usr" / "bin" / f"python{short}d").exists() \
+        and (root / "usr" / "include" / f"python{short}" / "internal").is_dir()
 
 
 def provision_sid(cache: Path, short: str) -> Path:
@@ -152,7 +151,9 @@ def provision_sid(cache: Path, short: str) -> Path:
         return root
     apt = PrivateApt(home / "apt")
     apt.run("apt-get", "update", "-qq")
-    wanted = apt.closure([f"python{short}-minimal", f"libpython{short}-stdlib"])
+    # The debug build (python{short}d, Py_DEBUG) beside the release one: same stdlib, its own
+    # libpython and extension modules.
+    wanted = apt.closure([f"python{short}-minimal", f"libpython{short}-stdlib", f"python{short}-dbg"])
     # The -dev package is only unpacked for its headers; its own dependencies are not needed.
     wanted.append(f"libpython{short}-dev")
     with tempfile.TemporaryDirectory(dir=home) as tmp:
@@ -206,6 +207,20 @@ def sid_interpreters(cache: Path, short: str) -> list[dict]:
             "launch": "loader",
             "root": "/",
             "include": include,
+        },
+        {
+            "name": f"sid-{short}-dbg",
+            "version": short,
+            "argv": [
+                str(libdir / "ld-linux-x86-64.so.2"),
+                "--library-path",
+                str(libdir),
+                str(root / "usr" / "bin" / f"python{short}d"),
+            ],
+            "launch": "loader",
+            "root": "/",
+            "include": include,
+            "debug": True,
         },
     ]
 
