@@ -31,7 +31,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # By name only: provisioning waits until a test that runs needs an interpreter.
-    for fixture, names in (("interp", helpers.EXPECTED), ("some_interp", helpers.SOME)):
+    expected = helpers.EXPECTED
+    if metafunc.module.__name__ in helpers.MODULES_OF_FIGURES:
+        expected = [name for name in expected if name not in helpers.READING_ONLY]
+    for fixture, names in (("interp", expected), ("some_interp", helpers.SOME)):
         if fixture in metafunc.fixturenames:
             metafunc.parametrize(fixture, names, ids=names, indirect=True)
 
@@ -42,7 +45,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.target)
 
 
-def _available(name: str) -> dict[str, Any]:
+def available(name: str) -> dict[str, Any]:
     found, complaints = interpreters()
     if name not in found:
         message = f"interpreter {name} is not available: {complaints or 'not installed'}"
@@ -55,10 +58,10 @@ def _available(name: str) -> dict[str, Any]:
 @pytest.fixture
 def interp(request: pytest.FixtureRequest) -> dict[str, Any]:
     """Each supported interpreter and launch style in turn."""
-    return _available(request.param)
+    return available(request.param)
 
 
 @pytest.fixture
 def some_interp(request: pytest.FixtureRequest) -> dict[str, Any]:
     """One interpreter per frame layout, for tests above the unwinder (sampler, UI, CLI)."""
-    return _available(request.param)
+    return available(request.param)
