@@ -174,6 +174,17 @@ def run_pytop(*args: str, timeout: float = 120, **kwargs: Any) -> subprocess.Com
     return subprocess.run([*PYTOP, *args], capture_output=True, text=True, timeout=timeout, **kwargs)
 
 
+@contextlib.contextmanager
+def sampling(sampler: Any, publish: Any) -> Iterator[Any]:
+    """A started sampler, stopped however the block ends: a failed assertion must not leave its
+    threads sampling the next test's target."""
+    sampler.start(publish)
+    try:
+        yield sampler
+    finally:
+        sampler.stop()
+
+
 def wait_samples(sampler: Any, count: int, timeout: float = 60) -> None:
     """Until `sampler` has taken `count` samples (a slow machine takes longer, not fewer)."""
     deadline = time.monotonic() + timeout

@@ -169,7 +169,10 @@ def test_task_offsets_are_the_ones_the_interpreter_publishes(name: str) -> None:
     interp = _async_interp(name)
     root = Path(interp["argv"][-1]).parent.parent.parent  # .../root/usr/bin/python3.X -> .../root
     version = tuple(int(p) for p in interp["version"].split("."))
-    candidates = [Path(interp["argv"][-1]), *root.glob(f"usr/lib/python{interp['version']}/lib-dynload/_asyncio.*.so")]
+    # This build's own extension (the debug build's, `cpython-314d-...`, sits beside it).
+    abi = "cpython-" + interp["version"].replace(".", "") + "-"
+    candidates = [Path(interp["argv"][-1]),
+                  *root.glob(f"usr/lib/python{interp['version']}/lib-dynload/_asyncio.{abi}*.so")]
     for path in candidates:
         with open(path, "rb") as f:
             section = ELFFile(f).get_section_by_name(".AsyncioDebug")
@@ -215,14 +218,13 @@ def test_the_a_key_shows_and_hides_tasks_with_their_history() -> None:
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=500, delay=0.3))
         got = Collected()
-        sampler.start(got)
-        helpers.wait_samples(sampler, 500)
-        before = got.last
-        sampler.set_tasks(True)
-        shown = wait_for(got, lambda s: "task crunch" in functions(s))
-        sampler.set_tasks(False)
-        hidden = wait_for(got, lambda s: s is not shown and "task crunch" not in functions(s))
-        sampler.stop()
+        with helpers.sampling(sampler, got):
+            helpers.wait_samples(sampler, 500)
+            before = got.last
+            sampler.set_tasks(True)
+            shown = wait_for(got, lambda s: "task crunch" in functions(s))
+            sampler.set_tasks(False)
+            hidden = wait_for(got, lambda s: s is not shown and "task crunch" not in functions(s))
         target.close()
     assert "task crunch" not in functions(before)
     rows = functions(shown)

@@ -25,9 +25,8 @@ def sampled(interp: dict[str, Any], tmp_path: Path) -> tuple[Sampler, dict[str, 
     with helpers.running(interp, "stacks.py") as t:
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, mode="wall"))
-        sampler.start(lambda snapshot: None)
-        helpers.wait_samples(sampler, 300)
-        sampler.stop()
+        with helpers.sampling(sampler, lambda snapshot: None):
+            helpers.wait_samples(sampler, 300)
         paths = sampler.write_exports(str(tmp_path))
     return sampler, t.info, paths
 

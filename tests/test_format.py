@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
-from pytop.core.model import Snapshot, TargetInfo
+from pytop.core.model import Circumstances, Snapshot, TargetInfo
 from pytop.report import format as fmt
 
 
 def snapshot(**changes: object) -> Snapshot:
+    """`changes` may name a Snapshot's fields or its Circumstances' (`run`)."""
+    names = {f.name for f in fields(Circumstances)}
+    run = replace(Circumstances(window_seconds=1.0, elapsed=10.0, rate_asked=0.0, rss=50 << 20),
+                  **{k: v for k, v in changes.items() if k in names})  # type: ignore[arg-type]
     base = Snapshot(target=TargetInfo(42, "python app.py", "3.12.1", "/srv/app"), rows=(), by_line=False,
-                    samples=1000, elapsed=10.0, rate=100.0, errors=0, last_error=None, late=0, skipped_share=0.0,
-                    gil_pct=50.0, active_pct=25.0, threads=4, cpu_pct=80.0, rss=50 << 20)
-    return replace(base, **changes)  # type: ignore[arg-type]
+                    samples=1000, rate=100.0, errors=0, late=0, gil_pct=50.0, active_pct=25.0, threads=4,
+                    cpu_pct=80.0, run=run)
+    return replace(base, **{k: v for k, v in changes.items() if k not in names})  # type: ignore[arg-type]
 
 
 def test_short_filenames() -> None:

@@ -27,7 +27,7 @@ class Collected:
 
     def __call__(self, snapshot: Snapshot) -> None:
         self.snapshots.append(snapshot)
-        if snapshot.exited:
+        if snapshot.run.exited:
             self.exited.set()
 
     @property
@@ -39,9 +39,8 @@ def run_sampler(pid: int, settings: Settings, seconds: float) -> tuple[Sampler, 
     target = attach(pid)
     sampler = Sampler(target.unwinder, info_of(target), settings)
     collected = Collected()
-    sampler.start(collected)
-    helpers.wait_samples(sampler, int(seconds * settings.rate))
-    sampler.stop()
+    with helpers.sampling(sampler, collected):
+        helpers.wait_samples(sampler, int(seconds * settings.rate))
     return sampler, collected
 
 
@@ -55,10 +54,10 @@ def test_sampling_at_rate_with_idle_threads_left_out(some_interp: dict[str, Any]
     final = sampler.final_snapshot()
     # Refreshes came quickly at first, then at the chosen pace.
     assert len(got.snapshots) >= 5
-    assert [s.skipped_share for s in got.snapshots[:3]] == [0.0] * 3  # the engine's start is not falling behind
+    assert [s.run.skipped_share for s in got.snapshots[:3]] == [0.0] * 3  # the engine's start is not falling behind
     assert 400 <= final.samples <= 450, final.samples
-    assert 180 <= final.samples / final.elapsed <= 210, (final.samples, final.elapsed)
-    assert final.rate > 100 and final.rate_asked == 200 and final.mode == "cpu"
+    assert 180 <= final.samples / final.run.elapsed <= 210, (final.samples, final.run.elapsed)
+    assert final.rate > 100 and final.run.rate_asked == 200 and final.mode == "cpu"
     rows = functions(final)
     spinning = rows.get("Worker.spinning") or rows["spinning"]
     # Its share is its real CPU share (checked against the kernel in test_truth.py): it leads.
@@ -74,14 +73,13 @@ def test_samples_taken_counts_what_is_not_drained_yet(some_interp: dict[str, Any
     with helpers.running(some_interp, "stacks.py") as t:
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, delay=5.0, quick_start=False))
-        sampler.start(Collected())
-        helpers.wait_samples(sampler, 1)
-        seen = set()
-        end = time.monotonic() + 0.4
-        while time.monotonic() < end:
-            seen.add(sampler.samples_taken)
-            time.sleep(0.02)
-        sampler.stop()
+        with helpers.sampling(sampler, Collected()):
+            helpers.wait_samples(sampler, 1)
+            seen = set()
+            end = time.monotonic() + 0.4
+            while time.monotonic() < end:
+                seen.add(sampler.samples_taken)
+                time.sleep(0.02)
     assert len(seen) >= 8, sorted(seen)  # about 20 at 200 Hz; a count of drains alone gives 1 or 2
 
 
@@ -105,11 +103,10 @@ def test_the_mode_switches_live_and_keeps_history(some_interp: dict[str, Any]) -
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, delay=5.0))
         got = Collected()
-        sampler.start(got)
-        helpers.wait_samples(sampler, 200)
-        sampler.set_mode("wall")
-        wall = wait_for(got, lambda s: s.mode == "wall")
-        sampler.stop()
+        with helpers.sampling(sampler, got):
+            helpers.wait_samples(sampler, 200)
+            sampler.set_mode("wall")
+            wall = wait_for(got, lambda s: s.mode == "wall")
     # The sleeper's second of wall time was counted while the view showed cpu time.
     assert "level_two" in functions(wall) and functions(wall)["level_two"].own_time > 0.8
 
@@ -121,14 +118,13 @@ def test_a_view_asked_for_right_after_a_refresh_shows_the_last_window_again(some
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, delay=0.3, shortest_window=3600))
         got = Collected()
-        sampler.start(got)
-        helpers.wait_samples(sampler, 200)
-        before = wait_for(got, lambda s: s.window_number > 1)
-        sampler.set_mode("wall")
-        wall = wait_for(got, lambda s: s.mode == "wall")
-        sampler.stop()
-    shown_before = [s for s in got.snapshots if s.window_number == wall.window_number and s.mode == "cpu"]
-    assert shown_before and wall.window_number >= before.window_number
+        with helpers.sampling(sampler, got):
+            helpers.wait_samples(sampler, 200)
+            before = wait_for(got, lambda s: s.run.window_number > 1)
+            sampler.set_mode("wall")
+            wall = wait_for(got, lambda s: s.mode == "wall")
+    shown_before = [s for s in got.snapshots if s.run.window_number == wall.run.window_number and s.mode == "cpu"]
+    assert shown_before and wall.run.window_number >= before.run.window_number
     assert functions(wall)["level_two"].own_pct > 50  # the sleeper's share of the last whole window
     assert wall.samples >= shown_before[-1].samples  # totals as they are now
 
@@ -138,13 +134,12 @@ def test_the_call_tree_of_a_real_target(some_interp: dict[str, Any]) -> None:
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, delay=0.2))
         got = Collected()
-        sampler.start(got)
-        helpers.wait_samples(sampler, 200)
-        sampler.set_tree(True)
-        shown = wait_for(got, lambda s: s.call_tree is not None)
-        sampler.set_tree(False)
-        hidden = wait_for(got, lambda s: s.call_tree is None)
-        sampler.stop()
+        with helpers.sampling(sampler, got):
+            helpers.wait_samples(sampler, 200)
+            sampler.set_tree(True)
+            shown = wait_for(got, lambda s: s.call_tree is not None)
+            sampler.set_tree(False)
+            hidden = wait_for(got, lambda s: s.call_tree is None)
     tree = shown.call_tree
     assert tree is not None and hidden.call_tree is None
     assert tree.total == pytest.approx(shown.attributed, rel=1e-6)  # every counted stack, once
@@ -158,13 +153,12 @@ def test_the_refresh_interval_changes_live(some_interp: dict[str, Any]) -> None:
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=100, delay=30.0, quick_start=False))
         got = Collected()
-        sampler.start(got)
-        sampler.set_delay(0.1)
-        wait_for(got, lambda s: True)  # the refresh that the change brings at once
-        began, before = time.monotonic(), len(got.snapshots)
-        wait_for(got, lambda s: len(got.snapshots) >= before + 5, timeout=10)
-        took = time.monotonic() - began
-        sampler.stop()
+        with helpers.sampling(sampler, got):
+            sampler.set_delay(0.1)
+            wait_for(got, lambda s: True)  # the refresh that the change brings at once
+            began, before = time.monotonic(), len(got.snapshots)
+            wait_for(got, lambda s: len(got.snapshots) >= before + 5, timeout=10)
+            took = time.monotonic() - began
     assert took < 3.0, took  # five refreshes 0.1 s apart, not 30 s
 
 
@@ -173,22 +167,21 @@ def test_by_line_view_and_reset(some_interp: dict[str, Any]) -> None:
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=100, delay=5.0, mode="wall"))
         got = Collected()
-        sampler.start(got)
-        helpers.wait_samples(sampler, 80)
-        sampler.set_by_line(True)
-        deadline = time.monotonic() + 5
-        while not (got.snapshots and got.last.by_line) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        by_line = got.last
-        sampler.reset()
-        while got.last is by_line and time.monotonic() < deadline:
-            time.sleep(0.01)
-        after_reset = got.last
-        sampler.stop()
+        with helpers.sampling(sampler, got):
+            helpers.wait_samples(sampler, 80)
+            sampler.set_by_line(True)
+            deadline = time.monotonic() + 5
+            while not (got.snapshots and got.last.by_line) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            by_line = got.last
+            sampler.reset()
+            while got.last is by_line and time.monotonic() < deadline:
+                time.sleep(0.01)
+            after_reset = got.last
     assert by_line.by_line and all(row.line for row in by_line.rows)
     spin_lines = {row.line for row in by_line.rows if row.function.endswith("spinning")}
     assert spin_lines <= set(t.info["spin_lines"]) | {t.info["threads"]["spinner"]["frames"][0]["line"]}
-    assert after_reset.samples < by_line.samples and after_reset.elapsed < 1.0
+    assert after_reset.samples < by_line.samples and after_reset.run.elapsed < 1.0
 
 
 def test_target_exit_ends_sampling_with_a_final_snapshot(some_interp: dict[str, Any]) -> None:
@@ -196,30 +189,29 @@ def test_target_exit_ends_sampling_with_a_final_snapshot(some_interp: dict[str, 
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200))
         got = Collected()
-        sampler.start(got)
-        helpers.wait_samples(sampler, 100)
-        os.kill(t.pid, signal.SIGUSR1)  # now exit
-        assert got.exited.wait(30)
-        final = got.last
-        # The final figures can still be explored: by line, in another mode, a function's callers.
-        sampler.set_by_line(True)
-        by_line = wait_for(got, lambda s: s.by_line)
-        sampler.set_by_line(False)
-        sampler.set_mode("wall")
-        wall = wait_for(got, lambda s: s.mode == "wall" and not s.by_line)
-        churn = next(row for row in wall.rows if row.function == "churn")
-        sampler.set_focus(churn.key)
-        focused = wait_for(got, lambda s: s.call_graph is not None)
-        sampler.reset()  # would throw the results away: ignored
-        sampler.set_mode("cpu")
-        again = wait_for(got, lambda s: s.mode == "cpu")
-        sampler.stop()
+        with helpers.sampling(sampler, got):
+            helpers.wait_samples(sampler, 100)
+            os.kill(t.pid, signal.SIGUSR1)  # now exit
+            assert got.exited.wait(30)
+            final = got.last
+            # The final figures can still be explored: by line, in another mode, a function's callers.
+            sampler.set_by_line(True)
+            by_line = wait_for(got, lambda s: s.by_line)
+            sampler.set_by_line(False)
+            sampler.set_mode("wall")
+            wall = wait_for(got, lambda s: s.mode == "wall" and not s.by_line)
+            churn = next(row for row in wall.rows if row.function == "churn")
+            sampler.set_focus(churn.key)
+            focused = wait_for(got, lambda s: s.call_graph is not None)
+            sampler.reset()  # would throw the results away: ignored
+            sampler.set_mode("cpu")
+            again = wait_for(got, lambda s: s.mode == "cpu")
     assert not sampler.running
-    assert final.exited and "exited" in (final.exit_reason or "")
+    assert final.run.exited and "exited" in (final.run.exit_reason or "")
     assert final.samples > 20
     assert any(row.function == "churn" for row in final.rows)
     for s in (by_line, wall, focused, again):
-        assert s.exited and s.exit_reason == final.exit_reason and s.samples == final.samples
+        assert s.run.exited and s.run.exit_reason == final.run.exit_reason and s.samples == final.samples
     assert all(row.line for row in by_line.rows if row.filename), by_line.rows  # not "(no Python frame)"
     assert {row.function for row in by_line.rows} == {
         row.function for row in final.rows}
@@ -234,18 +226,17 @@ def test_threads_with_names_and_narrowing(some_interp: dict[str, Any]) -> None:
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, mode="wall"))
         got = Collected()
-        sampler.start(got)
-        rows = {row.name: row for row in wait_for(got, lambda s: s.samples >= 200).thread_rows}
-        assert set(rows) == {"MainThread", "sleeper", "spinner"}
-        assert rows["spinner"].active_pct > 50 and rows["sleeper"].active_pct < 1
-        assert rows["sleeper"].native_id == t.info["threads"]["sleeper"]["native_id"]
-        assert rows["sleeper"].top_frame == "Worker.sleeping" or rows["sleeper"].top_frame == "sleeping"
-        sampler.set_thread(rows["sleeper"].key)
-        deadline = time.monotonic() + 5
-        while got.last.thread_filter is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        narrowed = got.last
-        sampler.stop()
+        with helpers.sampling(sampler, got):
+            rows = {row.name: row for row in wait_for(got, lambda s: s.samples >= 200).thread_rows}
+            assert set(rows) == {"MainThread", "sleeper", "spinner"}
+            assert rows["spinner"].active_pct > 50 and rows["sleeper"].active_pct < 1
+            assert rows["sleeper"].native_id == t.info["threads"]["sleeper"]["native_id"]
+            assert rows["sleeper"].top_frame == "Worker.sleeping" or rows["sleeper"].top_frame == "sleeping"
+            sampler.set_thread(rows["sleeper"].key)
+            deadline = time.monotonic() + 5
+            while got.last.thread_filter is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            narrowed = got.last
     assert narrowed.thread_filter is not None and narrowed.thread_filter.name == "sleeper"
     names = {row.function for row in narrowed.rows}
     assert names & {"Worker.sleeping", "sleeping"} and not names & {"level_two", "Worker.spinning", "spinning"}
@@ -278,20 +269,19 @@ def test_subprocesses_are_followed(some_interp: dict[str, Any]) -> None:
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=100, delay=0.3), attach_child)
         got = Collected()
-        sampler.start(got)
-        both = wait_for(got, lambda s: set(s.processes) == {t.pid, *children} and
-                        {r.pid for r in s.rows if r.function == "child_work"} == set(children))
-        busy = {r.pid: r for r in both.rows if r.function == "child_work"}
-        assert all(row.own_time > 0 for row in busy.values())
-        assert {row.pid for row in both.thread_rows} == {t.pid, *children}
-        sampler.set_process(children[0])
-        narrowed = wait_for(got, lambda s: s.process_filter == children[0])
-        assert {row.pid for row in narrowed.rows} == {children[0]}
-        os.kill(children[1], signal.SIGKILL)
-        wait_for(got, lambda s: children[1] not in s.processes)
-        sampler.stop()
+        with helpers.sampling(sampler, got):
+            both = wait_for(got, lambda s: set(s.run.processes) == {t.pid, *children} and
+                            {r.pid for r in s.rows if r.function == "child_work"} == set(children))
+            busy = {r.pid: r for r in both.rows if r.function == "child_work"}
+            assert all(row.own_time > 0 for row in busy.values())
+            assert {row.pid for row in both.thread_rows} == {t.pid, *children}
+            sampler.set_process(children[0])
+            narrowed = wait_for(got, lambda s: s.process_filter == children[0])
+            assert {row.pid for row in narrowed.rows} == {children[0]}
+            os.kill(children[1], signal.SIGKILL)
+            wait_for(got, lambda s: children[1] not in s.run.processes)
         target.close()
-    assert not got.last.exited  # the parent still runs
+    assert not got.last.run.exited  # the parent still runs
 
 
 def test_reused_thread_ids_are_different_threads(some_interp: dict[str, Any]) -> None:
@@ -334,14 +324,13 @@ def test_a_failure_in_pytop_ends_the_run_with_the_error(some_interp: dict[str, A
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, delay=0.3))
         got = Collected()
-        sampler.start(got)
-        assert got.exited.wait(20)
-        deadline = time.monotonic() + 10
-        while sampler.running and time.monotonic() < deadline:
-            time.sleep(0.01)
-        sampler.stop()
+        with helpers.sampling(sampler, got):
+            assert got.exited.wait(20)
+            deadline = time.monotonic() + 10
+            while sampler.running and time.monotonic() < deadline:
+                time.sleep(0.01)
     assert not sampler.running and not sampler.engine.is_open  # the engine's thread ended and was freed
-    assert got.last.failure == "RuntimeError: figures broke" and got.last.exited
+    assert got.last.run.failure == "RuntimeError: figures broke" and got.last.run.exited
 
 
 def test_a_code_object_at_a_reused_address_is_named_anew(interp: dict[str, Any]) -> None:
@@ -362,7 +351,7 @@ def test_a_code_object_at_a_reused_address_is_named_anew(interp: dict[str, Any])
     # less than the 2 s sampled): most of them seen.
     assert len(rows) >= max(5, 0.5 * final.cpu_time / work), ([row.function for row in rows], final.cpu_time)
     worst = max(rows, key=lambda row: row.own_time)
-    gap = final.longest_delay + 1 / final.rate_asked  # the longest time between two samples
+    gap = final.longest_delay + 1 / final.run.rate_asked  # the longest time between two samples
     assert worst.own_time <= 1.25 * work + gap / 2, (worst.function, worst.own_time, final.longest_delay)
 
 
@@ -374,13 +363,13 @@ def test_a_stopped_target_is_shown_stopped(some_interp: dict[str, Any]) -> None:
         sampler.start(got)
         try:
             os.kill(t.pid, signal.SIGSTOP)
-            stopped = wait_for(got, lambda s: s.stopped == (t.pid,))
+            stopped = wait_for(got, lambda s: s.run.stopped == (t.pid,))
             os.kill(t.pid, signal.SIGCONT)
-            running = wait_for(got, lambda s: not s.stopped)
+            running = wait_for(got, lambda s: not s.run.stopped)
         finally:
             os.kill(t.pid, signal.SIGCONT)
             sampler.stop()
-    assert not stopped.exited and not running.exited
+    assert not stopped.run.exited and not running.run.exited
 
 
 def test_thread_rows_only_while_the_view_wants_them(some_interp: dict[str, Any]) -> None:
@@ -390,16 +379,15 @@ def test_thread_rows_only_while_the_view_wants_them(some_interp: dict[str, Any])
         target = attach(t.pid)
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, delay=0.2))
         got = Collected()
-        sampler.start(got)
-        every = wait_for(got, lambda s: len(s.thread_rows) >= 21)
-        sampler.set_threads(False)
-        hidden = wait_for(got, lambda s: not s.thread_rows and s.samples > every.samples)
-        assert hidden.threads >= 21
-        one = next(row for row in every.thread_rows if not row.native)
-        sampler.set_thread(one.key)
-        narrowed = wait_for(got, lambda s: s.thread_filter is not None)
-        assert [row.key for row in narrowed.thread_rows] == [one.key] and narrowed.thread_filter.key == one.key
-        sampler.set_threads(True)
-        wait_for(got, lambda s: len(s.thread_rows) >= 21)
-        sampler.stop()
+        with helpers.sampling(sampler, got):
+            every = wait_for(got, lambda s: len(s.thread_rows) >= 21)
+            sampler.set_threads(False)
+            hidden = wait_for(got, lambda s: not s.thread_rows and s.samples > every.samples)
+            assert hidden.threads >= 21
+            one = next(row for row in every.thread_rows if not row.native)
+            sampler.set_thread(one.key)
+            narrowed = wait_for(got, lambda s: s.thread_filter is not None)
+            assert [row.key for row in narrowed.thread_rows] == [one.key] and narrowed.thread_filter.key == one.key
+            sampler.set_threads(True)
+            wait_for(got, lambda s: len(s.thread_rows) >= 21)
         target.close()

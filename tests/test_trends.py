@@ -49,10 +49,11 @@ def test_a_window_shown_again_adds_no_point() -> None:
     """A key right after a refresh shows the last window again in the new view (same window
     number): it is not a minute's point of its own, nor a rise or fall."""
     trends = Trends(seconds=60)
-    first = replace(snapshot(), window_number=1)
+    first = snapshot(window_number=1)
     key = next(row.key for row in first.rows if row.function == "query_database")
     trends.record(first, now=0.0)
-    trends.record(replace(shares(first, query_database=90.0), window_number=1), now=0.1)
+    again = shares(first, query_database=90.0)  # the same window in another view
+    trends.record(again, now=0.1)
     assert len(trends.times) == 1 and trends.move(key) == 0
-    trends.record(replace(shares(first, query_database=90.0), window_number=2), now=1.0)
+    trends.record(replace(again, run=replace(again.run, window_number=2)), now=1.0)
     assert len(trends.times) == 2 and trends.move(key) == 1

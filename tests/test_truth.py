@@ -48,13 +48,12 @@ def measure(interp: dict[str, Any], script: str, *args: str, load: bool, rate: f
         with kernel.frozen(t.pid):
             sampler = Sampler(target.unwinder, info_of(target),
                               Settings(rate=rate, delay=3600, quick_start=False, cpu_budget=0))
-            sampler.start(lambda snapshot: None)
-            helpers.wait_samples(sampler, int(0.3 * rate))  # pytop's first samples, of the frozen target
-            with kernel.saturated() if load else contextlib.nullcontext():
-                usage = kernel.run_for(t.pid, window)
-            # The kernel's counts are final (frozen): pytop's catch up.
-            helpers.wait_samples(sampler, sampler.samples_taken + int(0.3 * rate))
-            sampler.stop()
+            with helpers.sampling(sampler, lambda snapshot: None):
+                helpers.wait_samples(sampler, int(0.3 * rate))  # pytop's first samples, of the frozen target
+                with kernel.saturated() if load else contextlib.nullcontext():
+                    usage = kernel.run_for(t.pid, window)
+                # The kernel's counts are final (frozen): pytop's catch up.
+                helpers.wait_samples(sampler, sampler.samples_taken + int(0.3 * rate))
         final = sampler.final_snapshot()
     return final, usage, t.info
 

@@ -3,9 +3,19 @@ against real targets in test_sampler.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
-from pytop.core.model import CallGraph, FunctionRow, Neighbour, Snapshot, TargetInfo, ThreadRow, TreeNode
+from pytop.core.model import (
+    CallGraph,
+    Circumstances,
+    FunctionRow,
+    Neighbour,
+    Snapshot,
+    TargetInfo,
+    ThreadRow,
+    TreeNode,
+)
 
 TARGET = TargetInfo(4242, "python shop.py --port 8080", "3.12.1", "/srv/shop")
 
@@ -57,13 +67,18 @@ GRAPHS = {
 
 
 def snapshot(by_line: bool = False, scale: float = 1.0, **changes: object) -> Snapshot:
+    """The fake snapshot; `changes` may name a Snapshot's fields or its Circumstances' (`run`)."""
+    run: dict[str, object] = dict(window_seconds=1.0, elapsed=50.2 * scale, rate_asked=100.0, rss=73 << 20,
+                                  processes=(4242,))
     values: dict[str, object] = dict(
-        target=TARGET, rows=rows(by_line, scale), by_line=by_line, samples=int(5012 * scale),
-        elapsed=50.2 * scale, rate=99.8, errors=0, last_error=None, late=0, skipped_share=0.0, gil_pct=61.5,
-        active_pct=43.3, threads=6, cpu_pct=88.0, rss=73 << 20, rate_asked=100.0, mode="cpu",
-        thread_rows=THREADS, gc_pct=1.2, processes=(4242,))
-    values.update(changes)
-    return Snapshot(**values)  # type: ignore[arg-type]
+        target=TARGET, rows=rows(by_line, scale), by_line=by_line, samples=int(5012 * scale), rate=99.8, errors=0,
+        late=0, gil_pct=61.5, active_pct=43.3, threads=6, cpu_pct=88.0, mode="cpu", thread_rows=THREADS, gc_pct=1.2)
+    for name, value in changes.items():
+        (run if name in CIRCUMSTANCES else values)[name] = value
+    return Snapshot(**values, run=Circumstances(**run))  # type: ignore[arg-type]
+
+
+CIRCUMSTANCES = {f.name for f in dataclasses.fields(Circumstances)}
 
 
 

@@ -53,7 +53,7 @@ async def shoot() -> None:
             app.save_screenshot("tree.svg", str(OUT))
             await pilot.press("T")
             child.end()
-            while not (app.snapshot and app.snapshot.exited):
+            while not (app.snapshot and app.snapshot.run.exited):
                 await asyncio.sleep(0.1)
             await pilot.pause()
             app.save_screenshot("exited.svg", str(OUT))

@@ -172,7 +172,7 @@ def collect(sampler: Sampler, duration: float) -> Snapshot:
     done = threading.Event()
 
     def publish(snapshot: Snapshot) -> None:
-        if snapshot.exited:
+        if snapshot.run.exited:
             final.append(snapshot)
             done.set()
 
@@ -288,13 +288,13 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
             sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if args.subprocesses else None,
                               child.status if child else None, follow_exec)
             snapshot = collect(sampler, args.duration)
-            if snapshot.failure:
-                raise errors.PytopError(f"sampling failed: {snapshot.failure}")
+            if snapshot.run.failure:
+                raise errors.PytopError(f"sampling failed: {snapshot.run.failure}")
             form = args.format or ("json" if args.json else "text")
             if form == "pprof":
-                first = snapshot.sampled_from or time.monotonic() - snapshot.elapsed  # CLOCK_MONOTONIC
+                first = snapshot.sampled_from or time.monotonic() - snapshot.run.elapsed  # CLOCK_MONOTONIC
                 started = time.time_ns() - int((time.monotonic() - first) * 1e9)
-                duration = int(snapshot.elapsed * 1e9)
+                duration = int(snapshot.run.elapsed * 1e9)
                 report = pprof.profile(sampler.profile(), snapshot.mode, args.rate, started, duration)
             else:
                 report = table.render(snapshot, sampler.profile(), form, sort, args.full_filenames).encode()

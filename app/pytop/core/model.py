@@ -103,6 +103,32 @@ class ThreadRow:
 
 
 @dataclass(frozen=True)
+class Circumstances:
+    """What the figures do not say: time, the sampler's state, the process's memory and fate."""
+
+    window_seconds: float  # the window's length: the figures "now" are over it
+    elapsed: float  # seconds since the last reset
+    rate_asked: float
+    skipped_share: float = 0.0  # share of the samples asked for lately that a busy machine made pytop skip
+    rate_held: float | None = None  # the rate pytop's CPU budget holds sampling at (None: the rate asked)
+    cpu_budget: float = 0.0  # the share of a core pytop may use (0: no budget)
+    pytop_cpu_pct: float | None = None  # pytop's own CPU use in the window, 100 = one core
+    rss: int | None = None  # the target's resident memory in bytes
+    stopped: tuple[int, ...] = ()  # pids of the watched processes that are stopped (SIGSTOP, a debugger)
+    exited: bool = False
+    exit_reason: str | None = None
+    exit_status: int | None = None  # a program pytop started: its status once it ended (-N: signal N)
+    exported: tuple[str, ...] = ()  # files written by the latest export
+    processes: tuple[int, ...] = ()  # pids sampled (more than one with --subprocesses)
+    sampler_cpu: float = 0.0  # CPU seconds pytop's sampling thread used
+    stacks_dropped: int = 0  # stacks folded away by the bound on memory
+    last_error: str | None = None
+    failure: str | None = None  # pytop itself failed: why (the run has ended)
+    window_number: int = 0  # which window the window's figures are of: a view asked for at once shows
+    # the last whole window again (same number) rather than a window of a few milliseconds
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Everything one screen shows."""
 
@@ -110,27 +136,16 @@ class Snapshot:
     rows: tuple[FunctionRow, ...]
     by_line: bool
     samples: int  # good samples since the last reset
-    elapsed: float  # seconds since the last reset
     rate: float  # samples per second in the last window: never more than the rate asked
     errors: int  # failed samples since the last reset
-    last_error: str | None
     late: int  # samples taken more than one interval after they were due
-    skipped_share: float  # share of the samples asked for lately that a busy machine made pytop skip
     gil_pct: float  # share of the window's samples in which some thread held the GIL
     active_pct: float  # share of the window's thread time spent on a CPU (the kernel's count)
     threads: int  # Python threads in the last sample
     cpu_pct: float | None  # the target's CPU use in the window (the kernel's count), 100 = one core
-    rss: int | None  # the target's resident memory in bytes
-    exited: bool = False
-    stopped: tuple[int, ...] = ()  # pids of the watched processes that are stopped (SIGSTOP, a debugger)
-    exit_reason: str | None = None
-    exit_status: int | None = None  # a program pytop started: its status once it ended (-N: signal N)
+    run: Circumstances  # what the figures do not say (elapsed, exited, rss, the sampler's state...)
     mode: Mode = "cpu"  # what OwnTime and TotalTime measure (MODE_HELP)
-    rate_asked: float = 0.0
     skipped: int = 0  # samples skipped since the reset because the machine was too busy
-    rate_held: float | None = None  # the rate pytop's CPU budget holds sampling at (None: the rate asked)
-    cpu_budget: float = 0.0  # the share of a core pytop may use (0: no budget)
-    pytop_cpu_pct: float | None = None  # pytop's own CPU use in the window, 100 = one core
     longest_delay: float = 0.0  # seconds: the latest a sample began after it was due, since the reset
     torn: int = 0  # thread stacks that could not be read since the reset
     cpu_time: float = 0.0  # seconds of CPU the kernel counted for the target since the reset
@@ -138,19 +153,12 @@ class Snapshot:
     attributed: float = 0.0  # seconds the table adds up to in this mode
     sampled_from: float = 0.0  # CLOCK_MONOTONIC of the first and last sample since the reset
     sampled_until: float = 0.0
-    stacks_dropped: int = 0  # stacks folded away by the bound on memory
-    sampler_cpu: float = 0.0  # CPU seconds pytop's sampling thread used
     thread_rows: tuple[ThreadRow, ...] = ()
     thread_filter: ThreadRow | None = None  # rows cover only this thread
     gc_pct: float | None = None  # share of the window's samples taken while the GC ran
     call_graph: CallGraph | None = None  # callers and callees of the selected function
     call_tree: TreeNode | None = None  # the whole call tree, when the view shows it
-    exported: tuple[str, ...] = ()  # files written by the latest export
-    processes: tuple[int, ...] = ()  # pids sampled (more than one with --subprocesses)
     process_filter: int | None = None  # rows cover only this process
-    failure: str | None = None  # pytop itself failed: why (the run has ended)
-    window_number: int = 0  # which window the window's figures are of: a view asked for at once shows
-    # the last whole window again (same number) rather than a window of a few milliseconds
 
     @property
     def error_rate(self) -> float:

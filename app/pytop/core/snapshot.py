@@ -5,7 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .aggregate import CPU, HIDDEN, MODE_INDEX, OWN, TOTAL, WALL, Counts, FunctionSums, StackBook, mode_column
-from .model import CallGraph, FunctionRow, Mode, RowKey, Snapshot, TargetInfo, ThreadKey, ThreadRow, TreeNode
+from .model import (
+    CallGraph,
+    Circumstances,
+    FunctionRow,
+    Mode,
+    RowKey,
+    Snapshot,
+    TargetInfo,
+    ThreadKey,
+    ThreadRow,
+    TreeNode,
+)
 from .threads import ThreadBook, ThreadState
 
 
@@ -54,31 +65,6 @@ class Tables:
 
     totals: FunctionSums
     window: FunctionSums
-
-
-@dataclass(frozen=True)
-class Circumstances:
-    """What the figures do not say: time, the sampler's state, the process's memory."""
-
-    window_seconds: float
-    elapsed: float
-    rate_asked: float
-    skipped_share: float = 0.0
-    rate_held: float | None = None
-    cpu_budget: float = 0.0
-    pytop_cpu_pct: float | None = None
-    rss: int | None = None
-    stopped: tuple[int, ...] = ()  # pids of the watched processes that are stopped
-    exited: bool = False
-    exit_reason: str | None = None
-    exit_status: int | None = None
-    exported: tuple[str, ...] = ()
-    processes: tuple[int, ...] = ()
-    sampler_cpu: float = 0.0
-    stacks_dropped: int = 0
-    last_error: str | None = None
-    failure: str | None = None
-    window_number: int = 0
 
 
 def rows_of(totals: FunctionSums, window: FunctionSums, window_seconds: float, mode: Mode,
@@ -150,27 +136,16 @@ def build(target: TargetInfo, figures: Figures, tables: Tables, view: View, c: C
         rows=rows_of(tables.totals, tables.window, c.window_seconds, view.mode, view.by_line, view.tasks),
         by_line=view.by_line,
         samples=total.ticks,
-        elapsed=c.elapsed,
         rate=window.ticks / window.slot_seconds if window.slot_seconds > 0 else 0.0,
         errors=total.failed,
-        last_error=c.last_error,
         late=total.late,
-        skipped_share=c.skipped_share,
         gil_pct=_share(window.gil_samples, window.process_samples),
         active_pct=_share(window_cpu, window_wall),
         threads=sum(1 for t in figures.threads.threads.values() if t.alive and not t.native),
         cpu_pct=100.0 * window.cpu_ns / (c.window_seconds * 1e9) if c.window_seconds > 0 else None,
-        rss=c.rss,
-        stopped=c.stopped,
-        exited=c.exited,
-        exit_reason=c.exit_reason,
-        exit_status=c.exit_status,
+        run=c,
         mode=view.mode,
-        rate_asked=c.rate_asked,
         skipped=total.skipped,
-        rate_held=c.rate_held,
-        cpu_budget=c.cpu_budget,
-        pytop_cpu_pct=c.pytop_cpu_pct,
         longest_delay=total.longest_delay,
         torn=total.torn,
         cpu_time=total.cpu_ns / 1e9,
@@ -178,18 +153,12 @@ def build(target: TargetInfo, figures: Figures, tables: Tables, view: View, c: C
         attributed=sum(r[(OWN if view.tasks else HIDDEN) + col] for r in tables.totals.by_function.values()) / 1e9,
         sampled_from=total.first_at,
         sampled_until=total.last_at,
-        stacks_dropped=c.stacks_dropped,
-        sampler_cpu=c.sampler_cpu,
         thread_rows=rows,
         thread_filter=next((r for r in rows if r.key == view.thread), None),
         gc_pct=_share(window.gc_samples, window.gc_known) if window.gc_known else None,
         call_graph=graph,
         call_tree=tree,
-        exported=c.exported,
-        processes=c.processes,
         process_filter=view.process,
-        failure=c.failure,
-        window_number=c.window_number,
     )
 
 

@@ -70,14 +70,14 @@ def threads_line(s: Snapshot) -> str:
 
 
 def samples_line(s: Snapshot) -> str:
-    rate = f"{s.rate:,.0f}/s" + (f" of {s.rate_asked:,.0f}/s" if s.rate_asked else "")
-    if s.rate_held is not None:  # pytop gives way rather than take more than its share
-        rate += f", held down by pytop's {100 * s.cpu_budget:g}% CPU budget"
+    rate = f"{s.rate:,.0f}/s" + (f" of {s.run.rate_asked:,.0f}/s" if s.run.rate_asked else "")
+    if s.run.rate_held is not None:  # pytop gives way rather than take more than its share
+        rate += f", held down by pytop's {100 * s.run.cpu_budget:g}% CPU budget"
     late = f", {s.late_pct:.1f}% late" if s.late_pct >= 0.05 else ""
     if s.longest_delay >= STALL_SECONDS:  # what the target did in a stall is a guess: say so
         late += f", a {1000 * s.longest_delay:,.0f} ms stall"
-    own = f", pytop CPU {s.pytop_cpu_pct:.1f}%" if s.pytop_cpu_pct is not None else ""
-    return f"Samples: {s.samples:,} in {clock(s.elapsed)} ({rate}{late}), Errors: {100 * s.error_rate:.1f}%{own}"
+    own = f", pytop CPU {s.run.pytop_cpu_pct:.1f}%" if s.run.pytop_cpu_pct is not None else ""
+    return f"Samples: {s.samples:,} in {clock(s.run.elapsed)} ({rate}{late}), Errors: {100 * s.error_rate:.1f}%{own}"
 
 
 def python_label(version: str) -> str:
@@ -87,23 +87,23 @@ def python_label(version: str) -> str:
 
 def usage_line(s: Snapshot) -> str:
     cpu = "?" if s.cpu_pct is None else f"{s.cpu_pct:.0f}%"
-    return f"CPU: {cpu}, RSS: {byte_size(s.rss)}"
+    return f"CPU: {cpu}, RSS: {byte_size(s.run.rss)}"
 
 
 def error_banner(s: Snapshot) -> str | None:
     """py-spy's rule: shown once errors reach 1% after 100 samples."""
     if s.samples + s.errors >= 100 and s.error_rate >= 0.01:
-        return f"Error rate {100 * s.error_rate:.1f}% (last: {s.last_error or 'unknown'})"
+        return f"Error rate {100 * s.error_rate:.1f}% (last: {s.run.last_error or 'unknown'})"
     return None
 
 
 def behind_banner(s: Snapshot) -> str | None:
     """Sampling fell behind a busy machine: pytop skipped what it could not take on time (never
     catching up in a burst that would take more from the target)."""
-    if s.skipped_share < 0.1:
+    if s.run.skipped_share < 0.1:
         return None
-    return (f"Behind in sampling on a busy machine: {100 * s.skipped_share:.0f}% of samples skipped, not taken late; "
-            "times stay the kernel's.")
+    return (f"Behind in sampling on a busy machine: {100 * s.run.skipped_share:.0f}% of samples skipped, not taken "
+            "late; times stay the kernel's.")
 
 
 def exit_status(status: int) -> str:
@@ -117,15 +117,15 @@ def exit_status(status: int) -> str:
 
 
 def exited_banner(s: Snapshot) -> str | None:
-    if s.failure:
-        return f"pytop failed: {s.failure}. The results below are the last it had; press q to quit."
-    if s.stopped and not s.exited:
-        which = ", ".join(str(pid) for pid in s.stopped)
+    if s.run.failure:
+        return f"pytop failed: {s.run.failure}. The results below are the last it had; press q to quit."
+    if s.run.stopped and not s.run.exited:
+        which = ", ".join(str(pid) for pid in s.run.stopped)
         return (f"Process {which} is stopped (SIGSTOP, or a debugger holds it): nothing in it runs, so nothing "
                 f"changes until it continues (kill -CONT {which}).")
-    if not s.exited:
+    if not s.run.exited:
         return None
-    if s.exit_reason and "exited" not in s.exit_reason:
-        return f"Sampling stopped: {s.exit_reason}. The results below are final; press q to quit."
-    how = "has exited" if s.exit_status is None else exit_status(s.exit_status)
+    if s.run.exit_reason and "exited" not in s.run.exit_reason:
+        return f"Sampling stopped: {s.run.exit_reason}. The results below are final; press q to quit."
+    how = "has exited" if s.run.exit_status is None else exit_status(s.run.exit_status)
     return f"Process {s.target.pid} {how}. The results below are final; press q to quit."

@@ -27,16 +27,16 @@ def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = No
     t = s.target
     lines = [
         f"pytop: pid {t.pid}, {t.command}, {fmt.python_label(t.python_version)}",
-        f"{fmt.samples_line(s)}, Duration: {s.elapsed:.1f} s",
+        f"{fmt.samples_line(s)}, Duration: {s.run.elapsed:.1f} s",
         f"{fmt.threads_line(s)} ({MODE_HELP[s.mode]})",
         f"The kernel counted {s.cpu_time:.2f} s of CPU for the process; the table adds up to {s.attributed:.2f} s "
         f"of {s.mode} time",
     ]
-    if s.exited:
-        if s.exit_status is None:
-            lines.append(f"The process exited during the run ({s.exit_reason}).")
+    if s.run.exited:
+        if s.run.exit_status is None:
+            lines.append(f"The process exited during the run ({s.run.exit_reason}).")
         else:
-            lines.append(f"The process {fmt.exit_status(s.exit_status)} during the run.")
+            lines.append(f"The process {fmt.exit_status(s.run.exit_status)} during the run.")
     lines += ["", f"{'%Own':>7} {'%Total':>7} {'OwnTime':>9} {'TotalTime':>10}  Function (filename)"]
     rows = ordered(s.rows, sort)
     for row in rows[:limit]:
@@ -88,26 +88,26 @@ def as_json(s: Snapshot, sort: str) -> str:
         "samples": s.samples,
         "errors": s.errors,
         "torn_stacks": s.torn,
-        "duration": round(s.elapsed, 6),
-        "rate_asked": s.rate_asked,
-        "rate_achieved": round(s.samples / s.elapsed, 3) if s.elapsed else 0.0,
+        "duration": round(s.run.elapsed, 6),
+        "rate_asked": s.run.rate_asked,
+        "rate_achieved": round(s.samples / s.run.elapsed, 3) if s.run.elapsed else 0.0,
         "late_pct": round(s.late_pct, 3),
         "skipped": s.skipped,
-        "rate_held": s.rate_held,
-        "cpu_budget_pct": round(100 * s.cpu_budget, 3),
+        "rate_held": s.run.rate_held,
+        "cpu_budget_pct": round(100 * s.run.cpu_budget, 3),
         "longest_delay_ms": round(1000 * s.longest_delay, 3),
         "sampled_from": s.sampled_from,
         "sampled_until": s.sampled_until,
         "cpu_time": round(s.cpu_time, 6),
         "unseen_cpu_time": round(s.unseen_time, 6),
         "attributed_time": round(s.attributed, 6),
-        "sampler_cpu_time": round(s.sampler_cpu, 6),
+        "sampler_cpu_time": round(s.run.sampler_cpu, 6),
         "gil_pct": round(s.gil_pct, 3),
         "active_pct": round(s.active_pct, 3),
         "threads": s.threads,
-        "exited": s.exited,
-        "exit_reason": s.exit_reason,
-        "exit_status": s.exit_status,
+        "exited": s.run.exited,
+        "exit_reason": s.run.exit_reason,
+        "exit_status": s.run.exit_status,
         "by_line": s.by_line,
         "stack_samples": sum(row.own_count for row in s.rows if row.line is None or s.by_line),
         "per_thread": [thread_record(t) for t in s.thread_rows],

@@ -25,10 +25,10 @@ from ..core.aggregate import CPU, FOLDED, OWN, Counts, FunctionSums, mode_column
 from ..core.callgraph import call_graph
 from ..core.calltree import call_tree
 from ..core.held import HeldShare, skipped_share
-from ..core.model import MODES, CallGraph, Mode, RowKey, Snapshot, TargetInfo, ThreadKey, TreeNode
+from ..core.model import MODES, CallGraph, Circumstances, Mode, RowKey, Snapshot, TargetInfo, ThreadKey, TreeNode
 from ..core.profile import Profile, ThreadIdentity
 from ..core.records import PSEUDO_FUNCTIONS, STACK_OVERFLOW, Drain, NodeRow
-from ..core.snapshot import Circumstances, Figures, Tables, View, build
+from ..core.snapshot import Figures, Tables, View, build
 from ..native import Closed, Engine, EngineConfig, Unwinder
 from ..report import export
 from . import commands as do

@@ -138,7 +138,7 @@ class MainScreen(Screen[None]):
     def receive(self, snapshot: Snapshot) -> None:
         """A snapshot from the source (through the app)."""
         self.latest = snapshot
-        if not snapshot.exited or self.snapshot is None or not self.snapshot.exited:
+        if not snapshot.run.exited or self.snapshot is None or not self.snapshot.run.exited:
             self.trends.record(snapshot)  # after the end, views of the same figures
         if not self.paused:
             self.show(snapshot)
@@ -148,8 +148,8 @@ class MainScreen(Screen[None]):
         notes = list(self.notes)
         if s.by_line:
             notes.append("[by line]")
-        if len(s.processes) > 1:
-            notes.append(f"[{len(s.processes)} processes]")
+        if len(s.run.processes) > 1:
+            notes.append(f"[{len(s.run.processes)} processes]")
         if s.process_filter is not None:
             notes.append(f"[process {s.process_filter}]")
         if s.thread_filter:
@@ -167,7 +167,7 @@ class MainScreen(Screen[None]):
         self.query_one("#error-banner", Banner).say(fmt.error_banner(s))
         self.query_one("#behind-banner", Banner).say(fmt.behind_banner(s))
         self.query_one("#exited-banner", Banner).say(fmt.exited_banner(s))
-        several = len({row.pid for row in s.rows}) > 1 or len(s.processes) > 1
+        several = len({row.pid for row in s.rows}) > 1 or len(s.run.processes) > 1
         table.show(shown, s.target.cwd, self.full_filenames, several, self.trends)
         self.show_detail()
         threads = self.query_one(ThreadTable)
@@ -183,9 +183,9 @@ class MainScreen(Screen[None]):
             if self._panel_wanted:
                 self._panel_wanted = False
                 panel.focus_first()
-        if s.exported and s.exported != self._announced:
-            self._announced = s.exported
-            self.notify("\n".join(s.exported), title="Exported" if len(s.exported) > 1 else "Export")
+        if s.run.exported and s.run.exported != self._announced:
+            self._announced = s.run.exported
+            self.notify("\n".join(s.run.exported), title="Exported" if len(s.run.exported) > 1 else "Export")
 
     def show_detail(self) -> None:
         """The row under the cursor over the last minute."""
@@ -271,7 +271,7 @@ class MainScreen(Screen[None]):
         if self.snapshot is None:
             return
         # Processes that have ended stay in the figures (and after the last one, all have).
-        pids = sorted(set(self.snapshot.processes) | {row.pid for row in self.snapshot.thread_rows})
+        pids = sorted(set(self.snapshot.run.processes) | {row.pid for row in self.snapshot.thread_rows})
         if len(pids) < 2:
             return
         current = self.snapshot.process_filter

@@ -50,9 +50,9 @@ class Trends:
     def record(self, s: Snapshot, now: float | None = None) -> None:
         """A refresh's figures; a snapshot of a window recorded before (a new view of it) adds
         nothing."""
-        if s.window_number and s.window_number == self.window_number:
+        if s.run.window_number and s.run.window_number == self.window_number:
             return
-        self.window_number = s.window_number
+        self.window_number = s.run.window_number
         now = time.monotonic() if now is None else now
         self.times.append(now)
         self.cpu.append(s.cpu_pct or 0.0)

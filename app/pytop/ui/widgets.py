@@ -38,7 +38,7 @@ class ProcessHeader(Static):
             text.append("   CPU ")
             text.append(trends.cpu_line(), style="cyan")
             text.append("  Rate ")
-            text.append(trends.rate_line(s.rate_asked or max(trends.rate)), style="cyan")
+            text.append(trends.rate_line(s.run.rate_asked or max(trends.rate)), style="cyan")
         if notes:
             text.append("\n")
             for note in notes:
