@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import select
-import shutil
 import subprocess
 import sys
 import time
@@ -52,8 +51,23 @@ def stage(interp: dict[str, Any], script: str) -> str:
     inside = Path(interp["root"]) / CHROOT_TARGET_DIR.lstrip("/")
     inside.mkdir(parents=True, exist_ok=True)
     for source in TARGETS.glob("*.py"):
-        shutil.copyfile(source, inside / source.name)
+        _copy_atomically(source, inside / source.name)
     return f"{CHROOT_TARGET_DIR}/{script}"
+
+
+def _copy_atomically(source: Path, dest: Path) -> None:
+    """A target starting in the chroot (this run's, or another run's on the same machine) must
+    never import a file half written: unchanged files are left alone, changed ones replaced whole.
+    (CI once saw `cannot import name 'Collector' from 'report'`.)"""
+    data = source.read_bytes()
+    try:
+        if dest.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    partial = dest.with_name(f".{dest.name}.{os.getpid()}")
+    partial.write_bytes(data)
+    os.replace(partial, dest)
 
 
 def stage_file(interp: dict[str, Any], source: Path) -> str:
@@ -62,7 +76,7 @@ def stage_file(interp: dict[str, Any], source: Path) -> str:
         return str(source)
     inside = Path(interp["root"]) / CHROOT_TARGET_DIR.lstrip("/")
     inside.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, inside / source.name)
+    _copy_atomically(source, inside / source.name)
     return f"{CHROOT_TARGET_DIR}/{source.name}"
 
 

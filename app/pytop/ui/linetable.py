@@ -21,7 +21,7 @@ from textual.strip import Strip
 
 Part = tuple[str, str]  # some text and its Rich style ("bold", "dim cyan", "")
 Cell = Union[str, tuple[Part, ...]]  # plain text, or parts each with a style of its own
-LINE_CACHE = 2000  # lines kept drawn: a screen's worth many times over
+LINE_CACHE = 256  # lines kept drawn: a few screens (figures change every refresh; more only fragments the heap)
 
 
 @dataclass(frozen=True)
