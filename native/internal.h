@@ -486,19 +486,23 @@ typedef struct task_report {
     bool ran;               /* its counts moved since the previous check: it has run */
 } task_report;
 
+/* A task's counts as last read: what a read changes, and tasks_defer() gives back. */
+typedef struct task_counts {
+    uint64_t cpu_ns, wait_ns, switches; /* schedstat: on-CPU time, run-queue wait, times run */
+    uint64_t changed_at;    /* monotonic ns when cpu_ns or switches last moved */
+    uint64_t read_at;       /* monotonic ns of the previous read of its figures */
+    bool known;             /* its figures were read at least once */
+} task_counts;
+
 typedef struct task {
     int tid;
     int stat_fd;
     int schedstat_fd;
     char state;
-    uint64_t cpu_ns, wait_ns, switches; /* schedstat: on-CPU time, run-queue wait, times run */
-    uint64_t changed_at;    /* monotonic ns when cpu_ns or switches last moved */
-    uint64_t read_at;       /* monotonic ns of the previous read of its figures */
-    /* As they were before this sample's read, for tasks_defer(). */
-    uint64_t undo_cpu, undo_wait, undo_switches, undo_changed_at, undo_read_at;
-    bool undo_known, read_idle;
+    task_counts now;
+    task_counts undo;       /* as they were before this sample's read, for tasks_defer() */
+    bool read_idle;
     uint64_t state_at;      /* monotonic ns when `state` was read */
-    bool known;             /* its figures were read at least once */
     bool on_cpu;            /* the last check found it running, not waiting for a CPU */
     bool fresh;             /* read ahead for this sample (blocking mode): `ahead` is its report */
     task_report ahead;

@@ -239,27 +239,22 @@ static bool read_figures(tasks *o, task *t, bool with_state, bool letter_if_move
         if (got == SCHEDSTAT_ZERO && ticks_ns > 0) o->no_schedstat = true;
         if (got == SCHEDSTAT_ZERO && !o->no_schedstat) ticks_ns = 0; /* not run yet */
         cpu = ticks_ns;
-        wait = t->wait_ns;
-        switches = t->switches;
+        wait = t->now.wait_ns;
+        switches = t->now.switches;
         state_read = true;
     }
-    bool moved = !t->known || cpu != t->cpu_ns || switches != t->switches;
-    bool known_before = t->known;
-    t->undo_cpu = t->cpu_ns;
-    t->undo_wait = t->wait_ns;
-    t->undo_switches = t->switches;
-    t->undo_changed_at = t->changed_at;
-    t->undo_read_at = t->read_at;
-    t->undo_known = t->known;
-    out->first = !t->known;
-    out->cpu_delta_ns = t->known && cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
+    bool moved = !t->now.known || cpu != t->now.cpu_ns || switches != t->now.switches;
+    bool known_before = t->now.known;
+    t->undo = t->now;
+    out->first = !t->now.known;
+    out->cpu_delta_ns = t->now.known && cpu > t->now.cpu_ns ? cpu - t->now.cpu_ns : 0;
     o->explained_ns += out->cpu_delta_ns; /* (a new thread's earlier time stays unexplained: a round) */
-    out->wait_delta_ns = t->known && wait > t->wait_ns ? wait - t->wait_ns : 0;
-    t->cpu_ns = cpu;
-    t->wait_ns = wait;
-    t->switches = switches;
-    t->known = true;
-    if (moved) t->changed_at = o->now;
+    out->wait_delta_ns = t->now.known && wait > t->now.wait_ns ? wait - t->now.wait_ns : 0;
+    t->now.cpu_ns = cpu;
+    t->now.wait_ns = wait;
+    t->now.switches = switches;
+    t->now.known = true;
+    if (moved) t->now.changed_at = o->now;
     /* (An old letter other than R says "not running" already: only an R is read again.) */
     bool recheck = moved && letter_if_moved && t->state == 'R';
     if (!state_read && (with_state || recheck || o->now - t->state_at >= state_refresh_ns(o))) {
@@ -274,19 +269,19 @@ static bool read_figures(tasks *o, task *t, bool with_state, bool letter_if_move
         t->on_cpu = false; /* it switched since: whether it runs now is not known */
     }
     /* Without a fresh letter: R as last read, and counts that moved lately. */
-    out->running = state_read ? t->on_cpu : t->state == 'R' && o->now - t->changed_at < RUNNING_NS;
+    out->running = state_read ? t->on_cpu : t->state == 'R' && o->now - t->now.changed_at < RUNNING_NS;
     out->ran = moved;
     /* Running now, and for most of the time since the previous read: a long call without the
      * GIL (hashing), not a thread just woken whose CPU went to what it did before it slept. */
-    uint64_t since = known_before && o->now > t->read_at ? o->now - t->read_at : 0;
+    uint64_t since = known_before && o->now > t->now.read_at ? o->now - t->now.read_at : 0;
     out->busy = out->running && since && out->cpu_delta_ns * 2 >= since;
-    t->read_at = o->now;
+    t->now.read_at = o->now;
     return true;
 }
 
 static void fill_known(const task *t, task_report *out) {
     out->state = t->state;
-    out->cpu_ns = t->cpu_ns;
+    out->cpu_ns = t->now.cpu_ns;
 }
 
 /* A TID asked twice in one sample gets the same answer: a thread state not yet taken up by its
@@ -312,7 +307,7 @@ void tasks_report(tasks *o, int tid, int how, task_report *out) {
     if (o->mode == 2) how = TASK_ALL;
     bool idle = how == TASK_WHEN_DUE; /* not the GIL's holder, nor its last */
     if (o->check_all && how == TASK_WHEN_DUE) how = TASK_NOW;
-    bool due = how != TASK_WHEN_DUE || !t->known || tasks_due(o, tid);
+    bool due = how != TASK_WHEN_DUE || !t->now.known || tasks_due(o, tid);
     /* A thread without the GIL whose counts moved may have run a moment and gone back to
      * sleep: an old R and a recent move said "running" of a pool's worker asleep again after a
      * 1 ms burst, and its CPU went to the call it slept in. Its letter is read again. */
@@ -333,12 +328,7 @@ uint64_t tasks_defer(tasks *o, int tid) {
     task *t = &o->items[at];
     if (t->reported_in != o->sample_no + 1 || !t->last.checked || t->fresh) return 0; /* not read this sample */
     uint64_t delta = t->last.cpu_delta_ns;
-    t->cpu_ns = t->undo_cpu;
-    t->wait_ns = t->undo_wait;
-    t->switches = t->undo_switches;
-    t->changed_at = t->undo_changed_at;
-    t->read_at = t->undo_read_at;
-    t->known = t->undo_known;
+    t->now = t->undo;
     o->explained_ns = o->explained_ns > delta ? o->explained_ns - delta : 0;
     if (t->read_idle) o->idle_found_ns = o->idle_found_ns > delta ? o->idle_found_ns - delta : 0;
     t->last.checked = t->last.ran = t->last.first = t->last.busy = false;
