@@ -220,6 +220,29 @@ static uint64_t draw(pytop_engine *e, uint64_t below) {
     return (e->draws * 0x2545F4914F6CDD1Dull) % below;
 }
 
+/* One of the stacks the process's threads were lately seen running with, drawn by how long each
+ * was seen: among those under `caller` (within MAX_DESCENT frames), or among all for 0. 0 when
+ * none was seen there. */
+static uint32_t draw_seen(pytop_engine *e, const engine_process *P, uint32_t caller) {
+    const seen_running *r = &P->seen;
+    const stack_table *s = &e->stacks;
+    if (r->epoch != s->epoch || !r->count) return 0;
+    bool under[SEEN_RUNNING];
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < r->count; i++) {
+        under[i] = !caller || descends_from(s, r->runs[i].stack, caller);
+        if (under[i]) total += r->runs[i].weight_ns;
+    }
+    if (!total) return 0;
+    uint64_t at = draw(e, total);
+    for (uint32_t i = 0; i < r->count; i++) {
+        if (!under[i]) continue;
+        if (at < r->runs[i].weight_ns) return r->runs[i].stack;
+        at -= r->runs[i].weight_ns;
+    }
+    return 0; /* not reached: the draw is below the total */
+}
+
 /* CPU of a sleeping thread that no sample saw run since its count last moved: it goes where the
  * process's threads were lately seen running under the same caller (the parent of the frame it
  * sleeps in), one such stack drawn by how long it was seen (over many such times, a split like
@@ -227,41 +250,55 @@ static uint64_t draw(pytop_engine *e, uint64_t below) {
  * up). A pool's workers nap in one call and compute in another for a millisecond: at 50
  * samples/s, 45% of their CPU sat on the line of the nap. False when none was seen there. */
 static bool give_like_seen(pytop_engine *e, engine_process *P, engine_thread *t, uint64_t ns) {
-    const seen_running *r = &P->seen;
     const stack_table *s = &e->stacks;
-    if (r->epoch != s->epoch || !r->count || !t->stack || t->stack > s->count) return false;
+    if (!t->stack || t->stack > s->count) return false;
     uint32_t caller = s->nodes[t->stack - 1].parent;
     if (!caller || !s->nodes[caller - 1].parent) return false; /* a root: nothing in common but the thread */
-    bool under[SEEN_RUNNING];
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < r->count; i++) {
-        under[i] = descends_from(s, r->runs[i].stack, caller);
-        if (under[i]) total += r->runs[i].weight_ns;
-    }
-    if (!total) return false;
-    uint64_t at = draw(e, total);
-    for (uint32_t i = 0; i < r->count; i++) {
-        if (!under[i]) continue;
-        if (at < r->runs[i].weight_ns) {
-            add_cpu(e, t->key, r->runs[i].stack, ns);
-            return true;
-        }
-        at -= r->runs[i].weight_ns;
-    }
-    return false; /* not reached: the draw is below the total */
+    uint32_t stack = draw_seen(e, P, caller);
+    if (stack) add_cpu(e, t->key, stack, ns);
+    return stack != 0;
 }
+
+/* Has the stack no Python frame (a thread state whose thread is in C: starting, ending)? */
+static bool frameless(const stack_table *s, uint32_t stack) {
+    return stack && stack <= s->count && (s->nodes[stack - 1].kind & 7) == PYTOP_STACK_EMPTY;
+}
+
+/* CPU of a thread that no sample saw with a Python frame since its count last moved goes where
+ * its process was seen running Python lately, else to the frameless stack it had. */
+static void give_like_process(pytop_engine *e, engine_process *P, uint32_t key, uint32_t stack, uint64_t ns) {
+    uint32_t seen = draw_seen(e, P, 0);
+    add_cpu(e, key, seen ? seen : stack, ns);
+}
+
+/* How long CPU of a thread without a Python frame waits to be told where it went: a thread of a
+ * thread-per-request server is read before its first frame and again after its last, its
+ * request run between two samples; one that keeps using CPU this long with no frame runs C. */
+#define HOLD_MAX_NS 500000000ull
 
 /* CPU a thread used that no sample saw it use: if it has been running all along, where it is (a
  * call that let the GIL go: hashing, compressing); if it sleeps now, or has just woken, it ran
  * before it went to sleep, and its stack then is best told by what its process was seen running
  * from the same caller lately, else by where a sample last saw it run, not by the call it sleeps
  * in (a request thread that computed, then waited 5 ms on a database, had its CPU put on the
- * wait). */
-static void give_cpu(pytop_engine *e, engine_process *P, engine_thread *t, uint64_t ns, bool running) {
+ * wait). A thread without a Python frame holds its CPU until it is seen running Python, ends, or
+ * has had no frame for HOLD_MAX_NS (a Flask app under Werkzeug's thread-per-request server had
+ * 7% of its CPU on "(no Python frame)": requests run between a sample before their thread's
+ * first frame and one after its last). `settle`: the last sample, nothing held. */
+static void give_cpu(pytop_engine *e, engine_process *P, engine_thread *t, uint64_t ns, bool running, uint64_t now,
+                     bool settle) {
     drop_waiting(t);
+    ns += t->held_ns;
+    t->held_ns = 0;
     if (t->pending_total) split(e, t->key, t->pending, t->pending_count, t->pending_total, ns);
-    else if (running) add_cpu(e, t->key, t->stack, ns);
+    else if (frameless(&e->stacks, t->stack)) {
+        if (!t->held_since) t->held_since = now;
+        if (settle) give_like_process(e, P, t->key, t->stack, ns);
+        else if (now - t->held_since < HOLD_MAX_NS) t->held_ns = ns;
+        else add_cpu(e, t->key, t->stack, ns); /* no Python frame for that long: C code */
+    } else if (running) add_cpu(e, t->key, t->stack, ns);
     else if (!give_like_seen(e, P, t, ns)) add_cpu(e, t->key, t->run_stack ? t->run_stack : t->stack, ns);
+    if (!t->held_ns) t->held_since = 0;
     pending_clear(t);
 }
 
@@ -367,8 +404,8 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         if (pt->flags & PYTOP_THREAD_NEW_TASK) cpu = created && !first_sample ? born_cpu(P, pt) : 0;
         t->d_wait += pt->wait_delta_ns;
         t->pending_wait += pt->wait_delta_ns;
-        if (cpu) {
-            give_cpu(e, P, t, cpu, pt->flags & (PYTOP_THREAD_GIL | PYTOP_THREAD_BUSY));
+        if (cpu || (t->held_ns && P->u->os.last)) {
+            give_cpu(e, P, t, cpu, pt->flags & (PYTOP_THREAD_GIL | PYTOP_THREAD_BUSY), now, P->u->os.last);
             t->d_cpu += cpu;
             t->period_cpu += cpu;
             P->period_attributed += cpu;
@@ -407,6 +444,10 @@ void account_ends(pytop_engine *e, uint32_t p) {
         t->ended = true;
         t->dirty = true;
         account_flush(e, t);
+        if (t->held_ns) { /* it ran Python between two samples, none with a frame of its */
+            give_like_process(e, P, t->key, t->stack, t->held_ns);
+            t->held_ns = t->held_since = 0;
+        }
         remember_ended(P, t);
         pending_clear(t);
     }
@@ -568,7 +609,9 @@ static void place_rest(pytop_engine *e, uint32_t p, uint64_t rest) {
             double part = cpu ? (double)P->ended[i].cpu / (double)cpu : 1.0 / P->ended_count;
             uint64_t share = i + 1 == P->ended_count ? left : (uint64_t)((double)rest * part);
             if (share > left) share = left;
-            if (P->ended[i].stack) add_cpu(e, P->ended[i].key, P->ended[i].stack, share);
+            if (frameless(&e->stacks, P->ended[i].stack))
+                give_like_process(e, P, P->ended[i].key, P->ended[i].stack, share);
+            else if (P->ended[i].stack) add_cpu(e, P->ended[i].key, P->ended[i].stack, share);
             left -= share;
         }
         rest = left;

@@ -48,6 +48,8 @@ typedef struct engine_thread {
     uint64_t pending_total;
     uint64_t pending_wait;     /* run-queue wait the kernel told of since, not yet taken off */
     uint64_t period_cpu;       /* CPU attributed to it in the current period */
+    uint64_t held_ns;          /* CPU used with no Python frame seen, not yet placed (give_cpu) */
+    uint64_t held_since;       /* monotonic ns: since when it has held some */
     /* Since the previous drain. */
     uint64_t d_cpu, d_wall, d_wait;
     uint32_t d_samples, d_gil, d_errors;
