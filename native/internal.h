@@ -684,6 +684,7 @@ struct pytop_unwinder {
     uint64_t runtime;
     int max_depth;
     bool reuse_stacks;
+    bool depth_changed;     /* the previous sample's stacks were cut at another depth: not reused */
     remote mem;
     code_cache codes;
     tasks os;               /* the kernel's figures of each thread (tasks.c) */

@@ -327,7 +327,7 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
     /* Only the thread itself changes its frames: one that has not been on a CPU since the last
      * sample has the same stack, and reading it again would only cost time. */
     bool unchanged = seen_before && check_task(u, t, t->flags & PYTOP_THREAD_GIL, held_gil_last(g, ts));
-    if (!unchanged || !u->reuse_stacks || !samples_reuse_stack(&u->samples, t)) {
+    if (!unchanged || !u->reuse_stacks || u->depth_changed || !samples_reuse_stack(&u->samples, t)) {
         remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_THREAD); /* retries included */
         status = read_stack(u, t);
         /* The thread changed its stack while we read it: again, from fresh memory. */

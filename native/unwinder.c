@@ -85,6 +85,7 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
     switch (option) {
     case PYTOP_OPT_MAX_DEPTH:
         if (value < 1 || value > (1 << 24)) return PYTOP_ERR_ARGS;
+        u->depth_changed |= u->max_depth != (int)value;
         u->max_depth = (int)value;
         return PYTOP_OK;
     case PYTOP_OPT_OS_STATE:
@@ -166,6 +167,7 @@ static int collect(pytop_unwinder *u, pytop_sample *out) {
         else fail(u->error, status, "sample failed");
         return status;
     }
+    u->depth_changed = false;
     const sample_buf *b = u->samples.cur;
     tracking_end_sample(&u->track, b, u->samples.prev);
     summarise(b, out);

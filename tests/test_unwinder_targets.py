@@ -133,6 +133,38 @@ def test_non_ascii_names(interp: dict[str, Any]) -> None:
             target.close()
 
 
+def test_names_and_tables_at_their_limits(interp: dict[str, Any]) -> None:
+    """As CPython's own tests of remote reading (test_external_inspection) ask: 4-byte
+    characters in names and file names come back whole; names over pytop's limits are cut, not
+    dropped, and the sample holds no error; a line table over 4 KiB gives the exact line; a
+    stack deeper than the depth limit keeps its innermost frames and says it is cut."""
+    if interp["version"].startswith("2."):
+        pytest.skip("Python 2 names are bytes: no 4-byte characters to read")
+    with helpers.running(interp, "limits.py") as t:
+        target = attach(t.pid)
+        try:
+            threads = by_id(good_sample(target))
+            expected = {key: info["frames"] for key, info in t.info["threads"].items()}
+
+            def got(key: str) -> list[dict[str, Any]]:
+                return frames_of(target, threads[t.info["threads"][key]["thread_id"]])
+
+            assert got("astral") == expected["astral"]
+            assert got("astral")[0]["function"] == "zażółć_λάμβδα_𐌀𐌁𐌂𐌃"
+            cut = got("long_names")
+            assert cut[0]["function"] == "f" * 1024 and cut[0]["filename"] == expected["long_names"][0]["filename"][:4096]
+            assert cut[0]["line"] == expected["long_names"][0]["line"] and cut[1:] == expected["long_names"][1:]
+            assert got("big_table") == expected["big_table"]
+            assert len(expected["deep"]) > 300 and got("deep") == expected["deep"]
+            deep_id = t.info["threads"]["deep"]["thread_id"]
+            assert not threads[deep_id].truncated
+            target.unwinder.set_max_depth(50)
+            deep = by_id(good_sample(target))[deep_id]
+            assert deep.truncated and frames_of(target, deep) == expected["deep"][:50]
+        finally:
+            target.close()
+
+
 def test_target_exiting_while_sampled(interp: dict[str, Any]) -> None:
     with helpers.running(interp, "exiting.py", "600") as t:
         target = attach(t.pid)

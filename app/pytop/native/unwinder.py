@@ -185,6 +185,11 @@ class Unwinder:
         does at its rate; 1 (default): every thread's, every sample."""
         self._option(lib.PYTOP_OPT_IDLE_CHECK, samples)
 
+    def set_max_depth(self, frames: int) -> None:
+        """Keep at most `frames` Python frames per thread, the innermost (default 65,536); a
+        thread with more is marked truncated."""
+        self._option(lib.PYTOP_OPT_MAX_DEPTH, frames)
+
     def set_tasks(self, enabled: bool) -> bool:
         """Put the asyncio task each thread runs into its stack as a pseudo-frame (filename
         records.TASK_FILENAME). False when the target cannot say which task runs (before 3.14)."""
