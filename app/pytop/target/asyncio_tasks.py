@@ -25,6 +25,8 @@ MAX_TASKS = 100_000
 MAX_CHAIN = 256
 MAX_SET_SLOTS = 1 << 16
 MAX_NAME_CHARS = 255  # as CPython's own reader keeps them
+# The awaitables that step an async generator (genobject.c): each holds its generator first.
+ASYNC_GENERATOR_STEPS = ("async_generator_asend", "async_generator_athrow")
 
 
 def supported(layout: dict[str, int]) -> bool:
@@ -37,6 +39,7 @@ class TaskReader:
         self.L = layout
         self.unwinder = unwinder
         self.tag_mask = ~max(layout.get("fr_executable_tag_bits", 0), 0) & 0xFFFFFFFFFFFFFFFF
+        self._type_names: dict[int, str] = {}
 
     # ---- memory --------------------------------------------------------------------------
 
@@ -123,10 +126,29 @@ class TaskReader:
                 break
             top = self.u64(frame + L["fr_stackpointer"])
             awaited = self.u64(top - 8 * L["awaited_depth"]) & self.tag_mask
-            if not awaited or self.u64(awaited + L["ob_type"]) != coro_type:
-                break  # a future, a gathering future: the chain ends; tasks link by awaited_by
-            coro = awaited
+            if not awaited:
+                break
+            if self.u64(awaited + L["ob_type"]) == coro_type:
+                coro = awaited
+                continue
+            coro = self._async_generator_of(awaited)  # `async for`: awaits the generator's next step
+            # else a future, a gathering future: the chain ends; tasks link by awaited_by
         return tuple(frames)
+
+    def _type_name(self, obj: int) -> str:
+        kind = self.u64(obj + self.L["ob_type"])
+        if kind not in self._type_names:
+            raw = self.source.read(self.u64(kind + self.L["tp_name"]), 32)
+            self._type_names[kind] = raw.split(b"\0", 1)[0].decode("ascii", "replace")
+        return self._type_names[kind]
+
+    def _async_generator_of(self, awaitable: int) -> int:
+        """The async generator an `__anext__()`, `asend()` or `athrow()` awaitable steps, whose
+        frame goes on the chain as a coroutine's does (same header); 0 for anything else."""
+        if self._type_name(awaitable) not in ASYNC_GENERATOR_STEPS:
+            return 0
+        generator = self.u64(awaitable + self.L["ob_type"] + 8)  # the first field after the object header
+        return generator if generator and self._type_name(generator) == "async_generator" else 0
 
     def awaited_by(self, task: int) -> tuple[int, ...]:
         L = self.L
