@@ -84,11 +84,12 @@ def main() -> int:
         interp = interpreter(name)
         port = free_port()
         env = {**os.environ, "PYTHONPATH": str(where)}
+        busy = saturated() if not args.quiet_host else contextlib.nullcontext()
         with started([*interp["argv"], staged(interp, HERE / "workloads" / "flask_app.py"), str(port)], env) as app, \
-                (saturated() if not args.quiet_host else contextlib.nullcontext()), tempfile.TemporaryDirectory() as tmp:
+                busy, tempfile.TemporaryDirectory() as tmp:
             load = Load(port)
             try:
-                for round_no in range(args.rounds):
+                for _ in range(args.rounds):
                     for tool, profile in tools.items():
                         cut, total, roots = cut_weight(profile(app.pid, args.seconds, Path(tmp) / f"{tool}.txt"))
                         share = 100 * cut / total if total else 0.0

@@ -30,7 +30,7 @@ long_name = "f" * 1100
 long_names = compiled("def " + long_name + "():\n    " + SLEEP.format(key="long_names") + "\n",
                       "/tmp/" + "x" * 5000 + ".py", long_name)
 # 1,000 assignments: well over 4 KiB of line table in every version's format
-big_table = compiled("def big_table():\n" + "".join("    v%d = %d\n" % (i, i) for i in range(1000)) + "    "
+big_table = compiled("def big_table():\n" + "".join(f"    v{i} = {i}\n" for i in range(1000)) + "    "
                      + SLEEP.format(key="big_table") + "\n", "/tmp/big_table.py", "big_table")
 
 
