@@ -14,6 +14,7 @@ import pytest
 
 import helpers
 import profile_proto
+from conftest import available
 
 pytestmark = pytest.mark.target  # real target processes, from the provisioned interpreters
 
@@ -297,6 +298,21 @@ def test_batch_json_with_subprocesses_says_whose_each_row_is(some_interp: dict[s
     assert len(work) == 2 and len({row["pid"] for row in work}) == 2, work
     assert all(row["pid"] != t.pid for row in work)
     assert {thread["pid"] for thread in document["per_thread"]} >= {row["pid"] for row in work} | {t.pid}
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_subprocesses_that_multiprocessing_starts(method: str) -> None:
+    """-s on children that are forked, not exec'd (multiprocessing's fork, and forkserver's,
+    whose workers are grandchildren), beside a child that exits at once and one unreaped: each
+    worker is sampled under its own pid, and the run ends cleanly (as py-spy's and austin's
+    tests of multiprocessing targets ask)."""
+    interp = available("pyenv-3.12")
+    with helpers.running(interp, "mp_family.py", method) as t:
+        result = helpers.run_pytop("-s", "--batch", "--duration", "2", "--json", str(t.pid))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    work = {row["pid"] for row in document["functions"] if row["function"] == "child_work" and row["total"]}
+    assert work == set(t.info["workers"]), (work, t.info)
 
 
 def batch_across_exec(interp: dict[str, Any], then: str, seconds: int) -> dict[str, Any]:
