@@ -3,6 +3,7 @@ thread ids, GIL holder, OS activity, deep stacks, many threads, non-ASCII names,
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -164,6 +165,28 @@ def test_names_and_tables_at_their_limits(interp: dict[str, Any]) -> None:
             assert deep.truncated and frames_of(target, deep) == expected["deep"][:50]
         finally:
             target.close()
+
+
+def test_every_interpreters_threads(interp: dict[str, Any]) -> None:
+    """Two subinterpreters with their own GILs (3.12+), each with a spinning and a sleeping
+    thread: --dump lists every interpreter's threads with their frames, both spinners as holders
+    of their own GILs; a run gives each spinner its CPU."""
+    if tuple(int(part) for part in interp["version"].split(".")) < (3, 12):
+        pytest.skip("a GIL per interpreter came with 3.12")
+    with helpers.running(interp, "subinterpreters.py") as t:
+        dump = helpers.run_pytop("--dump", "--json", str(t.pid))
+        run = helpers.run_pytop("--batch", "--duration", "1", "--json", str(t.pid))
+    assert dump.returncode == 0 and run.returncode == 0, dump.stderr + run.stderr
+    threads = json.loads(dump.stdout)["threads"]
+    subs = {t["interpreter_id"] for t in threads} - {0}
+    assert len(subs) == 2, threads
+    for sub in subs:
+        mine = {t["frames"][0]["function"]: t for t in threads if t["interpreter_id"] == sub and t["frames"]}
+        assert set(mine) == {"worker1", "nested_func"}, mine
+        assert [f["function"] for f in mine["nested_func"]["frames"][:2]] == ["nested_func", "worker2"]
+        assert mine["worker1"]["gil"] and not mine["nested_func"]["gil"]
+    spinners = [r for r in json.loads(run.stdout)["functions"] if r["function"] == "worker1"]
+    assert len(spinners) == 1 and spinners[0]["own_time"] > 0, spinners
 
 
 def test_target_exiting_while_sampled(interp: dict[str, Any]) -> None:
