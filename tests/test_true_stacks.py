@@ -70,3 +70,31 @@ def test_torn_reads_are_never_reported_as_stacks(interp: dict[str, Any]) -> None
     # Before: 10-37% of the weight under generator or recursion frames with no callers.
     assert weight["cut"] <= 0.003 * weight["all"], (weight, [s for s, _, _ in stacks if "_bootstrap" not in s][:5])
     assert weight["spliced"] <= 0.003 * weight["all"], weight
+
+
+def test_blocking_reads_never_pair_a_generator_with_a_caller_past_the_call(some_interp: dict[str, Any]) -> None:
+    """CPython's sampling profiler's blocking-mode test: a consumer summing what a generator
+    yields, read with the threads stopped, has the generator only as the leaf, under the
+    consumer's loop, never under a line of its arithmetic (read without stopping, a generator
+    that yields every microsecond is often read after its caller moved on)."""
+    with helpers.running(some_interp, "generator_consumer.py") as t, \
+            tempfile.NamedTemporaryFile(suffix=".txt") as out:
+        result = helpers.run_pytop("--blocking", "--batch", "--duration", "2", "--format", "collapsed", "--output",
+                                   out.name, str(t.pid))
+        assert result.returncode == 0, result.stderr
+        stacks = [line.rpartition(" ") for line in Path(out.name).read_text().splitlines()]
+    arithmetic = set(t.info["arithmetic_lines"])
+    weight = {"all": 0, "generator": 0, "arithmetic": 0, "torn": 0}
+    for stack, _, count in stacks:
+        frames = stack.split(";")
+        names = [frame.rsplit(" (", 1)[0] for frame in frames]
+        weight["all"] += int(count)
+        if "fibonacci_generator" in names:
+            weight["generator"] += int(count)
+            caller = frames[names.index("fibonacci_generator") - 1]
+            if names[-1] != "fibonacci_generator" or int(caller.rsplit(":", 1)[1].rstrip(")")) in arithmetic:
+                weight["torn"] += int(count)
+        elif names[-1] == "consume_generator" and int(frames[-1].rsplit(":", 1)[1].rstrip(")")) in arithmetic:
+            weight["arithmetic"] += int(count)
+    assert weight["generator"] > 0 and weight["arithmetic"] > 0, weight
+    assert weight["torn"] == 0, weight
