@@ -54,10 +54,12 @@ bool codes_is_resumable(const code_cache *c, uint32_t id) {
     return code && code->resumable;
 }
 
+/* threading's Thread._bootstrap(self) (2.7: Thread.__bootstrap). */
 bool codes_is_thread_bootstrap(const code_cache *c, uint32_t id) {
     const code_entry *code = codes_get(c, id);
     size_t n = code ? strlen(code->filename) : 0;
-    return code && strcmp(code->name, "_bootstrap") == 0 && n >= 12 && strcmp(code->filename + n - 12, "threading.py") == 0;
+    return code && (strcmp(code->name, "_bootstrap") == 0 || strcmp(code->name, "__bootstrap") == 0) && n >= 12 &&
+           strcmp(code->filename + n - 12, "threading.py") == 0;
 }
 
 static uint32_t slot_of(uint64_t addr, uint32_t mask) {

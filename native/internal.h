@@ -243,7 +243,8 @@ typedef struct type_memo {
     uint32_t next;
 } type_memo;
 
-enum object_kind { OBJECT_OTHER = 0, OBJECT_DICT, OBJECT_INT, OBJECT_STR, OBJECT_MODULE, OBJECT_CODE };
+enum object_kind { OBJECT_OTHER = 0, OBJECT_DICT, OBJECT_INT, OBJECT_STR, OBJECT_MODULE, OBJECT_CODE,
+                   OBJECT_LONG_27 /* 2.7's long (3.x's int) */ };
 
 typedef struct objects {
     remote *mem;

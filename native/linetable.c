@@ -2,7 +2,9 @@
  * Line tables, decoded once per code object into sorted (start offset, line) ranges so that a
  * sample's line lookup is a binary search. Three formats, each a faithful port of CPython's own
  * reader for that version (Objects/codeobject.c):
- *   3.8-3.9  co_lnotab: (address increment, signed line increment) byte pairs;
+ *   2.7      co_lnotab: (address increment, line increment) byte pairs, both unsigned
+ *            (PyCode_Addr2Line);
+ *   3.6-3.9  co_lnotab: (address increment, signed line increment) byte pairs;
  *   3.10     co_linetable: (address delta, signed line delta or -128 for "no line") pairs;
  *   3.11+    location table: variable-length entries with 6-bit varints.
  * The input is untrusted bytes from another process: every read is checked against the end.
@@ -42,14 +44,14 @@ static void emit(builder *b, int32_t start, int32_t line) {
     lr->count++;
 }
 
-/* 3.8-3.9: line = firstlineno + the line increments of every pair whose cumulative address is
- * <= the offset. */
-static void decode_lnotab(builder *b, const uint8_t *p, size_t length, int32_t first) {
+/* 2.7, 3.6-3.9: line = firstlineno + the line increments of every pair whose cumulative address
+ * is <= the offset; 2.7's increments are unsigned (3.6 made them signed). */
+static void decode_lnotab(builder *b, const uint8_t *p, size_t length, int32_t first, bool is_signed) {
     int64_t addr = 0, line = first;
     emit(b, 0, first);
     for (size_t i = 0; i + 1 < length; i += 2) {
         addr += p[i];
-        line += (int8_t)p[i + 1];
+        line += is_signed ? (int8_t)p[i + 1] : p[i + 1];
         if (addr > INT32_MAX || line > INT32_MAX || line < INT32_MIN) break;
         emit(b, (int32_t)addr, (int32_t)line);
     }
@@ -127,7 +129,8 @@ int line_ranges_decode(int format, const uint8_t *table, size_t length, int32_t 
     if (length > MAX_LINETABLE_BYTES) return PYTOP_ERR_LIMIT;
     builder b = {out, 0, PYTOP_OK};
     switch (format) {
-    case PYTOP_LINES_LNOTAB: decode_lnotab(&b, table, length, firstlineno); break;
+    case PYTOP_LINES_LNOTAB: decode_lnotab(&b, table, length, firstlineno, true); break;
+    case PYTOP_LINES_LNOTAB_27: decode_lnotab(&b, table, length, firstlineno, false); break;
     case PYTOP_LINES_310: decode_310(&b, table, length, firstlineno); break;
     case PYTOP_LINES_LOCATIONS: decode_locations(&b, table, length, firstlineno); break;
     default: return PYTOP_ERR_ARGS;

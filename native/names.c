@@ -7,6 +7,7 @@
  * the Thread's `_name`. The two registries are found once and kept while they stay dicts; the
  * lookup in `_active` goes by the stored hash (an int's hash is itself), so a name costs a
  * handful of reads: the registry's entries, the Thread's attribute storage, the str.
+ * 2.7's Thread keeps them as private attributes, so by their mangled names (`_Thread__name`).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -66,10 +67,22 @@ static int find_registries(names *n) {
     return count ? PYTOP_OK : PYTOP_ERR_ARGS; /* threading not imported (yet) */
 }
 
+/* A Thread's attributes, by the name its version's threading.py gives them. */
+typedef struct thread_attributes {
+    const char *name, *ident;
+} thread_attributes;
+
+static const thread_attributes THREAD_ATTRIBUTES_27 = {"_Thread__name", "_Thread__ident"};
+static const thread_attributes THREAD_ATTRIBUTES_3 = {"_name", "_ident"};
+
+static const thread_attributes *thread_attributes_of(const pytop_layout *L) {
+    return L->version_hex < 0x03000000 ? &THREAD_ATTRIBUTES_27 : &THREAD_ATTRIBUTES_3;
+}
+
 static char *name_of_thread_now(names *n, uint64_t thread, int *status) {
     uint64_t name = 0;
     int kind = OBJECT_OTHER;
-    *status = object_attribute(&n->obj, thread, "_name", &name);
+    *status = object_attribute(&n->obj, thread, thread_attributes_of(n->obj.L)->name, &name);
     if (*status == PYTOP_OK && name) *status = object_kind_of(&n->obj, name, &kind);
     if (*status != PYTOP_OK) return NULL;
     if (!name || kind != OBJECT_STR) {
@@ -91,7 +104,7 @@ static bool match_ident(void *ctx, uint64_t key, uint64_t value) {
     limbo_search *s = ctx;
     uint64_t ident_obj = 0, ident = 0;
     (void)key;
-    if (object_attribute(&s->n->obj, value, "_ident", &ident_obj) == PYTOP_OK && ident_obj &&
+    if (object_attribute(&s->n->obj, value, thread_attributes_of(s->n->obj.L)->ident, &ident_obj) == PYTOP_OK && ident_obj &&
         object_int(&s->n->obj, ident_obj, &ident) == PYTOP_OK && ident == s->thread_id) {
         s->found = value;
         return false;

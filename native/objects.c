@@ -13,6 +13,11 @@
  * Values arrays follow the order of the type's shared keys (ht_cached_keys). Dicts: entries
  * follow a table of indices whose width depends on the size; a split dict's values live in
  * a separate array. Every count is bounded and every type checked by name.
+ *
+ * 2.7 (the layout says so by its fields): a dict is one open-addressed table of ma_mask + 1
+ * (hash, key, value) entries at ma_table, empty and deleted ones with no value; instances keep
+ * a __dict__ at tp_dictoffset; ints are PyIntObject (a C long) or PyLongObject ("long"); str
+ * keys are PyStringObject.
  */
 #include <string.h>
 
@@ -29,7 +34,7 @@ static int read_u64(objects *o, uint64_t addr, uint64_t *out) {
     return status;
 }
 
-static const char *const KIND_NAMES[] = {"", "dict", "int", "str", "module", "code"};
+static const char *const KIND_NAMES[] = {"", "dict", "int", "str", "module", "code", "long"};
 
 int object_kind_of(objects *o, uint64_t obj, int *kind) {
     uint64_t type = 0;
@@ -66,8 +71,17 @@ static int expect_kind(objects *o, uint64_t obj, int want) {
 
 int object_int(objects *o, uint64_t obj, uint64_t *value) {
     const pytop_layout *L = o->L;
-    int status = expect_kind(o, obj, OBJECT_INT);
+    int kind = OBJECT_OTHER;
+    int status = object_kind_of(o, obj, &kind);
     if (status != PYTOP_OK) return status;
+    if (kind == OBJECT_INT && L->int_ival >= 0) { /* 2.7's int: a C long */
+        uint64_t v = 0;
+        if ((status = read_u64(o, obj + (uint64_t)L->int_ival, &v)) != PYTOP_OK) return status;
+        if ((int64_t)v < 0) return PYTOP_ERR_CORRUPT; /* not a thread ident */
+        *value = v;
+        return PYTOP_OK;
+    }
+    if (kind != OBJECT_INT && !(kind == OBJECT_LONG_27 && L->int_ival >= 0)) return PYTOP_ERR_CORRUPT;
     uint64_t ndigits;
     bool negative;
     if (L->long_tag >= 0) { /* 3.12+: digit count << 3 | sign (0 positive, 1 zero, 2 negative) */
@@ -95,6 +109,13 @@ int object_int(objects *o, uint64_t obj, uint64_t *value) {
 /* The text of a str key, when it is compact ASCII: *length chars at *data (a view). */
 static bool ascii_text(objects *o, const uint8_t *h, size_t have, const uint8_t **data, size_t *length) {
     const pytop_layout *L = o->L;
+    if (L->str_state < 0) { /* 2.7: a PyStringObject's bytes */
+        int64_t n = load_i64(h, L->var_ob_size);
+        if (n < 0 || (size_t)L->bytes_sval + (size_t)n > have) return false;
+        *data = h + L->bytes_sval;
+        *length = (size_t)n;
+        return true;
+    }
     int64_t n = load_i64(h, L->str_length);
     uint32_t state = load_u32(h, L->str_state);
     bool compact = (state >> L->str_compact_shift) & 1, ascii = (state >> L->str_ascii_shift) & 1;
@@ -107,11 +128,12 @@ static bool ascii_text(objects *o, const uint8_t *h, size_t have, const uint8_t 
 int object_str_equals(objects *o, uint64_t obj, const char *want, bool *equal) {
     *equal = false;
     int status;
-    const uint8_t *h = remote_view(o->mem, obj, (size_t)o->L->str_ascii_size + strlen(want), 0, &status);
+    size_t header = (size_t)(o->L->str_state < 0 ? o->L->bytes_sval : o->L->str_ascii_size);
+    const uint8_t *h = remote_view(o->mem, obj, header + strlen(want), 0, &status);
     if (!h) return status;
     const uint8_t *data;
     size_t length;
-    if (ascii_text(o, h, (size_t)o->L->str_ascii_size + strlen(want), &data, &length))
+    if (ascii_text(o, h, header + strlen(want), &data, &length))
         *equal = length == strlen(want) && memcmp(data, want, length) == 0;
     return PYTOP_OK;
 }
@@ -126,10 +148,25 @@ typedef struct dict_view {
 
 static int index_width(uint64_t size) { return size <= 0xFF ? 1 : size <= 0xFFFF ? 2 : size <= 0xFFFFFFFFu ? 4 : 8; }
 
+/* 2.7: the table, every slot of it (ma_mask + 1, a power of two). */
+static int view_dict_27(objects *o, uint64_t dict, dict_view *v) {
+    const pytop_layout *L = o->L;
+    uint64_t mask = 0, table = 0;
+    int status = read_u64(o, dict + (uint64_t)L->dict_ma_mask, &mask);
+    if (status == PYTOP_OK) status = read_u64(o, dict + (uint64_t)L->dict_ma_table, &table);
+    if (status != PYTOP_OK) return status;
+    if (!plausible_pointer(table) || (mask & (mask + 1))) return PYTOP_ERR_CORRUPT;
+    if (mask + 1 > MAX_DICT_ENTRIES) return PYTOP_ERR_LIMIT;
+    *v = (dict_view){.entries = table, .values = 0, .count = (uint32_t)(mask + 1), .entry_size = (uint32_t)L->dict_entry_size,
+                     .hash_at = L->dict_entry_hash, .key_at = L->dict_entry_key, .value_at = L->dict_entry_value};
+    return PYTOP_OK;
+}
+
 static int view_dict(objects *o, uint64_t dict, dict_view *v) {
     const pytop_layout *L = o->L;
     uint64_t keys = 0, values = 0;
     int status = expect_kind(o, dict, OBJECT_DICT);
+    if (status == PYTOP_OK && L->dict_ma_table >= 0) return view_dict_27(o, dict, v);
     if (status == PYTOP_OK) status = read_u64(o, dict + (uint64_t)L->dict_ma_keys, &keys);
     if (status == PYTOP_OK) status = read_u64(o, dict + (uint64_t)L->dict_ma_values, &values);
     if (status != PYTOP_OK) return status;

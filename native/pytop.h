@@ -33,8 +33,10 @@ enum pytop_status {
 /* How frames are linked: PyFrameObject chain (3.8-3.10) or _PyInterpreterFrame (3.11+). */
 enum pytop_frame_model { PYTOP_FRAMES_OBJECTS = 1, PYTOP_FRAMES_INTERPRETER = 2 };
 
-/* Line table formats: co_lnotab (3.8-3.9), co_linetable (3.10), location table (3.11+). */
-enum pytop_line_table { PYTOP_LINES_LNOTAB = 1, PYTOP_LINES_310 = 2, PYTOP_LINES_LOCATIONS = 3 };
+/* Line table formats: co_lnotab (3.6-3.9), co_linetable (3.10), location table (3.11+), and 2.7's
+ * co_lnotab, whose line increments are unsigned. */
+enum pytop_line_table { PYTOP_LINES_LNOTAB = 1, PYTOP_LINES_310 = 2, PYTOP_LINES_LOCATIONS = 3,
+                        PYTOP_LINES_LNOTAB_27 = 4 };
 
 /* Where things are inside the target's CPython structures. -1 means "this version has none".
  * Field names match app/pytop/target/layouts/generated.py (see tools/gen_layouts.py). */
@@ -57,6 +59,7 @@ typedef struct pytop_layout {
     int32_t co_code_adaptive, co_header_size;
     int32_t ob_refcnt, ob_type, var_ob_size, tp_name, tp_flags, tp_basicsize, tp_dictoffset, tp_itemsize;
     int32_t ht_cached_keys, bytes_sval;
+    /* str: PEP 393 (3.x); str_state -1 means 2.7's PyStringObject (ob_size bytes at bytes_sval). */
     int32_t str_length, str_state, str_ascii_size, str_compact_size, str_legacy_data;
     int32_t str_kind_shift, str_kind_width, str_compact_shift, str_compact_width;
     int32_t str_ascii_shift, str_ascii_width;
@@ -66,7 +69,9 @@ typedef struct pytop_layout {
     int32_t dict_entry_size, dict_entry_hash, dict_entry_key, dict_entry_value;
     int32_t dict_unicode_entry_size, dict_unicode_entry_key, dict_unicode_entry_value;
     int32_t dict_values_values, dict_values_capacity, dict_values_valid;
+    int32_t dict_ma_mask, dict_ma_table; /* 2.7: one table of ma_mask + 1 PyDictEntry (else -1) */
     int32_t long_digits, long_tag, long_shift;
+    int32_t int_ival; /* 2.7: PyIntObject's value (else -1) */
     int32_t managed_dict, managed_values, tpflags_managed_dict, tpflags_inline_values;
     /* asyncio (3.14+): a thread's running loop and task, a task's coroutine and name, where a
      * coroutine keeps its frame. */

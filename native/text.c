@@ -5,6 +5,10 @@
  * PyCompactUnicodeObject, 1, 2 or 4 bytes per character) or, rarely, a legacy object with a
  * data pointer. The state bit positions come from the layout. One read fetches the header and
  * the start of the data together; long strings take a second read.
+ *
+ * 2.7 (the layout has no str_state): a str is a PyStringObject, ob_size bytes at ob_sval, in
+ * whatever encoding the program used: kept as they are when they are UTF-8, else read as
+ * Latin-1 (every byte a character), so the text is always valid UTF-8.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +96,64 @@ static bool fatal(int status) {
     return status == PYTOP_ERR_GONE || status == PYTOP_ERR_PERMISSION;
 }
 
+/* The length of the valid UTF-8 sequence starting at p[0] (at most `left` bytes), 0 if none. */
+static size_t utf8_sequence(const uint8_t *p, size_t left) {
+    size_t n = p[0] < 0x80 ? 1 : (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || n > left) return 0;
+    uint32_t cp = n == 1 ? p[0] : p[0] & (0x7F >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (p[i] & 0x3F);
+    }
+    bool shortest = n == 1 || (n == 2 && cp >= 0x80) || (n == 3 && cp >= 0x800) || (n == 4 && cp >= 0x10000);
+    return shortest && as_scalar(cp) == cp ? n : 0;
+}
+
+/* `count` bytes of a 2.7 str as UTF-8 (see above). */
+static char *bytes_as_text(const uint8_t *data, size_t count, int *status) {
+    bool utf8 = true;
+    for (size_t i = 0, n; i < count && utf8; i += n) utf8 = (n = utf8_sequence(data + i, count - i)) > 0;
+    char *out = malloc(count * 2 + 1);
+    if (!out) {
+        *status = PYTOP_ERR_NOMEM;
+        return NULL;
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (utf8) out[used++] = (char)data[i];
+        else used += put_utf8(data[i], out + used);
+    }
+    out[used] = '\0';
+    *status = PYTOP_OK;
+    return out;
+}
+
+static char *string_read_27(remote *r, const pytop_layout *L, uint64_t addr, size_t max_chars, int *status) {
+    size_t header = (size_t)L->bytes_sval, have = header + SPECULATIVE_DATA_BYTES;
+    const uint8_t *h = remote_view(r, addr, have, 0, status);
+    if (!h && !fatal(*status)) {
+        have = header;
+        h = remote_view(r, addr, have, 0, status);
+    }
+    if (!h) return NULL;
+    int64_t length = load_i64(h, L->var_ob_size);
+    if (length < 0) {
+        *status = PYTOP_ERR_CORRUPT;
+        return NULL;
+    }
+    size_t count = (size_t)length < max_chars ? (size_t)length : max_chars;
+    const uint8_t *data = header + count <= have ? h + header : remote_view(r, addr + header, count, 0, status);
+    if (!data) return NULL;
+    if (count < (size_t)length) { /* cut short: not in the middle of a UTF-8 character */
+        size_t k = count;
+        while (k > 0 && count - k < 3 && (data[k - 1] & 0xC0) == 0x80) k--;
+        if (k > 0 && data[k - 1] >= 0xC0 && utf8_sequence(data + k - 1, count - k + 1) == 0) count = k - 1;
+    }
+    return bytes_as_text(data, count, status);
+}
+
 char *text_read(remote *r, const pytop_layout *L, uint64_t addr, size_t max_chars, int *status) {
+    if (L->str_state < 0) return string_read_27(r, L, addr, max_chars, status);
     size_t header = (size_t)L->str_compact_size;
     size_t have = header + SPECULATIVE_DATA_BYTES;
     const uint8_t *h = remote_view(r, addr, have, 0, status);

@@ -5,7 +5,8 @@
  *
  * The GIL: up to 3.11 one lives in _PyRuntime (ceval.gil); from 3.12 each interpreter has its
  * own (_gil), unused by interpreters that share the main one. A thread holds the GIL when a
- * locked GIL names its thread state as last holder.
+ * locked GIL names its thread state as last holder. 2.7's GIL is a plain lock that names no
+ * holder: _PyThreadState_Current, set only while a thread holds it, stands for the holder.
  *
  * A thread's stack is read again only if the kernel says it may have run since the previous
  * sample (tasks.c); the GIL holder's figures are read every sample, and its last holder's.
@@ -77,16 +78,16 @@ static void watch_switches(pytop_unwinder *u, int k, uint64_t at, uint64_t switc
 
 static int read_gil(pytop_unwinder *u, uint64_t base, int32_t locked_off, int32_t holder_off,
                     int32_t switches_off, gil_holders *g) {
-    if (locked_off < 0 || holder_off < 0) return PYTOP_OK;
-    int32_t locked = 0;
+    if (holder_off < 0) return PYTOP_OK;
+    int32_t locked = 1; /* 2.7: no flag; the current thread state is set only while its thread holds the lock */
     uint64_t holder = 0, switches = 0;
-    int status = read_i32(u, base + (uint64_t)locked_off, &locked);
+    int status = locked_off >= 0 ? read_i32(u, base + (uint64_t)locked_off, &locked) : PYTOP_OK;
     if (status == PYTOP_OK) status = read_u64(u, base + (uint64_t)holder_off, &holder);
     if (status == PYTOP_OK && switches_off >= 0) status = read_u64(u, base + (uint64_t)switches_off, &switches);
     if (status != PYTOP_OK) return status;
     if (locked && holder && g->count < MAX_GILS) g->tstate[g->count++] = holder;
     if (g->reads < MAX_GILS) {
-        if (switches_off >= 0) watch_switches(u, g->reads, base + (uint64_t)locked_off, switches, holder);
+        if (switches_off >= 0) watch_switches(u, g->reads, base + (uint64_t)holder_off, switches, holder);
         g->last[g->reads++] = holder;
     }
     return status;

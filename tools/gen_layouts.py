@@ -30,7 +30,11 @@ sys.path.insert(0, str(HERE))
 import provision_interpreters  # noqa: E402
 
 V = tuple[int, int]
-ALL = ((3, 6), (3, 99))
+ALL = ((2, 7), (3, 99))
+# Python 3 only: PEP 393 str, the split-table dict, heap types' cached keys. 2.7 has PyStringObject,
+# the open-addressing dict of PyDictEntry (ma_table, ma_mask) and PyIntObject beside PyLongObject.
+PY3 = ((3, 6), (3, 99))
+PY2 = ((2, 7), (2, 7))
 # 3.7 brought _PyRuntime (3.6's interpreter list, GIL and GC flag are static variables: pytop
 # finds them by symbol and gives their places as offsets from the lowest of them; see locate.py).
 RUNTIME = ((3, 7), (3, 99))
@@ -41,7 +45,7 @@ def since(v: V) -> tuple[V, V]:
 
 
 def until(v: V) -> tuple[V, V]:
-    return ((3, 6), v)
+    return ((2, 7), v)
 
 
 # (layout field, C expression, (first, last) minor version it applies to). The first matching
@@ -112,7 +116,8 @@ FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     ("co_firstlineno", "offsetof(PyCodeObject, co_firstlineno)", ALL),
     ("co_flags", "offsetof(PyCodeObject, co_flags)", ALL),
     # Code that runs only when something resumes it: never a thread's first frame.
-    ("co_flags_resumable", "CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR", ALL),
+    ("co_flags_resumable", "CO_GENERATOR", PY2),
+    ("co_flags_resumable", "CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR", PY3),
     ("co_code", "offsetof(PyCodeObject, co_code)", until((3, 10))),
     ("co_code_adaptive", "offsetof(PyCodeObject, co_code_adaptive)", since((3, 11))),
     ("co_header_size", "sizeof(PyCodeObject)", until((3, 10))),
@@ -126,36 +131,42 @@ FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     ("tp_itemsize", "offsetof(PyTypeObject, tp_itemsize)", ALL),
     ("tp_flags", "offsetof(PyTypeObject, tp_flags)", ALL),
     ("tp_dictoffset", "offsetof(PyTypeObject, tp_dictoffset)", ALL),
-    ("ht_cached_keys", "offsetof(PyHeapTypeObject, ht_cached_keys)", ALL),
+    ("ht_cached_keys", "offsetof(PyHeapTypeObject, ht_cached_keys)", PY3),
     ("var_ob_size", "offsetof(PyVarObject, ob_size)", ALL),
     ("tp_name", "offsetof(PyTypeObject, tp_name)", ALL),
     ("bytes_sval", "offsetof(PyBytesObject, ob_sval)", ALL),
-    ("str_length", "offsetof(PyASCIIObject, length)", ALL),
-    ("str_state", "offsetof(PyASCIIObject, state)", ALL),
-    ("str_ascii_size", "sizeof(PyASCIIObject)", ALL),
-    ("str_compact_size", "sizeof(PyCompactUnicodeObject)", ALL),
-    ("str_legacy_data", "offsetof(PyUnicodeObject, data)", ALL),
+    ("str_length", "offsetof(PyASCIIObject, length)", PY3),
+    ("str_state", "offsetof(PyASCIIObject, state)", PY3),
+    ("str_ascii_size", "sizeof(PyASCIIObject)", PY3),
+    ("str_compact_size", "sizeof(PyCompactUnicodeObject)", PY3),
+    ("str_legacy_data", "offsetof(PyUnicodeObject, data)", PY3),
     # What the thread-name reader walks: sys.modules -> the threading module's dict -> its
     # _active and _limbo dicts -> a Thread instance's `_name` (and `_ident`) attribute.
     ("md_dict", "offsetof(pytop_module_38, md_dict)", until((3, 9))),
     ("md_dict", "offsetof(PyModuleObject, md_dict)", since((3, 10))),
-    ("dict_ma_keys", "offsetof(PyDictObject, ma_keys)", ALL),
-    ("dict_ma_values", "offsetof(PyDictObject, ma_values)", ALL),
-    ("dk_size", "offsetof(pytop_dictkeys_38, dk_size)", until((3, 10))),
+    ("dict_ma_keys", "offsetof(PyDictObject, ma_keys)", PY3),
+    ("dict_ma_values", "offsetof(PyDictObject, ma_values)", PY3),
+    ("dict_ma_mask", "offsetof(PyDictObject, ma_mask)", PY2),
+    ("dict_ma_table", "offsetof(PyDictObject, ma_table)", PY2),
+    ("dk_size", "offsetof(pytop_dictkeys_38, dk_size)", ((3, 6), (3, 10))),
     ("dk_log2_size", "offsetof(PyDictKeysObject, dk_log2_size)", since((3, 11))),
     ("dk_log2_index_bytes", "offsetof(PyDictKeysObject, dk_log2_index_bytes)", since((3, 11))),
     ("dk_kind", "offsetof(PyDictKeysObject, dk_kind)", since((3, 11))),
-    ("dk_nentries", "offsetof(pytop_dictkeys_38, dk_nentries)", until((3, 10))),
+    ("dk_nentries", "offsetof(pytop_dictkeys_38, dk_nentries)", ((3, 6), (3, 10))),
     ("dk_nentries", "offsetof(PyDictKeysObject, dk_nentries)", since((3, 11))),
-    ("dk_indices", "offsetof(pytop_dictkeys_38, dk_indices)", until((3, 10))),
+    ("dk_indices", "offsetof(pytop_dictkeys_38, dk_indices)", ((3, 6), (3, 10))),
     ("dk_indices", "offsetof(PyDictKeysObject, dk_indices)", since((3, 11))),
-    ("dict_entry_size", "sizeof(pytop_dictkeyentry_38)", until((3, 10))),
+    ("dict_entry_size", "sizeof(PyDictEntry)", PY2),
+    ("dict_entry_size", "sizeof(pytop_dictkeyentry_38)", ((3, 6), (3, 10))),
     ("dict_entry_size", "sizeof(PyDictKeyEntry)", since((3, 11))),
-    ("dict_entry_hash", "offsetof(pytop_dictkeyentry_38, me_hash)", until((3, 10))),
+    ("dict_entry_hash", "offsetof(PyDictEntry, me_hash)", PY2),
+    ("dict_entry_hash", "offsetof(pytop_dictkeyentry_38, me_hash)", ((3, 6), (3, 10))),
     ("dict_entry_hash", "offsetof(PyDictKeyEntry, me_hash)", since((3, 11))),
-    ("dict_entry_key", "offsetof(pytop_dictkeyentry_38, me_key)", until((3, 10))),
+    ("dict_entry_key", "offsetof(PyDictEntry, me_key)", PY2),
+    ("dict_entry_key", "offsetof(pytop_dictkeyentry_38, me_key)", ((3, 6), (3, 10))),
     ("dict_entry_key", "offsetof(PyDictKeyEntry, me_key)", since((3, 11))),
-    ("dict_entry_value", "offsetof(pytop_dictkeyentry_38, me_value)", until((3, 10))),
+    ("dict_entry_value", "offsetof(PyDictEntry, me_value)", PY2),
+    ("dict_entry_value", "offsetof(pytop_dictkeyentry_38, me_value)", ((3, 6), (3, 10))),
     ("dict_entry_value", "offsetof(PyDictKeyEntry, me_value)", since((3, 11))),
     ("dict_unicode_entry_size", "sizeof(PyDictUnicodeEntry)", since((3, 11))),
     ("dict_unicode_entry_key", "offsetof(PyDictUnicodeEntry, me_key)", since((3, 11))),
@@ -167,6 +178,7 @@ FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     ("long_digits", "offsetof(PyLongObject, long_value.ob_digit)", since((3, 12))),
     ("long_tag", "offsetof(PyLongObject, long_value.lv_tag)", since((3, 12))),
     ("long_shift", "PyLong_SHIFT", ALL),
+    ("int_ival", "offsetof(PyIntObject, ob_ival)", PY2),
     # Where a managed dict (and, in 3.11, a values array) sits before the object: 3.11's
     # _PyObject_ManagedDictPointer / _PyObject_ValuesPointer, 3.12's _PyObject_DictOrValuesPointer
     # (one tagged word), 3.13+'s MANAGED_DICT_OFFSET. The 3.12 header has no constant for it.
@@ -281,6 +293,9 @@ PROLOGUE = r"""
 #  include "internal/pycore_tstate.h"
 #  include "internal/pycore_genobject.h"
 #endif
+#if PY_MAJOR_VERSION < 3
+typedef Py_ssize_t Py_hash_t; /* 2.7: hashes are longs (the 3.x typedefs below are not used) */
+#endif
 #if PY_VERSION_HEX < 0x030B0000
 #  include "longintrepr.h"
 /* Not in the installed headers before 3.11: Objects/dict-common.h of 3.8-3.10, as it is there. */
@@ -301,7 +316,9 @@ typedef struct { PyObject_HEAD PyObject *md_dict; } pytop_module_38;
 #endif
 
 static int bit_shift(unsigned int mask) { int s = 0; while (mask && !(mask & 1)) { mask >>= 1; s++; } return s; }
+#if PY_MAJOR_VERSION >= 3
 static unsigned int state_word(PyASCIIObject *o) { unsigned int w = 0; memcpy(&w, &o->state, sizeof w); return w; }
+#endif
 
 int main(void) {
     int first = 1;
@@ -322,6 +339,9 @@ def program(version: V) -> str:
             chosen.add(name)
             lines.append(f'    EMIT("{name}", {expr});')
     for bit in STATE_BITS:
+        if version < (3, 0):  # no PEP 393 str: no state bits
+            lines.append(f'    EMIT("str_{bit}_shift", -1); EMIT("str_{bit}_width", -1);')
+            continue
         lines.append(
             f"    {{ PyASCIIObject o; memset(&o, 0, sizeof o); o.state.{bit} = ~0u; "
             f'EMIT("str_{bit}_shift", bit_shift(state_word(&o))); '

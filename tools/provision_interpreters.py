@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-PYENV_VERSIONS = ("3.6.15", "3.7.16", "3.8.18", "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0")
+PYENV_VERSIONS = ("2.7.18", "3.6.15", "3.7.16", "3.8.18", "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0")
 SID_VERSIONS = ("3.14", "3.15")
 DEBIAN_SYSTEM_PYTHON = Path("/usr/bin/python3.11")
 SID_SOURCE = (

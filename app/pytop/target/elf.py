@@ -19,7 +19,7 @@ PAGE = 4096
 _SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym: name, info, other, shndx, value, size
 # PY_VERSION as the end of a C string (the linker may merge it into the tail of a longer one,
 # such as an install path ending in "/3.9.18").
-_VERSION_STRING = re.compile(rb"(?<![0-9.])3\.(\d{1,2})\.(\d{1,3})(?:[abrc]{1,2}\d{1,2})?\+?\x00")
+_VERSION_STRING = re.compile(rb"(?<![0-9.])([23])\.(\d{1,2})\.(\d{1,3})(?:[abrc]{1,2}\d{1,2})?\+?\x00")
 
 
 @dataclass
@@ -80,16 +80,19 @@ class ElfImage:
                     return m.start - (vaddr & ~(PAGE - 1))
         return None
 
-    def version_string(self, minor: int | None = None) -> tuple[int, int] | None:
+    def version_string(self, minor: int | None = None, major: int = 3) -> tuple[int, int] | None:
         """(minor, micro) of PY_VERSION in .rodata, for binaries without Py_Version (before
         3.11). With `minor` known (from the file name), only a version of that minor counts;
-        without it, only 3.8-3.10 (the versions that have no Py_Version symbol)."""
+        without it, only 3.8-3.10 (the versions that have no Py_Version symbol). `major` 2 looks
+        for 2.7's."""
         assert self._elf is not None
         section = self._elf.get_section_by_name(".rodata")
         if section is None:
             return None
         for match in _VERSION_STRING.finditer(section.data()):
-            found = (int(match.group(1)), int(match.group(2)))
+            if int(match.group(1)) != major:
+                continue
+            found = (int(match.group(2)), int(match.group(3)))
             if found[0] == minor or (minor is None and 8 <= found[0] <= 10):
                 return found
         return None

@@ -21,7 +21,7 @@ from .memory import LiveProcess, MemorySource
 from .procmaps import Mapping, basename, files_in_order
 
 DEBUG_COOKIE = b"xdebugpy"
-_NAME_VERSION = re.compile(r"python(3)\.(\d+)")
+_NAME_VERSION = re.compile(r"python([23])\.(\d+)")
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Runtime:
     binary: str  # the file as the target maps it that holds the runtime (in messages)
     runtime_address: int
     version: PythonVersion
-    # 3.6: no _PyRuntime; where its static variables are (layout field -> address), and the
+    # 3.6, 2.7: no _PyRuntime; where its static variables are (layout field -> address), and the
     # runtime address is the lowest of them, so that each is an offset from it as in a struct.
     statics: dict[str, int] = field(default_factory=dict)
 
@@ -71,6 +71,12 @@ class Runtime:
 STATICS_36 = {"rt_interpreters_head": "interp_head", "rt_gil_locked": "gil_locked",
               "rt_gil_holder": "gil_last_holder", "rt_gil_switches": "gil_switch_number",
               "rt_gc_collecting": "collecting"}
+# 2.7's (pystate.c, gcmodule.c): its GIL is a plain lock that names no holder and counts no
+# hand-overs; the current thread state, set only while a thread holds the lock, names it
+# (rt_gil_locked stays -1: the unwinder takes a current thread state as a held GIL).
+STATICS_27 = {"rt_interpreters_head": "interp_head", "rt_gil_holder": "_PyThreadState_Current",
+              "rt_gc_collecting": "collecting"}
+STATICS = {(3, 6): STATICS_36, (2, 7): STATICS_27}
 
 
 def _candidates(source: MemorySource, by_file: dict[str, list[Mapping]]) -> list[str]:
@@ -83,7 +89,7 @@ def _candidates(source: MemorySource, by_file: dict[str, list[Mapping]]) -> list
 
 def _version_from_name(path: str) -> PythonVersion | None:
     match = _NAME_VERSION.search(basename(path))
-    return PythonVersion(3, int(match.group(2))) if match else None
+    return PythonVersion(int(match.group(1)), int(match.group(2))) if match else None
 
 
 def _find_in(source: MemorySource, path: str, mappings: list[Mapping]) -> Runtime | None:
@@ -102,23 +108,24 @@ def _find_in(source: MemorySource, path: str, mappings: list[Mapping]) -> Runtim
         if runtime is None:
             runtime = _scan_for_cookie(source, mappings)
         if runtime is None:
-            return _runtime_36(path, image, bias)
+            return _runtime_from_statics(path, image, bias)
         return Runtime(path, runtime, _version(source, runtime, symbols, path, image))
     finally:
         image.close()
 
 
-def _runtime_36(path: str, image: ElfImage, bias: int) -> Runtime | None:
-    """CPython 3.6, from its static variables' symbols (None: another file, or no symbols)."""
+def _runtime_from_statics(path: str, image: ElfImage, bias: int) -> Runtime | None:
+    """CPython 3.6 or 2.7, from its static variables' symbols (None: another file, or no symbols)."""
     named = _version_from_name(path)
-    if named is None or named.minor != 6:
+    wanted = STATICS.get(named.minor_key) if named else None
+    if named is None or wanted is None:
         return None
-    found = image.symbols(tuple(STATICS_36.values()))
-    if len(found) < len(STATICS_36):
+    found = image.symbols(tuple(wanted.values()))
+    if len(found) < len(wanted):
         return None
-    statics = {field_name: found[symbol] + bias for field_name, symbol in STATICS_36.items()}
-    micro = image.version_string(6)
-    version = PythonVersion(3, 6, micro[1]) if micro else named
+    statics = {field_name: found[symbol] + bias for field_name, symbol in wanted.items()}
+    micro = image.version_string(named.minor, named.major)
+    version = PythonVersion(named.major, named.minor, micro[1]) if micro else named
     return Runtime(path, min(statics.values()), version, statics)
 
 
@@ -217,11 +224,12 @@ def locate_runtime(pid: int) -> Runtime:
     if _exited(pid):
         raise errors.TargetExited(f"process {pid} exited while pytop was attaching")
     older = _older_python(source)
-    if older == "3.6":
+    if older in ("3.6", "2.7"):
         raise errors.UnsupportedVersion(
-            f"process {pid} runs Python 3.6 from a build stripped of its symbol table: pytop finds a 3.6 "
-            "interpreter's threads and GIL by the symbols of its static variables (interp_head, gil_locked, "
-            "...), which only .symtab has (install the build's debug symbols, or use an unstripped build)")
+            f"process {pid} runs Python {older} from a build stripped of its symbol table: pytop finds a {older} "
+            "interpreter's threads and GIL by the symbols of its static variables (interp_head, "
+            f"{'gil_locked' if older == '3.6' else 'collecting'}, ...), which only .symtab has (install the "
+            "build's debug symbols, or use an unstripped build)")
     if older:
         from .layouts import supported_range
 

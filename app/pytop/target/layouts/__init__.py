@@ -27,15 +27,22 @@ ASYNCIO_TASK = {
 # one below in 3.15 (whose SEND leaves a null on top): _PyGen_yf's _PyFrame_StackPeek.
 AWAITED_DEPTH = {(3, 14): 1, (3, 15): 2}
 FRAMES_OBJECTS, FRAMES_INTERPRETER = 1, 2
-LINES_LNOTAB, LINES_310, LINES_LOCATIONS = 1, 2, 3
+LINES_LNOTAB, LINES_310, LINES_LOCATIONS, LINES_LNOTAB_27 = 1, 2, 3, 4
 
 
 def supported_range() -> str:
-    first, last = SUPPORTED[0], SUPPORTED[-1]
-    return f"{first[0]}.{first[1]} to {last[0]}.{last[1]}"
+    """The versions read, e.g. "2.7 and 3.6 to 3.15" (a major version's minors are a run)."""
+    runs = []
+    for major in sorted({v[0] for v in SUPPORTED}):
+        minors = [v for v in SUPPORTED if v[0] == major]
+        first, last = minors[0], minors[-1]
+        runs.append(f"{first[0]}.{first[1]}" if first == last else f"{first[0]}.{first[1]} to {last[0]}.{last[1]}")
+    return " and ".join(runs)
 
 
 def _model(version: tuple[int, int]) -> dict[str, int]:
+    if version < (3, 0):  # 2.7: its lnotab's line increments are unsigned
+        return {"frame_model": FRAMES_OBJECTS, "line_table": LINES_LNOTAB_27, "lasti_scale": 1}
     if version <= (3, 9):
         return {"frame_model": FRAMES_OBJECTS, "line_table": LINES_LNOTAB, "lasti_scale": 1}
     if version == (3, 10):
