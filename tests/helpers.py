@@ -18,15 +18,16 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGETS = Path(__file__).resolve().parent / "targets"
 PROVISION = ROOT / "tools" / "provision_interpreters.py"
 EXPECTED = [
+    "pyenv-2.7",
     "pyenv-3.6", "pyenv-3.7", "pyenv-3.8", "pyenv-3.9", "pyenv-3.10", "pyenv-3.11", "pyenv-3.12", "pyenv-3.13",
     "debian-3.11",
     "sid-3.14-chroot", "sid-3.14-loader", "sid-3.15-chroot", "sid-3.15-loader",
     "sid-3.14-dbg", "sid-3.15-dbg",  # debug builds (Py_DEBUG), through the loader
 ]
-# Setups whose frame model another setup already has (3.6 and 3.7 read as 3.8 does, the debug
+# Setups whose frame model another setup already has (2.7, 3.6 and 3.7 read as 3.8 does, the debug
 # builds as their release builds): they run the tests of reading (dump, names, GIL, cores, line
 # tables), not those of the figures above the unwinder, which their twins run (MODULES_OF_FIGURES).
-READING_ONLY = {"pyenv-3.6", "pyenv-3.7", "sid-3.14-dbg", "sid-3.15-dbg"}
+READING_ONLY = {"pyenv-2.7", "pyenv-3.6", "pyenv-3.7", "sid-3.14-dbg", "sid-3.15-dbg"}
 MODULES_OF_FIGURES = {"test_truth", "test_true_stacks", "test_churn", "test_sampler"}
 # One per frame model and launch style: object frames, interpreter frames, chroot + debug offsets.
 SOME = ["pyenv-3.8", "pyenv-3.12", "sid-3.15-chroot"]

@@ -1,15 +1,15 @@
 """CPython's line-table readers in plain Python, the reference the native decoder is held to.
 
-Each follows the reader of its version in Objects/codeobject.c (3.8-3.9 PyCode_Addr2Line over
-co_lnotab; 3.10 and 3.11+ the PyCodeAddressRange walk of _PyCode_CheckLineNumber). CPython
-trusts its tables; where a reader would run past a malformed one, the rule here is stated:
-the table ends before the entry that cannot be read whole, or whose line would not fit in 32
-bits (CPython's int).
+Each follows the reader of its version in Objects/codeobject.c (2.7 and 3.6-3.9
+PyCode_Addr2Line over co_lnotab, whose line increments 2.7 reads unsigned; 3.10 and 3.11+ the
+PyCodeAddressRange walk of _PyCode_CheckLineNumber). CPython trusts its tables; where a reader
+would run past a malformed one, the rule here is stated: the table ends before the entry that
+cannot be read whole, or whose line would not fit in 32 bits (CPython's int).
 """
 
 from __future__ import annotations
 
-LNOTAB, LINETABLE_310, LOCATIONS = 1, 2, 3
+LNOTAB, LINETABLE_310, LOCATIONS, LNOTAB_27 = 1, 2, 3, 4
 NO_LINE = -1
 
 
@@ -17,8 +17,8 @@ def line_of(fmt: int, table: bytes, firstlineno: int, offset: int) -> int:
     """The line of byte offset `offset`, or -1 where the table gives none."""
     if offset < 0:
         return firstlineno  # a frame that has not started yet
-    if fmt == LNOTAB:
-        return _lnotab(table, firstlineno, offset)
+    if fmt in (LNOTAB, LNOTAB_27):
+        return _lnotab(table, firstlineno, offset, signed=fmt == LNOTAB)
     ranges = _ranges_310(table, firstlineno) if fmt == LINETABLE_310 else _locations(table, firstlineno)
     for start, end, line in ranges:
         if start <= offset < end:
@@ -26,14 +26,16 @@ def line_of(fmt: int, table: bytes, firstlineno: int, offset: int) -> int:
     return NO_LINE
 
 
-def _lnotab(table: bytes, line: int, offset: int) -> int:
+def _lnotab(table: bytes, line: int, offset: int, signed: bool) -> int:
     # while (--size >= 0) { addr += *p++; if (addr > addrq) break; line += (signed char)*p++; }
+    # (2.7: line += *p++, unsigned)
     addr = 0
     for i in range(0, len(table) - 1, 2):
         addr += table[i]
-        if addr > offset or not _fits(line + _signed_byte(table[i + 1])):
+        delta = _signed_byte(table[i + 1]) if signed else table[i + 1]
+        if addr > offset or not _fits(line + delta):
             break
-        line += _signed_byte(table[i + 1])
+        line += delta
     return line
 
 

@@ -19,7 +19,7 @@ DUMP_SCHEMA = {
     "required": ["pid", "python_version", "threads"],
     "properties": {
         "pid": {"type": "integer"},
-        "python_version": {"type": "string", "pattern": r"^3\.\d+\.\d+"},
+        "python_version": {"type": "string", "pattern": r"^(2\.7|3\.\d+)\.\d+"},
         "threads": {
             "type": "array",
             "items": {

@@ -14,7 +14,7 @@ import helpers
 import line_reference
 from pytop.native import decode_line, decode_text
 
-FORMATS = (1, 2, 3)  # co_lnotab (3.8-3.9), co_linetable (3.10), location table (3.11+)
+FORMATS = (1, 2, 3, 4)  # co_lnotab (3.6-3.9), co_linetable (3.10), location table (3.11+), 2.7's co_lnotab
 
 
 def test_line_tables_read_as_cpython_reads_them(interp: dict[str, Any]) -> None:
@@ -28,7 +28,7 @@ def test_line_tables_read_as_cpython_reads_them(interp: dict[str, Any]) -> None:
     for entry in tables:
         table = bytes.fromhex(entry["table"])
         for index, expected in enumerate(entry["expected"]):
-            assert decode_line(entry["format"], table, entry["firstlineno"], index * 2) == expected
+            assert decode_line(entry["format"], table, entry["firstlineno"], index * entry["step"]) == expected
             checked += 1
     assert checked > 10_000
 

@@ -122,14 +122,18 @@ def test_fifty_threads(interp: dict[str, Any]) -> None:
 
 
 def test_non_ascii_names(interp: dict[str, Any]) -> None:
-    with helpers.running(interp, "ünïcödé_名前.py") as t:
+    # 2.7's identifiers are ASCII: its variant has the non-ASCII file name only.
+    script, function = ("ünïcödé_名前.py", "función_λ")
+    if interp["version"] == "2.7":
+        script, function = "ünïcödé_名前_27.py", "function_27"
+    with helpers.running(interp, script) as t:
         target = attach(t.pid)
         try:
             expected = t.info["threads"]["main"]
             got = frames_of(target, by_id(good_sample(target))[expected["thread_id"]])
             assert got == expected["frames"]
-            assert got[0]["function"].endswith("función_λ")
-            assert got[0]["filename"].endswith("ünïcödé_名前.py")
+            assert got[0]["function"].endswith(function)
+            assert got[0]["filename"].endswith(script)
         finally:
             target.close()
 

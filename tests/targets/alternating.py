@@ -2,10 +2,9 @@
 every few samples its stack changes while it is mostly idle."""
 
 import sys
-import threading
 import time
 
-from report import Collector
+from report import Collector, daemon_thread
 
 
 def phase_a():
@@ -22,7 +21,6 @@ def alternate():
         phase_b()
 
 
-thread = threading.Thread(target=alternate, name="alternating", daemon=True)
-thread.start()
+thread = daemon_thread(alternate, "alternating")
 time.sleep(0.05)
 Collector(["main"], extra={"alternating": thread.ident}).add("main", sys._getframe()) or time.sleep(1e6)

@@ -4,7 +4,7 @@ import sys
 import threading
 import time
 
-from report import Collector, frames_of
+from report import Collector, daemon_thread, frames_of
 
 DEPTH = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
 sys.setrecursionlimit(DEPTH + 1000)
@@ -23,9 +23,7 @@ def recurse(n):
 
 
 def main():
-    thread = threading.Thread(target=recurse, args=(DEPTH,), name="deep", daemon=True)
-    thread.start()
-    thread.join()
+    daemon_thread(recurse, "deep", (DEPTH,)).join()
 
 
 main()

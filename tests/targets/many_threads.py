@@ -1,13 +1,12 @@
 """Target: COUNT (argv[1], default 50) named threads asleep, each in its own stack."""
 
 import sys
-import threading
 import time
 
-from report import Collector
+from report import Collector, daemon_thread
 
 COUNT = int(sys.argv[1]) if len(sys.argv) > 1 else 50
-names = [f"worker-{i}" for i in range(COUNT)]
+names = ["worker-%d" % i for i in range(COUNT)]
 collector = Collector(names + ["main"])
 
 
@@ -16,5 +15,5 @@ def nap(name):
 
 
 for name in names:
-    threading.Thread(target=nap, args=(name,), name=name, daemon=True).start()
+    daemon_thread(nap, name, (name,))
 collector.add("main", sys._getframe()) or time.sleep(1e6)

@@ -4,11 +4,26 @@ A target prints one JSON line on stdout once it is in the state a test wants to 
 readiness handshake), then blocks. Frames are listed innermost first, as pytop lists them. The
 line lists the TIDs of the threads that then go to sleep ("sleepers"): the test waits until the
 kernel shows each of them in its sleep syscall, so no thread is still on its way there.
+
+The targets the reading tests start run under 2.7 too: no f-strings or Python-3-only syntax in
+them, and what 2.7 lacks is filled in here (get_ident, daemon threads, a monotonic clock).
 """
 
 import json
 import sys
 import threading
+import time
+
+get_ident = getattr(threading, "get_ident", None) or threading._get_ident  # 2.7: threading._get_ident
+monotonic = getattr(time, "monotonic", time.time)  # 2.7 has no monotonic clock
+
+
+def daemon_thread(target, name=None, args=()):
+    """A started daemon thread (2.7's Thread takes no daemon=)."""
+    thread = threading.Thread(target=target, name=name, args=args)
+    thread.daemon = True
+    thread.start()
+    return thread
 
 
 def frames_of(frame):
@@ -31,7 +46,7 @@ def gettid():
 
 
 def thread_info(frame=None):
-    info = {"thread_id": threading.get_ident(), "name": threading.current_thread().name}
+    info = {"thread_id": get_ident(), "name": threading.current_thread().name}
     info["native_id"] = threading.get_native_id() if hasattr(threading, "get_native_id") else gettid()
     if frame is not None:
         info["frames"] = frames_of(frame)

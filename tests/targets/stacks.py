@@ -3,15 +3,14 @@ line that recorded their frames, so the target's own f_lineno is what pytop must
 the spinner keeps running pure Python (it holds the GIL most of the time)."""
 
 import sys
-import threading
 import time
 
-from report import Collector
+from report import Collector, daemon_thread
 
 collector = Collector(["main", "sleeper", "spinner"], extra={"spin_lines": []}, busy=["spinner"])
 
 
-class Worker:
+class Worker(object):
     def sleeping(self):
         collector.add("sleeper", sys._getframe()) or time.sleep(1e6)
 
@@ -33,6 +32,6 @@ def level_one():
 
 
 worker = Worker()
-threading.Thread(target=worker.sleeping, name="sleeper", daemon=True).start()
-threading.Thread(target=worker.spinning, name="spinner", daemon=True).start()
+daemon_thread(worker.sleeping, "sleeper")
+daemon_thread(worker.spinning, "spinner")
 level_one()

@@ -1,3 +1,4 @@
+# -*- coding: utf-8 -*-
 """Target: threads whose names sit in every place CPython keeps instance attributes: plain,
 non-ASCII, renamed after start, a subclass that sets attributes before Thread.__init__, a
 subclass with __slots__, one with 40 extra attributes and one with a deleted attribute (which
@@ -22,7 +23,7 @@ class EarlyAttributes(threading.Thread):
     def __init__(self, **kwargs):
         self.first = 1
         self.second = 2
-        super().__init__(**kwargs)
+        super(EarlyAttributes, self).__init__(**kwargs)
 
 
 class Slotted(threading.Thread):
@@ -39,7 +40,7 @@ threads = {
     "deleted-attribute": threading.Thread(target=nap, args=("deleted-attribute",), name="deleted-attribute"),
 }
 for i in range(40):
-    setattr(threads["many-attributes"], f"attribute_{i}", i)
+    setattr(threads["many-attributes"], "attribute_%d" % i, i)
 threads["deleted-attribute"].scratch = 1
 del threads["deleted-attribute"].scratch
 for thread in threads.values():
