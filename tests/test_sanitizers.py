@@ -81,12 +81,12 @@ def test_native_code_under_asan_and_ubsan(tmp_path: Path, memory_build: Path) ->
 
 
 def test_whole_unwinder_fuzzed_on_core_images(tmp_path: Path, memory_build: Path) -> None:
-    """One object-frame, one interpreter-frame and one debug-offsets target (in a chroot), and an
-    asyncio program, each dumped by the kernel; the driver mutates what the unwinder reads and
-    samples again, for a fixed time per core."""
+    """One object-frame, one interpreter-frame and one debug-offsets target (in a chroot), 2.7
+    (its own strings and dicts), and an asyncio program, each dumped by the kernel; the driver
+    mutates what the unwinder reads and samples again, for a fixed time per core."""
     found, _ = interpreters()
     specs = []
-    plan = [(name, "stacks.py") for name in helpers.SOME] + [("sid-3.14-loader", "async_tasks.py")]
+    plan = [(name, "stacks.py") for name in [*helpers.SOME, "pyenv-2.7"]] + [("sid-3.14-loader", "async_tasks.py")]
     for name, script in plan:
         if name not in found:
             continue
