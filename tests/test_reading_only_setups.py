@@ -59,6 +59,18 @@ async def test_live(name: str) -> None:
             target.close()
 
 
+@pytest.mark.parametrize("name", ["pyenv-2.7", "pyenv-3.6"])
+def test_launched(name: str) -> None:
+    """`pytop -- python ...` of a version whose runtime is found by its statics' symbols: the
+    program's executable is mapped before its libpython, which is not taken for a build stripped
+    of its symbols (it was, in most runs), but waited for."""
+    interp = available(name)
+    result = helpers.run_pytop("--batch", "--duration", "0.5", "--json", "--", *interp["argv"], "-c",
+                               "import time; time.sleep(30)")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["python_version"].startswith(interp["version"] + ".")
+
+
 def test_every_reading_only_setup_is_expected() -> None:
     assert helpers.READING_ONLY <= set(helpers.EXPECTED)
     assert not helpers.READING_ONLY & set(helpers.SOME)

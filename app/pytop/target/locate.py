@@ -185,6 +185,32 @@ def _older_python(source: MemorySource) -> str | None:
     return None
 
 
+def _old_runtime_not_loaded(source: MemorySource, older: str) -> bool:
+    """Whether a 3.6 or 2.7 process has not mapped its runtime (whole) yet, as a program just
+    started has not, rather than being a build stripped of its symbols: no file that holds the
+    interpreter (a libpython, or an executable that defines Py_Initialize) is mapped, or the one
+    that is has the statics' symbols."""
+    statics = STATICS[(int(older[0]), int(older[2:]))]
+    files = files_in_order(source.mappings())
+    exe = source.executable()
+    holder_seen = False
+    for path, mappings in files.items():
+        if not basename(path).startswith("libpython") and path != exe:
+            continue
+        try:
+            image = ElfImage.open(source.open_file(mappings[0]))
+        except (OSError, ValueError):
+            continue
+        try:
+            if len(image.symbols(tuple(statics.values()))) == len(statics):
+                return True  # the symbols are there: its mappings are not all in place yet
+            holds = basename(path).startswith("libpython") or bool(image.symbols(("Py_Initialize",)))
+            holder_seen = holder_seen or holds
+        finally:
+            image.close()
+    return not holder_seen
+
+
 def find_runtime(source: MemorySource) -> Runtime | None:
     """The Python runtime in `source`'s files, or None. OSErrors other than a missing or
     unreadable file of one candidate (the process gone, permission) come out as they are."""
@@ -224,6 +250,9 @@ def locate_runtime(pid: int) -> Runtime:
     if _exited(pid):
         raise errors.TargetExited(f"process {pid} exited while pytop was attaching")
     older = _older_python(source)
+    if older in ("3.6", "2.7") and _old_runtime_not_loaded(source, older):
+        # (pytop -- python2.7 ...: the executable is mapped, its libpython not yet; tried again)
+        raise errors.AttachFailed(f"process {pid} runs Python {older}, whose runtime is not loaded yet")
     if older in ("3.6", "2.7"):
         raise errors.UnsupportedVersion(
             f"process {pid} runs Python {older} from a build stripped of its symbol table: pytop finds a {older} "
