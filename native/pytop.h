@@ -30,7 +30,7 @@ enum pytop_status {
     PYTOP_ERR_STATE = 8       /* not now: the engine is running, stopped, or stuck */
 };
 
-/* How frames are linked: PyFrameObject chain (3.8-3.10) or _PyInterpreterFrame (3.11+). */
+/* How frames are linked: PyFrameObject chain (2.7, 3.6-3.10) or _PyInterpreterFrame (3.11+). */
 enum pytop_frame_model { PYTOP_FRAMES_OBJECTS = 1, PYTOP_FRAMES_INTERPRETER = 2 };
 
 /* Line table formats: co_lnotab (3.6-3.9), co_linetable (3.10), location table (3.11+), and 2.7's

@@ -708,7 +708,7 @@ static int walk_interpreter_state(pytop_unwinder *u, uint64_t interp, gil_holder
     const pytop_layout *L = &u->L;
     uint64_t head = 0, id = 0;
     int status = read_u64(u, interp + (uint64_t)L->is_next, next);
-    if (status == PYTOP_OK && L->is_id >= 0) status = read_u64(u, interp + (uint64_t)L->is_id, &id); /* 3.6: 0 */
+    if (status == PYTOP_OK && L->is_id >= 0) status = read_u64(u, interp + (uint64_t)L->is_id, &id); /* 2.7, 3.6: 0 */
     if (status == PYTOP_OK) status = read_u64(u, interp + (uint64_t)L->is_threads_head, &head);
     if (status == PYTOP_OK) status = read_gil(u, interp, L->is_gil_locked, L->is_gil_holder, L->is_gil_switches, g);
     if (status == PYTOP_OK && L->is_gc_collecting >= 0)

@@ -4,7 +4,7 @@
 How: for each minor version, a small C program is compiled against that version's own headers
 (internal ones included, with Py_BUILD_CORE) and prints offsetof()/sizeof() of every field the
 unwinder reads. The headers come from the interpreters tools/provision_interpreters.py finds or
-fetches (pyenv's include/ for 3.8-3.13, the libpythonX.Y-dev package from Debian sid for 3.14 and
+fetches (pyenv's include/ for 2.7 and 3.6-3.13, the libpythonX.Y-dev package from Debian sid for 3.14 and
 3.15). For 3.13+ it also records where each field sits inside `_Py_DebugOffsets`, so that pytop can
 take the offsets a target publishes about itself at run time and only falls back to this table
 for what the target does not publish.
@@ -35,7 +35,7 @@ ALL = ((2, 7), (3, 99))
 # the open-addressing dict of PyDictEntry (ma_table, ma_mask) and PyIntObject beside PyLongObject.
 PY3 = ((3, 6), (3, 99))
 PY2 = ((2, 7), (2, 7))
-# 3.7 brought _PyRuntime (3.6's interpreter list, GIL and GC flag are static variables: pytop
+# 3.7 brought _PyRuntime (2.7's and 3.6's interpreter list, GIL and GC flag are static variables: pytop
 # finds them by symbol and gives their places as offsets from the lowest of them; see locate.py).
 RUNTIME = ((3, 7), (3, 99))
 
@@ -274,7 +274,7 @@ PROLOGUE = r"""
 #  include "frameobject.h"
 #endif
 #if PY_VERSION_HEX < 0x03070000
-   /* 3.6: no runtime state; PyInterpreterState is in the public pystate.h */
+   /* 2.7, 3.6: no runtime state; PyInterpreterState is in the public pystate.h */
 #elif PY_VERSION_HEX < 0x03080000
 #  include "internal/pystate.h"
 #elif PY_VERSION_HEX < 0x03090000

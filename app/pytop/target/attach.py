@@ -159,7 +159,7 @@ def build_layout(source: MemorySource, runtime: Runtime) -> dict[str, int]:
     size = layouts.debug_offsets_size(version.minor_key)
     debug_block = source.read(runtime.runtime_address, size) if size else None
     layout = layouts.layout_for(version.minor_key, str(version), version.hex, debug_block)
-    for name, address in runtime.statics.items():  # 3.6: its static variables, as offsets
+    for name, address in runtime.statics.items():  # 3.6, 2.7: its static variables, as offsets
         layout[name] = address - runtime.runtime_address
     if layout["ts_native_thread_id"] < 0:
         layout["pthread_tid"] = calibrate_pthread_tid(source, runtime.runtime_address, layout)
