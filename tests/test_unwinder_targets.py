@@ -267,6 +267,21 @@ def test_thread_names(interp: dict[str, Any]) -> None:
     assert "ünïcode-名前-🚀" in names.values() and "główny-wątek" in names.values()
 
 
+@pytest.mark.target
+def test_thread_names_of_27_are_bytes_read_as_text() -> None:
+    """2.7's names are bytes: kept as they are when they are UTF-8, else read as Latin-1, and
+    cut (at 256 bytes) between characters."""
+    from conftest import available
+
+    with helpers.running(available("pyenv-2.7"), "names_27.py") as t:
+        target = attach(t.pid)
+        try:
+            names = {key: target.unwinder.thread_name(info["thread_id"]) for key, info in t.info["threads"].items()}
+        finally:
+            target.close()
+    assert names == {"utf-8": "café", "latin-1": "été", "long": "x" + "é" * 127}
+
+
 def tracer_of(pid: int) -> int:
     with open(f"/proc/{pid}/status") as f:
         return int(next(line for line in f if line.startswith("TracerPid:")).split()[1])
