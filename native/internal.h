@@ -472,6 +472,28 @@ typedef struct thread_frames {
 int frames_walk(remote *mem, const pytop_layout *L, sample_pair *s, int max_depth,
                 const thread_frames *tf, pytop_thread *t, uint64_t mark, int32_t *marked);
 
+/* ---- pidns.c ---------------------------------------------------------------------------- */
+/* A target's thread numbers in its own PID namespace, and ours (pidns.c). */
+typedef struct ns_task {
+    int inner;  /* as the target knows it */
+    int host;   /* as /proc here lists it */
+} ns_task;
+
+typedef struct pid_namespace {
+    int pid;
+    bool other;            /* the target's PID namespace is not ours */
+    ns_task *map;          /* sorted by inner */
+    uint32_t count;
+    bool scanned;
+    uint32_t scanned_in;   /* the sample that last looked */
+} pid_namespace;
+
+void pidns_init(pid_namespace *n, int pid);
+void pidns_free(pid_namespace *n);
+/* Our number for the target's thread `tid` (its own namespace's); `tid` itself when the target
+ * shares our namespace, 0 when it is not (yet) listed. */
+int pidns_host_tid(pid_namespace *n, int tid, uint32_t sample_no);
+
 /* ---- tasks.c ---------------------------------------------------------------------------- */
 /* "Task" here is the kernel's word: a thread as /proc/PID/task/TID shows it (asyncio's tasks
  * are asyncio.c's, named so). */
@@ -689,6 +711,7 @@ struct pytop_unwinder {
     remote mem;
     code_cache codes;
     tasks os;               /* the kernel's figures of each thread (tasks.c) */
+    pid_namespace pidns;    /* its thread numbers, if its PID namespace is not ours (pidns.c) */
     names thread_names;
     tracking track;
     blocking stop;

@@ -128,7 +128,7 @@ static int native_id_of(pytop_unwinder *u, pytop_thread *t) {
     if (L->ts_native_thread_id >= 0) {
         uint64_t v = 0;
         int status = read_u64(u, t->tstate + (uint64_t)L->ts_native_thread_id, &v);
-        if (status == PYTOP_OK && v <= INT32_MAX) t->native_id = (int32_t)v;
+        if (status == PYTOP_OK && v <= INT32_MAX) t->native_id = pidns_host_tid(&u->pidns, (int)v, u->os.sample_no);
         return status;
     }
     /* Before 3.11 only the pthread_t is known; the libc keeps the TID inside struct pthread,
@@ -142,7 +142,8 @@ static int native_id_of(pytop_unwinder *u, pytop_thread *t) {
     }
     if (L->pthread_tid >= 0 && t->thread_id) {
         int32_t v = 0;
-        if (read_i32(u, t->thread_id + (uint64_t)L->pthread_tid, &v) == PYTOP_OK && v > 0) t->native_id = v;
+        if (read_i32(u, t->thread_id + (uint64_t)L->pthread_tid, &v) == PYTOP_OK && v > 0)
+            t->native_id = pidns_host_tid(&u->pidns, v, u->os.sample_no);
     }
     return PYTOP_OK;
 }

@@ -34,6 +34,7 @@ static pytop_unwinder *finish_open(pytop_unwinder *u, const pytop_layout *layout
         return NULL;
     }
     tasks_init(&u->os, u->pid);
+    pidns_init(&u->pidns, u->pid);
     if (!u->pid) u->os.mode = 0; /* an image has no kernel to ask */
     names_init(&u->thread_names, &u->mem, &u->L, runtime_address);
     samples_init(&u->samples);
@@ -240,6 +241,7 @@ void pytop_close(pytop_unwinder *u) {
     codes_free(&u->codes);
     remote_free(&u->mem);
     tasks_free(&u->os);
+    pidns_free(&u->pidns);
     samples_free(&u->samples);
     tracking_free(&u->track);
     names_free(&u->thread_names);

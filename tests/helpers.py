@@ -139,12 +139,15 @@ def wait_until_asleep(pid: int, tids: list[int], timeout: float = 20) -> None:
 
 @contextlib.contextmanager
 def running(interp: dict[str, Any], script: str, *args: str, timeout: float = 60,
-            cwd: str = "/") -> Iterator[RunningTarget]:
+            cwd: str = "/", wrapper: tuple[str, ...] = (), env: dict[str, str] | None = None
+            ) -> Iterator[RunningTarget]:
     """Start `script` under `interp`, wait for its JSON readiness line, kill it afterwards. (A
-    chroot's interpreter starts in the chroot's root whatever `cwd` says.)"""
+    chroot's interpreter starts in the chroot's root whatever `cwd` says.) With a `wrapper`
+    command (one that starts the interpreter as its only child and takes it down when it dies,
+    such as `unshare --fork --kill-child`), the target is that child."""
     path = stage(interp, script)
-    proc = subprocess.Popen([*interp["argv"], path, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=target_env(), cwd=cwd)
+    proc = subprocess.Popen([*wrapper, *interp["argv"], path, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**target_env(), **(env or {})}, cwd=cwd)
     try:
         line = _read_line(proc, timeout)
         if not line:
@@ -152,8 +155,12 @@ def running(interp: dict[str, Any], script: str, *args: str, timeout: float = 60
             _, err = proc.communicate(timeout=10)
             raise RuntimeError(f"{script} on {interp['name']} never became ready: {err.decode()[-2000:]}")
         info = json.loads(line)
-        wait_until_asleep(proc.pid, [tid for tid in info.get("sleepers", []) if tid])
-        yield RunningTarget(proc.pid, info, proc, path)  # type: ignore[arg-type]
+        pid = proc.pid
+        if wrapper:
+            pid = int(Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0])
+        else:  # (a wrapped target's TIDs are its own namespace's, perhaps: it is not waited for)
+            wait_until_asleep(pid, [tid for tid in info.get("sleepers", []) if tid])
+        yield RunningTarget(pid, info, proc, path)  # type: ignore[arg-type]
     finally:
         if proc.poll() is None:
             proc.kill()

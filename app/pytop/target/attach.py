@@ -18,6 +18,8 @@ from .core import CoreFile
 from .locate import PythonVersion, Runtime, find_runtime, locate_runtime
 from .memory import LiveProcess, MemorySource
 
+# Threads whose struct pthread is tried as the main thread's, when the runtime does not say.
+MAIN_CANDIDATES = 8
 # How far into glibc's (or musl's) struct pthread to look for the thread's kernel TID.
 PTHREAD_SCAN_BYTES = 2048
 MAX_INTERPRETERS = 256  # as the sampler's own walk of them (native/internal.h)
@@ -119,25 +121,30 @@ def _pthread_tid_offset(source: MemorySource, runtime: int, layout: dict[str, in
     between the two listings of TIDs: the kernel then clears the TID in its struct, so a value
     that is not a listed TID counts against an offset only if it is still there afterwards."""
     before = source.task_ids()
-    pid = source.pid
-    threads = _thread_ids(source, runtime, layout)
+    pid = source.own_pid()  # what the target's libc holds: its own namespace's numbers
+    threads = [t for t in _thread_ids(source, runtime, layout) if t]
     if layout["rt_main_thread"] >= 0:
-        main = _u64(source, runtime + layout["rt_main_thread"])
-    else:  # 3.7's runtime does not say which is the main thread: its struct is the one holding the pid
-        main = next((t for t in threads if t and pid in _ints(_read_prefix(source, t))), 0)
-    others = [t for t in threads if t and t != main]
-    block = _read_prefix(source, main) if main else b""
-    candidates = [off for off in range(0, len(block) - 3, 4) if struct.unpack_from("<i", block, off)[0] == pid]
-    found = {off: [(thread, _i32(source, thread + off)) for thread in others] for off in candidates}
+        mains = [_u64(source, runtime + layout["rt_main_thread"])]
+    else:  # 3.6 and 3.7 do not say which is the main thread: it is one whose struct holds the pid
+        # (the oldest state, last on the list, first; in a container, where the pid is 1, many hold it)
+        mains = [t for t in reversed(threads) if pid in _ints(_read_prefix(source, t))][:MAIN_CANDIDATES]
     tids = before | source.task_ids()
-    values = {off: [v for thread, v in pairs if v is not None and (v in tids or _i32(source, thread + off) == v)]
-              for off, pairs in found.items()}
-    if not candidates:
-        return -1
-    score = {off: sum(v in tids for v in values[off]) for off in candidates}
-    best = max(candidates, key=lambda off: (score[off], -off))
-    read = len(values[best])
-    return best if read == 0 or score[best] * 4 >= read * 3 else -1
+    best = (-1, -1, 0)  # (score, -offset, values read)
+    for main in mains:
+        block = _read_prefix(source, main) if main else b""
+        for off in range(0, len(block) - 3, 4):
+            if struct.unpack_from("<i", block, off)[0] != pid:
+                continue
+            pairs = [(thread, _i32(source, thread + off)) for thread in threads if thread != main]
+            values = [v for thread, v in pairs if v is not None and (v in tids or _i32(source, thread + off) == v)]
+            # Each thread has a TID of its own, not the pid: an offset where two threads hold one
+            # value is some other field (in a container's PID namespace the TIDs are 1, 2, 3...,
+            # small numbers that flags and counters hold too).
+            unique = pid not in values and len(set(values)) == len(values)
+            score = sum(v in tids for v in values) if unique else 0
+            best = max(best, (score, -off, len(values)))
+    score, offset, read = best[0], -best[1], best[2]
+    return offset if score >= 0 and (read == 0 or score * 4 >= read * 3) else -1
 
 
 def _ints(block: bytes) -> set[int]:

@@ -247,6 +247,9 @@ class CoreFile:
     def task_ids(self) -> set[int]:
         return set(self._tids)
 
+    def own_pid(self) -> int:
+        return self.pid
+
     @property
     def core_bytes(self) -> mmap.mmap:
         """The core file itself, as the regions of the memory it holds point into it."""

@@ -33,7 +33,11 @@ class MemorySource(Protocol):
         """The main program's path as the target knew it ("" when unknown)."""
 
     def task_ids(self) -> set[int]:
-        """The kernel ids of the target's threads."""
+        """The kernel ids of the target's threads, as the target itself knows them (in its own
+        PID namespace: a process in a container has numbers of its own)."""
+
+    def own_pid(self) -> int:
+        """The target's process id as it knows it (see task_ids)."""
 
 
 class LiveProcess:
@@ -59,4 +63,21 @@ class LiveProcess:
             return ""
 
     def task_ids(self) -> set[int]:
-        return {int(t) for t in os.listdir(f"/proc/{self.pid}/task")}
+        return {own_number(self.pid, int(t)) for t in os.listdir(f"/proc/{self.pid}/task")}
+
+    def own_pid(self) -> int:
+        return own_number(self.pid, self.pid)
+
+
+def own_number(pid: int, tid: int) -> int:
+    """Task `tid` of process `pid` by the number its own PID namespace gives it: the last of the
+    NSpid line of its status (ours first, then each namespace down to its own); `tid` itself if
+    the line is missing (a kernel before 4.1) or the task is gone."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        pass
+    return tid
