@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import jsonschema
+import psutil
 import pytest
 
 import helpers
@@ -298,6 +299,21 @@ def test_batch_json_with_subprocesses_says_whose_each_row_is(some_interp: dict[s
     assert len(work) == 2 and len({row["pid"] for row in work}) == 2, work
     assert all(row["pid"] != t.pid for row in work)
     assert {thread["pid"] for thread in document["per_thread"]} >= {row["pid"] for row in work} | {t.pid}
+
+
+def test_dump_with_subprocesses_shows_each_process_once(some_interp: dict[str, Any]) -> None:
+    """--dump -s: the target and each Python child, each once (py-spy's
+    test_dump_subprocesses_no_duplication); --json gives a document per process."""
+    with helpers.running(some_interp, "parent.py", "2") as t:
+        children = [child.pid for child in psutil.Process(t.pid).children()]
+        text = helpers.run_pytop("--dump", "-s", str(t.pid))
+        document = helpers.run_pytop("--dump", "-s", "--json", str(t.pid))
+    assert text.returncode == 0 and document.returncode == 0, text.stderr + document.stderr
+    headings = [line.split(":")[0] for line in text.stdout.splitlines() if line.startswith("Process ")]
+    assert sorted(headings) == sorted(f"Process {pid}" for pid in [t.pid, *children]), text.stdout
+    processes = json.loads(document.stdout)["processes"]
+    assert [p["pid"] for p in processes][0] == t.pid and sorted(p["pid"] for p in processes[1:]) == sorted(children)
+    assert all(p["threads"][0]["frames"][-1]["function"] == "<module>" for p in processes)
 
 
 @pytest.mark.parametrize("method", ["fork", "forkserver"])

@@ -113,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     sampling.add_argument("-i", "--idle", action="store_true", help="the same as --mode wall")
     sampling.add_argument("-g", "--gil", action="store_true", help="the same as --mode gil")
     sampling.add_argument("-s", "--subprocesses", action="store_true",
-                          help="also watch the target's Python child processes as they start and stop")
+                          help="also watch the target's Python child processes as they start and stop "
+                               "(with --dump: dump each of its Python descendants too)")
     sampling.add_argument("--cpu-budget", type=budget, default=100 * DEFAULT_CPU_BUDGET, metavar="PERCENT",
                           help=f"the most of one core pytop may use, sampling and screen together (default "
                                f"{100 * DEFAULT_CPU_BUDGET:g}); over it, pytop lowers its rate until it fits and says "
@@ -289,7 +290,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
     if args.dump:
         return run.dump(args.pid_option or args.pid, args.json, args.blocking, args.core, args.executable,
-                        args.sysroot, args.tasks)
+                        args.sysroot, args.tasks, args.subprocesses)
     if not (args.pid_option or args.pid or command or args.demo):
         from .ui.picker import PickerApp
 

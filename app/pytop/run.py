@@ -187,11 +187,51 @@ def collect(sampler: Sampler, duration: float) -> Snapshot:
 
 
 def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | None = None,
-         executable: str | None = None, sysroot: str | None = None, tasks: bool = False) -> int:
+         executable: str | None = None, sysroot: str | None = None, tasks: bool = False,
+         subprocesses: bool = False) -> int:
     """Every thread's stack once, from process `pid` or from a core file; with `tasks`, every
-    asyncio task too."""
-    target = attach_core(core, executable, sysroot) if core else attach(pid or 0)
-    where = f"core file {core}" if core else f"process {pid}"
+    asyncio task too; with `subprocesses`, the same of each Python descendant of `pid` (each
+    once, the target's first; a target that is not Python is passed over when it has some)."""
+    if core or not subprocesses:
+        stacks = [_dump_one(attach_core(core, executable, sysroot) if core else attach(pid or 0),
+                            f"core file {core}" if core else f"process {pid}", blocking, tasks)]
+    else:
+        stacks = _dump_family(pid or 0, blocking, tasks)
+    if len(stacks) == 1 and not subprocesses:
+        text = report_dump.as_json(stacks[0]) if as_json else report_dump.as_text(stacks[0])
+    else:
+        text = report_dump.as_json_of_processes(stacks) if as_json else "\n".join(map(report_dump.as_text, stacks))
+    write_report((text if text.endswith("\n") else text + "\n").encode())
+    return 0
+
+
+def _dump_family(pid: int, blocking: bool, tasks: bool) -> list[ProcessStacks]:
+    """The target's stacks and its Python descendants', in the order they were started."""
+    try:
+        descendants = sorted(psutil.Process(pid).children(recursive=True), key=lambda p: (p.create_time(), p.pid))
+    except psutil.NoSuchProcess:
+        raise errors.NoSuchProcess(f"no process with pid {pid}") from None
+    except psutil.Error:
+        descendants = []
+    found: list[ProcessStacks] = []
+    refusal: errors.PytopError | None = None
+    for number in [pid, *(child.pid for child in descendants)]:
+        try:
+            found.append(_dump_one(attach(number), f"process {number}", blocking, tasks))
+        except (errors.NotPython, errors.UnsupportedVersion) as exc:
+            if number == pid:
+                refusal = exc  # a shell, a supervisor: its Python children are what is asked for
+        except (errors.TargetExited, errors.NoSuchProcess):
+            if number == pid:
+                raise
+            # a child that ended meanwhile: nothing to show of it
+    if not found:
+        raise refusal or errors.NotPython(f"process {pid} is not Python and has no Python descendant")
+    return found
+
+
+def _dump_one(target: Target, where: str, blocking: bool, tasks: bool) -> ProcessStacks:
+    core = target.core is not None
     try:
         if tasks and not asyncio_tasks.supported(target.layout):
             raise errors.UsageError(f"--async needs CPython 3.14 or newer ({where} runs {target.version}: its "
@@ -212,13 +252,11 @@ def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | Non
             source = target.core or LiveProcess(target.pid)
             found = asyncio_tasks.read_tasks(source, target.runtime.runtime_address, target.layout, target.unwinder)
             stacks = replace(stacks, tasks=tuple(found))
-        text = report_dump.as_json(stacks) if as_json else report_dump.as_text(stacks)
+        return stacks
     finally:
         if not core:
             target.unwinder.set_blocking(False)
         target.close()
-    write_report((text if text.endswith("\n") else text + "\n").encode())
-    return 0
 
 
 def write_report(data: bytes) -> None:

@@ -26,6 +26,15 @@ def task_record(task: AsyncTask) -> dict[str, Any]:
 
 
 def as_json(stacks: ProcessStacks) -> str:
+    return json.dumps(document(stacks), indent=2, ensure_ascii=False)
+
+
+def as_json_of_processes(processes: list[ProcessStacks]) -> str:
+    """--dump -s: a document per process, the target's first."""
+    return json.dumps({"processes": [document(p) for p in processes]}, indent=2, ensure_ascii=False)
+
+
+def document(stacks: ProcessStacks) -> dict[str, Any]:
     document = {
         "pid": stacks.pid,
         "command": stacks.command,
@@ -39,7 +48,7 @@ def as_json(stacks: ProcessStacks) -> str:
         document["core_file"] = stacks.core_file
         document["core_signal"] = _signal_name(stacks.core_signal) if stacks.core_signal else None
         document["core_signal_thread"] = stacks.core_signal_tid or None
-    return json.dumps(document, indent=2, ensure_ascii=False)
+    return document
 
 
 def _signal_name(number: int) -> str:
