@@ -141,7 +141,8 @@ def test_non_ascii_names(interp: dict[str, Any]) -> None:
 def test_names_and_tables_at_their_limits(interp: dict[str, Any]) -> None:
     """As CPython's own tests of remote reading (test_external_inspection) ask: 4-byte
     characters in names and file names come back whole; names over pytop's limits are cut, not
-    dropped, and the sample holds no error; a line table over 4 KiB gives the exact line; a
+    dropped, and the sample holds no error; a line table over 4 KiB gives the exact line, and so
+    does one whose lines go back (a comprehension's element above its `for`); a
     stack deeper than the depth limit keeps its innermost frames and says it is cut."""
     if interp["version"].startswith("2."):
         pytest.skip("Python 2 names are bytes: no 4-byte characters to read")
@@ -161,6 +162,7 @@ def test_names_and_tables_at_their_limits(interp: dict[str, Any]) -> None:
             assert cut[0]["filename"] == expected["long_names"][0]["filename"][:4096]
             assert cut[0]["line"] == expected["long_names"][0]["line"] and cut[1:] == expected["long_names"][1:]
             assert got("big_table") == expected["big_table"]
+            assert got("comprehension") == expected["comprehension"]
             assert len(expected["deep"]) > 300 and got("deep") == expected["deep"]
             deep_id = t.info["threads"]["deep"]["thread_id"]
             assert not threads[deep_id].truncated

@@ -5,6 +5,9 @@
                 1,024 and 4,096)
     big_table   a function whose line table is over 4 KiB, sleeping on its last line
     deep        300 calls deep (for a depth limit below that)
+    comprehension  sleeps inside a list comprehension whose element is above its `for` line
+                (line numbers that go back: py-spy's negative_linenumber_offsets; a frame of
+                its own up to 3.11, inlined from 3.12)
 
 Each sleeps on the line that recorded its frames."""
 
@@ -14,7 +17,7 @@ import time
 
 from report import Collector
 
-collector = Collector(["astral", "long_names", "big_table", "deep"])
+collector = Collector(["astral", "long_names", "big_table", "deep", "comprehension"])
 SLEEP = "collector.add({key!r}, sys._getframe()) or time.sleep(1e6)"
 
 
@@ -40,7 +43,14 @@ def deep(n):
     collector.add("deep", sys._getframe()) or time.sleep(1e6)
 
 
-for target, args in ((astral, ()), (long_names, ()), (big_table, ()), (deep, (299,))):
+def comprehension():
+    return [
+        collector.add("comprehension", sys._getframe()) or time.sleep(1e6)
+        for _ in range(1)
+    ]
+
+
+for target, args in ((astral, ()), (long_names, ()), (big_table, ()), (deep, (299,)), (comprehension, ())):
     threading.Thread(target=target, args=args, name=target.__name__[:20], daemon=True).start()
 while True:
     time.sleep(1e6)
