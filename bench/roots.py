@@ -72,7 +72,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--targets", nargs="*", default=["pyenv-3.12", "pyenv-3.9"])
+    parser.add_argument("--targets", nargs="*", default=["pyenv-3.12", "pyenv-3.10"])
     parser.add_argument("--quiet-host", action="store_true", help="no busy processes beside the app")
     args = parser.parse_args()
     tools = {"pytop": pytop_profile}
