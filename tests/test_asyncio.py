@@ -161,6 +161,26 @@ def test_task_graphs_of_cpythons_own_tests(name: str, factory: str) -> None:
     assert worker["thread"] == target.info["worker"]["native_id"]
 
 
+def test_structures_deeper_than_the_bounds() -> None:
+    """CPython's TestFrameChainLimits: a coroutine awaiting itself 1,538 deep is followed to
+    its innermost await (the run of one link shown once, with its count); 16,385 tasks each
+    awaiting the next are all listed, and the text tree stops at its depth saying how many it
+    leaves out (it called that a cycle)."""
+    interp = _async_interp("sid-3.15-loader")
+    with helpers.running(interp, "deep_tasks.py") as target:
+        result = helpers.run_pytop("--dump", "--async", "--json", str(target.pid))
+        text = helpers.run_pytop("--dump", "--async", str(target.pid))
+    assert result.returncode == 0 and text.returncode == 0, result.stderr + text.stderr
+    tasks = json.loads(result.stdout)["tasks"]
+    assert len(tasks) == target.info["tasks"] + 2  # and main's, and the recursive one's
+    nested = next(task for task in tasks if task["name"] == "nested")
+    assert [f["function"] for f in nested["coroutines"]] == ["Event.wait"] + ["nested"] * (target.info["depth"] + 1)
+    assert not nested["coroutines_cut"]
+    assert "nested (" in text.stdout and f") ×{target.info['depth']:,} > nested (" in text.stdout
+    assert re.search(r"└── \.\.\. \([\d,]+ more tasks awaited below: the tree stops at 64 levels", text.stdout)
+    assert "a cycle" not in text.stdout
+
+
 def test_dump_async_of_a_core_file(tmp_path: Path) -> None:
     interp = _async_interp("sid-3.15-loader")
     with helpers.running(interp, "async_tasks.py", cwd=str(tmp_path)) as target:

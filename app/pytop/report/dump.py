@@ -105,8 +105,16 @@ def as_text(stacks: ProcessStacks) -> str:
 
 
 def _task_line(task: AsyncTask) -> str:
-    chain = " > ".join(f"{f.function} ({f.filename}:{f.line})" if f.line > 0 else f.function
-                       for f in reversed(task.coroutines))
+    links = [f"{f.function} ({f.filename}:{f.line})" if f.line > 0 else f.function for f in reversed(task.coroutines)]
+    runs: list[list[Any]] = []  # a recursive coroutine's links, one entry with a count
+    for link in links:
+        if runs and runs[-1][0] == link:
+            runs[-1][1] += 1
+        else:
+            runs.append([link, 1])
+    chain = " > ".join(link if count == 1 else f"{link} ×{count:,}" for link, count in runs)
+    if task.coroutines_cut:
+        chain += f" > ... (deeper than {len(task.coroutines):,} coroutines: not followed)"
     running = " [running]" if task.running else ""
     return f"{task.name}{running}: {chain}" if chain else f"{task.name}{running}"
 
@@ -125,6 +133,18 @@ def task_tree(tasks: tuple[AsyncTask, ...], by_interpreter: bool = False) -> lis
     return lines
 
 
+def _below(address: int, awaits: dict[int, list[AsyncTask]]) -> int:
+    """How many distinct tasks a task awaits, directly or not."""
+    seen: set[int] = set()
+    todo = [address]
+    while todo:
+        for child in awaits.get(todo.pop(), []):
+            if child.address not in seen and child.address != address:
+                seen.add(child.address)
+                todo.append(child.address)
+    return len(seen)
+
+
 def _forest(tasks: tuple[AsyncTask, ...]) -> list[str]:
     by_address = {t.address: t for t in tasks}
     awaits: dict[int, list[AsyncTask]] = {}
@@ -138,8 +158,12 @@ def _forest(tasks: tuple[AsyncTask, ...]) -> list[str]:
     def walk(task: AsyncTask, prefix: str, last: bool, path: frozenset[int]) -> None:
         lines.append(f"{prefix}{'└── ' if last else '├── '}{_task_line(task)}")
         inner = prefix + ("    " if last else "│   ")
-        if task.address in path or len(path) >= MAX_TREE_DEPTH:
+        if task.address in path:
             lines.append(f"{inner}└── (a cycle: it awaits a task that awaits it)")
+            return
+        if len(path) >= MAX_TREE_DEPTH and awaits.get(task.address):
+            lines.append(f"{inner}└── ... ({_below(task.address, awaits):,} more tasks awaited below: the tree stops "
+                         f"at {MAX_TREE_DEPTH} levels; --json lists them all)")
             return
         children = awaits.get(task.address, [])
         for i, child in enumerate(children):

@@ -22,7 +22,7 @@ from .attach import interpreter_states, thread_states
 from .memory import MemorySource
 
 MAX_TASKS = 100_000
-MAX_CHAIN = 256
+MAX_CHAIN = 4096  # coroutines followed from a task's own (CPython's tests await 1,538 deep)
 MAX_SET_SLOTS = 1 << 16
 MAX_NAME_CHARS = 255  # as CPython's own reader keeps them
 # The awaitables that step an async generator (genobject.c): each holds its generator first.
@@ -200,8 +200,9 @@ class TaskReader:
         out = []
         for task, tid, number, running in listed[:MAX_TASKS]:
             try:
-                coroutines = tuple(reversed(self.chain(self.u64(task + L["task_coro"]))))
-                out.append(AsyncTask(task, self.name(task), tid, number, running, coroutines, self.awaited_by(task)))
+                chain = self.chain(self.u64(task + L["task_coro"]))
+                out.append(AsyncTask(task, self.name(task), tid, number, running, tuple(reversed(chain)),
+                                     self.awaited_by(task), len(chain) >= MAX_CHAIN))
             except OSError:
                 continue  # a task that went away while being read
         return out
