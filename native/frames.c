@@ -54,7 +54,7 @@ static int walk_objects(remote *mem, const pytop_layout *L, sample_pair *s, int 
         uint64_t code = load_u64(h, L->fr_code);
         if (!plausible_pointer(code)) return PYTOP_ERR_CORRUPT;
         int32_t lasti = load_i32(h, L->fr_lasti);
-        status = samples_push_frame(s, code, (int64_t)lasti * L->lasti_scale);
+        status = samples_push_frame(s, frame, code, (int64_t)lasti * L->lasti_scale);
         if (status != PYTOP_OK) return status;
         t->outer_frame = frame;
         frame = load_u64(h, L->fr_previous);
@@ -93,7 +93,7 @@ static int walk_interpreter(remote *mem, const pytop_layout *L, sample_pair *s, 
             if (!plausible_pointer(code)) return PYTOP_ERR_CORRUPT;
             uint64_t instr = load_u64(h, L->fr_instr_ptr);
             uint64_t first = code + (uint64_t)L->co_code_adaptive;
-            status = samples_push_frame(s, code, (int64_t)(instr - first));
+            status = samples_push_frame(s, frame, code, (int64_t)(instr - first));
             if (status != PYTOP_OK) return status;
             if (frame == mark) *marked = depth;
             t->outer_frame = frame;

@@ -418,6 +418,7 @@ void asyncio_task_frame(remote *mem, code_cache *codes, const pytop_layout *L, a
 
 typedef struct raw_frame {
     uint64_t code;
+    uint64_t frame;  /* the frame's own address (its locals are there; 0: a pseudo-frame) */
     int32_t offset; /* instruction byte offset into the bytecode; negative: not started */
 } raw_frame;
 
@@ -451,7 +452,7 @@ void samples_next(sample_pair *s);
 /* Forget the sample being built: the previous one stays the one to compare with. */
 void samples_drop(sample_pair *s);
 pytop_thread *samples_push_thread(sample_pair *s);
-int samples_push_frame(sample_pair *s, uint64_t code, int64_t offset);
+int samples_push_frame(sample_pair *s, uint64_t frame, uint64_t code, int64_t offset);
 /* The same thread state in the previous sample, or NULL (t->tstate must be set). */
 const pytop_thread *samples_previous(const sample_pair *s, const pytop_thread *t);
 /* The stack `t` had in the previous sample, if it had a complete one (its frames stay where they

@@ -203,6 +203,9 @@ int pytop_code_at(pytop_unwinder *u, uint64_t address, int32_t offset, uint32_t 
 /* The name `threading` gives the thread with this id (Thread.name), as NUL-terminated UTF-8 in
  * `out`; PYTOP_ERR_ARGS when the target has no such thread in threading's registry. */
 int pytop_thread_name(pytop_unwinder *u, uint64_t thread_id, char *out, size_t capacity);
+/* The addresses of the last sample's frames first_frame .. first_frame + count - 1 (as its
+ * threads index them): where each frame's arguments and locals are (0 for a pseudo-frame). */
+int pytop_frame_addresses(pytop_unwinder *u, uint32_t first_frame, uint32_t count, uint64_t *out);
 /* The target's whole CPU time (every thread, ended ones included), in nanoseconds. */
 int pytop_process_cpu(pytop_unwinder *u, uint64_t *cpu_ns);
 const char *pytop_last_error(pytop_unwinder *u);

@@ -115,12 +115,12 @@ static int reserve_frames(sample_pair *s, uint32_t more) {
     return frames ? PYTOP_OK : PYTOP_ERR_NOMEM;
 }
 
-int samples_push_frame(sample_pair *s, uint64_t code, int64_t offset) {
+int samples_push_frame(sample_pair *s, uint64_t frame, uint64_t code, int64_t offset) {
     int status = reserve_frames(s, 1);
     if (status != PYTOP_OK) return status;
     /* An offset that cannot be right is kept as "unknown" and makes its code entry suspect. */
     if (offset < -2 || offset > INT32_MAX) offset = INT32_MAX;
-    s->cur->raw[s->cur->frame_count++] = (raw_frame){code, (int32_t)offset};
+    s->cur->raw[s->cur->frame_count++] = (raw_frame){code, frame, (int32_t)offset};
     return PYTOP_OK;
 }
 

@@ -211,13 +211,13 @@ static int resolve_ids(pytop_unwinder *u, pytop_thread *t) {
 /* Put pseudo-frame `id` among t's frames at `index` (innermost first), moving the outer ones. */
 static int insert_pseudo_frame(pytop_unwinder *u, pytop_thread *t, uint32_t index, uint32_t id) {
     sample_pair *s = &u->samples;
-    int status = samples_push_frame(s, 0, 0); /* room for one more */
+    int status = samples_push_frame(s, 0, 0, 0); /* room for one more */
     if (status != PYTOP_OK) return status;
     sample_buf *b = s->cur;
     uint32_t at = t->first_frame + index, end = b->frame_count - 1;
     memmove(b->raw + at + 1, b->raw + at, (end - at) * sizeof *b->raw);
     memmove(b->frames + at + 1, b->frames + at, (end - at) * sizeof *b->frames);
-    b->raw[at] = (raw_frame){0, PSEUDO_FRAME_OFFSET};
+    b->raw[at] = (raw_frame){0, 0, PSEUDO_FRAME_OFFSET};
     b->frames[at] = (pytop_frame){id, 0};
     t->frame_count++;
     return PYTOP_OK;

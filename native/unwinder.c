@@ -229,6 +229,13 @@ int pytop_thread_name(pytop_unwinder *u, uint64_t thread_id, char *out, size_t c
     return PYTOP_OK;
 }
 
+int pytop_frame_addresses(pytop_unwinder *u, uint32_t first_frame, uint32_t count, uint64_t *out) {
+    const sample_buf *b = u ? u->samples.cur : NULL;
+    if (!b || !out || first_frame > b->frame_count || count > b->frame_count - first_frame) return PYTOP_ERR_ARGS;
+    for (uint32_t i = 0; i < count; i++) out[i] = b->raw[first_frame + i].frame;
+    return PYTOP_OK;
+}
+
 int pytop_process_cpu(pytop_unwinder *u, uint64_t *cpu_ns) {
     return u->pid ? tasks_process_cpu(&u->os, cpu_ns) : PYTOP_ERR_STATE;
 }

@@ -16,6 +16,7 @@ import pytest
 from test_dump import check_sleepers
 
 import helpers
+from conftest import available
 
 pytestmark = pytest.mark.target  # real target processes, from the provisioned interpreters
 
@@ -62,6 +63,24 @@ def test_dump_of_a_core_file(interp: dict[str, Any], maker: str, tmp_path: Path)
     main = target.info["threads"]["main"]
     at = lines.index(next(line for line in lines if line.startswith(f"Thread {main['thread_id']:#x} ")))
     assert "idle" not in lines[at] and "active" not in lines[at]  # a core does not record it
+
+
+@pytest.mark.parametrize("name", ["pyenv-2.7", "pyenv-3.8", "pyenv-3.12", "sid-3.15-loader"])
+def test_locals_from_a_core_file(name: str, tmp_path: Path) -> None:
+    """--dump --locals --core: the same arguments and locals as from the running process."""
+    interp = available(name)
+    with helpers.running(interp, "locals_target.py", cwd=str(tmp_path)) as target:
+        live = helpers.run_pytop("--dump", "--locals", "--json", str(target.pid))
+        core = cores.kernel_core(target, interp, tmp_path)
+    result = helpers.run_pytop("--dump", "--locals", "--json", "--core", str(core))
+    assert live.returncode == 0 and result.returncode == 0, live.stderr + result.stderr
+
+    def waiter(document: str) -> list[dict[str, Any]]:
+        threads = {t["thread_id"]: t for t in json.loads(document)["threads"]}
+        return list(threads[target.info["threads"]["waiter"]["thread_id"]]["frames"][0]["locals"])
+
+    assert waiter(result.stdout) == waiter(live.stdout)
+    assert len(waiter(live.stdout)) >= 18  # (and on 2.7 the comprehension's k and v)
 
 
 def test_a_core_of_a_program_that_is_not_python(tmp_path: Path) -> None:

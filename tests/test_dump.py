@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import jsonschema
@@ -78,3 +79,32 @@ def test_dump_text(interp: dict[str, Any]) -> None:
     assert "idle" in lines[at]
     for offset, frame in enumerate(main["frames"], start=1):
         assert lines[at + offset] == f"    {frame['function']} ({frame['filename']}:{frame['line']})"
+
+
+def test_dump_locals(interp: dict[str, Any]) -> None:
+    """--dump --locals: each frame's arguments (first, marked) and locals, with the reprs Python
+    itself gives the values pytop shows whole; containers by their first items and size, long
+    text and big ints by their size; a closure's cell by its contents (PyStack and py-spy show
+    the same)."""
+    with helpers.running(interp, "locals_target.py") as t:
+        result = helpers.run_pytop("--dump", "--locals", "--json", str(t.pid))
+        text = helpers.run_pytop("--dump", "--locals", str(t.pid))
+    assert result.returncode == 0 and text.returncode == 0, result.stderr + text.stderr
+    threads = {thread["thread_id"]: thread for thread in json.loads(result.stdout)["threads"]}
+
+    def variables(key: str) -> dict[str, dict[str, Any]]:
+        frame = threads[t.info["threads"][key]["thread_id"]]["frames"][0]
+        return {v["name"]: v for v in frame["locals"]}
+
+    waiter = variables("waiter")
+    assert [[name, waiter[name]["value"]] for name, _ in t.info["expected"]["waiter"]] == t.info["expected"]["waiter"]
+    assert [name for name, v in waiter.items() if v["argument"]] == ["cfg", "n", "rest", "options"]
+    assert waiter["many"]["value"] == "[0, 1, 2, 3, 4, 5, 6, 7, ... (100 items)]"
+    assert waiter["text"]["value"] == "'" + "z" * 100 + "...' (150 characters)"
+    nested = variables("nested")
+    assert nested["depth"] == {"name": "depth", "value": "2", "argument": True}
+    assert nested["inner"]["value"] == "{'k': [1, <tuple of 2 items>], 'deep': {'a': <dict of 1 item>}}"
+    assert re.fullmatch(r"<int of about 95\d digits>", nested["big"]["value"]), nested["big"]
+    assert re.fullmatch(r"<function at 0x[0-9a-f]+>", nested["closure"]["value"]), nested["closure"]
+    assert "        Arguments:\n          cfg: {'a': 1}\n          n: 5\n" in text.stdout
+    assert "        Locals:\n          name: 'abc'\n" in text.stdout

@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="asyncio (CPython 3.14+): show the task each sample ran, as 'task NAME' between "
                                "the event loop's frames and the task's coroutines (the A key toggles it); with "
                                "--dump: also print every task, its state and what it awaits")
+    sampling.add_argument("--locals", action="store_true",
+                          help="with --dump: each Python frame's arguments and local variables, with short "
+                               "reprs pytop makes from the target's memory (it runs no code in the target)")
     sampling.add_argument("--blocking", action="store_true",
                           help="stop every thread of the target (ptrace) while its stacks are read, for "
                                "exact stacks. It costs: each sample pauses the target for about 10-20 us "
@@ -230,6 +233,8 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
     args.mode = mode_of(args)
     if args.core and not args.dump:
         raise errors.UsageError("--core goes with --dump (pytop --dump --core FILE)")
+    if args.locals and not args.dump:
+        raise errors.UsageError("--locals goes with --dump (pytop --dump --locals PID)")
     if (args.executable or args.sysroot) and not args.core:
         raise errors.UsageError("--executable and --sysroot go with --core")
     if args.core and args.blocking:
@@ -290,7 +295,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
     if args.dump:
         return run.dump(args.pid_option or args.pid, args.json, args.blocking, args.core, args.executable,
-                        args.sysroot, args.tasks, args.subprocesses)
+                        args.sysroot, args.tasks, args.subprocesses, args.locals)
     if not (args.pid_option or args.pid or command or args.demo):
         from .ui.picker import PickerApp
 

@@ -19,7 +19,7 @@ import psutil
 
 from . import errors
 from .core.model import Snapshot, TargetInfo
-from .core.records import Frame, ProcessStacks, ThreadStack
+from .core.records import Frame, LocalVariable, ProcessStacks, ThreadStack
 from .native import OS_STATE_EXACT, Sample, SampleError, ThreadSample, Unwinder
 from .report import dump as report_dump
 from .report import pprof, table
@@ -27,6 +27,7 @@ from .sampling import priority
 from .sampling.sampler import Sampler, Settings
 from .target import asyncio_tasks
 from .target.attach import Target, attach, attach_core, command_line
+from .target.frame_locals import FrameLocals
 from .target.launch import Child, attach_when_ready, demo_command
 from .target.memory import LiveProcess
 
@@ -146,18 +147,25 @@ def shell_status(status: int | None) -> int:
     return status if status >= 0 else 128 - status
 
 
-def stacks_of(target: Target, sample: Sample) -> ProcessStacks:
-    """A sample with every name resolved, for the dump report. A thread state its new thread
-    has not taken up yet is not a thread of its own: it is left out."""
+def stacks_of(target: Target, sample: Sample, with_locals: bool = False) -> ProcessStacks:
+    """A sample with every name resolved, for the dump report (with each frame's arguments and
+    locals if asked). A thread state its new thread has not taken up yet is not a thread of its
+    own: it is left out."""
     unwinder = target.unwinder
+    reader = FrameLocals(target.core or LiveProcess(target.pid), target.layout) if with_locals else None
 
     def frames(thread: ThreadSample) -> tuple[Frame, ...]:
         codes = (unwinder.code(code_id) for code_id, _ in thread.frames())
         return tuple(Frame(code.qualname, code.filename, line) for code, (_, line) in zip(codes, thread.frames()))
 
+    def variables(index: int) -> tuple[tuple[LocalVariable, ...], ...] | None:
+        if reader is None:
+            return None
+        return tuple(reader.locals_of(address) for address in unwinder.frame_addresses(index))
+
     threads = tuple(ThreadStack(t.thread_id, t.native_id, unwinder.thread_name(t.thread_id), t.gil, t.active,
-                                t.os_state, t.interp_id, t.error, t.truncated, frames(t))
-                    for t in sample.threads if not t.unclaimed)
+                                t.os_state, t.interp_id, t.error, t.truncated, frames(t), variables(i))
+                    for i, t in enumerate(sample.threads) if not t.unclaimed)
     core = target.core
     if core is None:
         return ProcessStacks(target.pid, target.cmdline, str(target.version), sample.gc_collecting, threads)
@@ -188,15 +196,16 @@ def collect(sampler: Sampler, duration: float) -> Snapshot:
 
 def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | None = None,
          executable: str | None = None, sysroot: str | None = None, tasks: bool = False,
-         subprocesses: bool = False) -> int:
+         subprocesses: bool = False, with_locals: bool = False) -> int:
     """Every thread's stack once, from process `pid` or from a core file; with `tasks`, every
-    asyncio task too; with `subprocesses`, the same of each Python descendant of `pid` (each
-    once, the target's first; a target that is not Python is passed over when it has some)."""
+    asyncio task too; with `with_locals`, each frame's arguments and locals; with `subprocesses`,
+    the same of each Python descendant of `pid` (each once, the target's first; a target that is
+    not Python is passed over when it has some)."""
     if core or not subprocesses:
         stacks = [_dump_one(attach_core(core, executable, sysroot) if core else attach(pid or 0),
-                            f"core file {core}" if core else f"process {pid}", blocking, tasks)]
+                            f"core file {core}" if core else f"process {pid}", blocking, tasks, with_locals)]
     else:
-        stacks = _dump_family(pid or 0, blocking, tasks)
+        stacks = _dump_family(pid or 0, blocking, tasks, with_locals)
     if len(stacks) == 1 and not subprocesses:
         text = report_dump.as_json(stacks[0]) if as_json else report_dump.as_text(stacks[0])
     else:
@@ -205,7 +214,7 @@ def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | Non
     return 0
 
 
-def _dump_family(pid: int, blocking: bool, tasks: bool) -> list[ProcessStacks]:
+def _dump_family(pid: int, blocking: bool, tasks: bool, with_locals: bool) -> list[ProcessStacks]:
     """The target's stacks and its Python descendants', in the order they were started."""
     try:
         descendants = sorted(psutil.Process(pid).children(recursive=True), key=lambda p: (p.create_time(), p.pid))
@@ -217,7 +226,7 @@ def _dump_family(pid: int, blocking: bool, tasks: bool) -> list[ProcessStacks]:
     refusal: errors.PytopError | None = None
     for number in [pid, *(child.pid for child in descendants)]:
         try:
-            found.append(_dump_one(attach(number), f"process {number}", blocking, tasks))
+            found.append(_dump_one(attach(number), f"process {number}", blocking, tasks, with_locals))
         except (errors.NotPython, errors.UnsupportedVersion) as exc:
             if number == pid:
                 refusal = exc  # a shell, a supervisor: its Python children are what is asked for
@@ -230,7 +239,7 @@ def _dump_family(pid: int, blocking: bool, tasks: bool) -> list[ProcessStacks]:
     return found
 
 
-def _dump_one(target: Target, where: str, blocking: bool, tasks: bool) -> ProcessStacks:
+def _dump_one(target: Target, where: str, blocking: bool, tasks: bool, with_locals: bool) -> ProcessStacks:
     core = target.core is not None
     try:
         if tasks and not asyncio_tasks.supported(target.layout):
@@ -247,7 +256,7 @@ def _dump_one(target: Target, where: str, blocking: bool, tasks: bool) -> Proces
                 last = exc
         else:
             raise errors.AttachFailed(f"cannot read the stacks of {where}: {last}")
-        stacks = stacks_of(target, sample)
+        stacks = stacks_of(target, sample, with_locals)
         if tasks:
             source = target.core or LiveProcess(target.pid)
             found = asyncio_tasks.read_tasks(source, target.runtime.runtime_address, target.layout, target.unwinder)

@@ -22,6 +22,15 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class LocalVariable:
+    """One of a frame's arguments or local variables (`pytop --dump --locals`)."""
+
+    name: str
+    value: str  # a short repr, made by pytop from the target's memory
+    argument: bool
+
+
+@dataclass(frozen=True)
 class ThreadStack:
     """One thread as a single sample saw it, names resolved (what `pytop --dump` prints)."""
 
@@ -35,6 +44,7 @@ class ThreadStack:
     error: str | None  # why the stack is incomplete, if it is
     truncated: bool  # cut at the depth limit
     frames: tuple[Frame, ...]  # innermost first
+    locals: tuple[tuple[LocalVariable, ...], ...] | None = None  # per frame, when asked for
 
 
 @dataclass(frozen=True)

@@ -153,6 +153,7 @@ class Unwinder:
             raise errors.AttachFailed(f"cannot start the unwinder: {STATUS_NAMES.get(status)}")
         self._handle: Any = ffi.gc(handle, lib.pytop_close)
         self._out = ffi.new("pytop_sample *")
+        self._spans: list[tuple[int, int]] = []  # each thread's frames in the last sample: (first, count)
         self._codes: dict[int, CodeInfo] = {0: UNKNOWN}
 
     def image_reads(self, capacity: int = 1 << 16) -> list[tuple[int, int]]:
@@ -210,13 +211,23 @@ class Unwinder:
         raw = ffi.buffer(out.threads, out.thread_count * _THREAD.size)[:]
         frames = ffi.buffer(out.frames, out.frame_count * FRAME.size)[:]
         size = FRAME.size
+        records = list(_THREAD.iter_unpack(raw))
+        self._spans = [(first, count) for *_, first, count, _, _, _ in records]
         threads = tuple(
             ThreadSample(tid, native, interp, flags, status, frames[first * size:(first + count) * size],
                          state.decode("latin-1"), cpu)
-            for tid, _, interp, cpu, _, _, _, _, native, flags, status, first, count, _, state, _
-            in _THREAD.iter_unpack(raw))
+            for tid, _, interp, cpu, _, _, _, _, native, flags, status, first, count, _, state, _ in records)
         gc = None if out.gc_collecting < 0 else bool(out.gc_collecting)
         return Sample(threads, gc, out.syscalls, out.failed_reads, out.taken_at, out.torn_count)
+
+    def frame_addresses(self, thread_index: int) -> tuple[int, ...]:
+        """Where each frame of the last sample's thread `thread_index` is in the target, innermost
+        first as its frames() (0 for a pseudo-frame): its arguments and locals are there."""
+        first, count = self._spans[thread_index]
+        out = ffi.new("uint64_t[]", max(count, 1))
+        if lib.pytop_frame_addresses(self.handle, first, count, out) != lib.PYTOP_OK:
+            return ()
+        return tuple(out[0:count])
 
     def bench(self, count: int) -> tuple[int, int, int]:
         """`count` samples back to back in C, building no Python objects, for benchmarks of the

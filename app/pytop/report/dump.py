@@ -7,7 +7,7 @@ import signal
 from dataclasses import asdict
 from typing import Any
 
-from ..core.records import AsyncTask, ProcessStacks, ThreadStack
+from ..core.records import AsyncTask, LocalVariable, ProcessStacks, ThreadStack
 
 MAX_TREE_DEPTH = 64
 
@@ -15,6 +15,10 @@ MAX_TREE_DEPTH = 64
 def thread_record(thread: ThreadStack) -> dict[str, Any]:
     record = asdict(thread)
     record["frames"] = [asdict(frame) for frame in thread.frames]
+    del record["locals"]
+    if thread.locals is not None:
+        for frame, variables in zip(record["frames"], thread.locals):
+            frame["locals"] = [asdict(variable) for variable in variables]
     return record
 
 
@@ -93,15 +97,27 @@ def as_text(stacks: ProcessStacks) -> str:
         lines.append(f"{label}: {_state(thread, stacks.core_signal_tid)}")
         if thread.error:
             lines.append(f"    (stack incomplete: {thread.error})")
-        for frame in thread.frames:
+        for index, frame in enumerate(thread.frames):
             where = f"{frame.filename}:{frame.line}" if frame.line > 0 else frame.filename
             lines.append(f"    {frame.function} ({where})")
+            if thread.locals is not None and index < len(thread.locals):
+                lines += _variables(thread.locals[index])
         if thread.truncated:
             lines.append("    ... (stack cut at the depth limit)")
         lines.append("")
     if stacks.tasks is not None:
         lines += task_tree(stacks.tasks, by_interpreter=several)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _variables(variables: tuple[LocalVariable, ...]) -> list[str]:
+    lines = []
+    for heading, arguments in (("Arguments", True), ("Locals", False)):
+        chosen = [v for v in variables if v.argument == arguments]
+        if chosen:
+            lines.append(f"        {heading}:")
+            lines += [f"          {v.name}: {v.value}" for v in chosen]
+    return lines
 
 
 def _task_line(task: AsyncTask) -> str:

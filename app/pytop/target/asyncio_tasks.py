@@ -14,12 +14,11 @@ set is bounded; memory that does not make sense ends that part of the walk, not 
 
 from __future__ import annotations
 
-import struct
-
 from ..core.records import AsyncTask, Frame
-from ..native import Unwinder, decode_text
+from ..native import Unwinder
 from .attach import interpreter_states, thread_states
 from .memory import MemorySource
+from .objects import RemoteObjects
 
 MAX_TASKS = 100_000
 MAX_CHAIN = 4096  # coroutines followed from a task's own (CPython's tests await 1,538 deep)
@@ -33,66 +32,20 @@ def supported(layout: dict[str, int]) -> bool:
     return all(layout.get(k, -1) >= 0 for k in ("ts_asyncio_tasks_head", "task_node", "gen_iframe", "awaited_depth"))
 
 
-class TaskReader:
+class TaskReader(RemoteObjects):
     def __init__(self, source: MemorySource, layout: dict[str, int], unwinder: Unwinder):
-        self.source = source
-        self.L = layout
+        super().__init__(source, layout)
         self.unwinder = unwinder
-        self.tag_mask = ~max(layout.get("fr_executable_tag_bits", 0), 0) & 0xFFFFFFFFFFFFFFFF
-        self._type_names: dict[int, str] = {}
-
-    # ---- memory --------------------------------------------------------------------------
-
-    def u64(self, address: int) -> int:
-        return int.from_bytes(self.source.read(address, 8), "little")
-
-    def i64(self, address: int) -> int:
-        return int.from_bytes(self.source.read(address, 8), "little", signed=True)
-
-    def i8(self, address: int) -> int:
-        return int.from_bytes(self.source.read(address, 1), "little", signed=True)
-
-    def _type_flags(self, obj: int) -> int:
-        return self.u64(self.u64(obj + self.L["ob_type"]) + self.L["tp_flags"])
-
-    def text(self, obj: int) -> str | None:
-        """A str object's text (cut at MAX_NAME_CHARS)."""
-        L = self.L
-        length = self.i64(obj + L["str_length"])
-        state = int.from_bytes(self.source.read(obj + L["str_state"], 4), "little")
-
-        def bits(name: str) -> int:
-            return state >> L[f"str_{name}_shift"] & ((1 << L[f"str_{name}_width"]) - 1)
-
-        kind, compact, ascii = bits("kind"), bits("compact"), bits("ascii")
-        if length < 0 or kind not in (1, 2, 4) or not compact:
-            return None
-        count = min(length, MAX_NAME_CHARS)
-        data = self.source.read(obj + (L["str_ascii_size"] if ascii else L["str_compact_size"]), count * kind)
-        return decode_text(kind, data, count)
-
-    def integer(self, obj: int) -> int | None:
-        """A small int object's value (a task's counter name)."""
-        L = self.L
-        if L.get("long_tag", -1) < 0:
-            return None
-        tag = self.u64(obj + L["long_tag"])
-        ndigits = tag >> 3
-        if ndigits > 4:
-            return None
-        digits = self.source.read(obj + L["long_digits"], 4 * ndigits)
-        value = sum(int(d) << (L["long_shift"] * i) for i, (d,) in enumerate(struct.iter_unpack("<I", digits)))
-        return -value if tag & 3 == 2 else value
 
     # ---- tasks ---------------------------------------------------------------------------
 
     def name(self, task: int) -> str:
         obj = self.u64(task + self.L["task_name"])
-        flags = self._type_flags(obj)
+        flags = self.type_flags(obj)
         if flags & self.L["tpflags_unicode_subclass"]:
-            return self.text(obj) or "?"
+            return self.text(obj, MAX_NAME_CHARS) or "?"
         if flags & self.L["tpflags_long_subclass"]:
-            number = self.integer(obj)
+            number = self.integer(obj, max_digits=4)
             return f"Task-{number}" if number is not None else "Task-?"
         return "?"
 
@@ -135,20 +88,13 @@ class TaskReader:
             # else a future, a gathering future: the chain ends; tasks link by awaited_by
         return tuple(frames)
 
-    def _type_name(self, obj: int) -> str:
-        kind = self.u64(obj + self.L["ob_type"])
-        if kind not in self._type_names:
-            raw = self.source.read(self.u64(kind + self.L["tp_name"]), 32)
-            self._type_names[kind] = raw.split(b"\0", 1)[0].decode("ascii", "replace")
-        return self._type_names[kind]
-
     def _async_generator_of(self, awaitable: int) -> int:
         """The async generator an `__anext__()`, `asend()` or `athrow()` awaitable steps, whose
         frame goes on the chain as a coroutine's does (same header); 0 for anything else."""
-        if self._type_name(awaitable) not in ASYNC_GENERATOR_STEPS:
+        if self.type_name(awaitable) not in ASYNC_GENERATOR_STEPS:
             return 0
         generator = self.u64(awaitable + self.L["ob_type"] + 8)  # the first field after the object header
-        return generator if generator and self._type_name(generator) == "async_generator" else 0
+        return generator if generator and self.type_name(generator) == "async_generator" else 0
 
     def awaited_by(self, task: int) -> tuple[int, ...]:
         L = self.L
