@@ -7,6 +7,7 @@ the parts below it. Read from the source with `ast`, so it holds for imports ins
     report    text, JSON and export formats: core only
     sampling  the sampling thread and snapshot publishing: native, target, core, report
     ui        the Textual app: core, report, and target's process list for the picker
+    (errors, the exceptions pytop raises, any part may import)
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ ALLOWED = {
     "target": {"target", "native", "core", "errors"},
     "report": {"report", "core", "errors"},
     "sampling": {"sampling", "native", "target", "core", "report", "errors"},
-    "ui": {"ui", "core", "report", "target.pythons"},
+    "ui": {"ui", "core", "report", "target.pythons", "errors"},
 }
 
 

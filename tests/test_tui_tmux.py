@@ -108,9 +108,14 @@ def test_keys_in_a_real_terminal(terminal: Terminal, some_interp: dict[str, Any]
         terminal.keys("R")
         terminal.wait_for(lambda s: samples_shown(s) < before, "the counts reset")
         terminal.keys("?")
-        terminal.wait_text("Columns and figures")
+        terminal.wait_for(lambda s: "Keys" in s and "this help" in s, "the help")
         terminal.keys("Escape")
-        terminal.wait_for(lambda s: "Columns and figures" not in s, "the help closed")
+        terminal.wait_for(lambda s: "this help" not in s, "the help closed")
+        terminal.keys("d")  # the stacks now, with arguments and locals
+        terminal.wait_for(lambda s: "sleeping (" in s and "Arguments:" in s and "self: <Worker at 0x" in s,
+                          "the threads' stacks with their arguments")
+        terminal.keys("Escape")
+        terminal.wait_for(lambda s: "Arguments:" not in s and "OwnTime" in s, "the stacks closed")
         terminal.keys("q")
         assert_terminal_restored(terminal, "after-q")
 

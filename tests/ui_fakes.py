@@ -16,6 +16,7 @@ from pytop.core.model import (
     ThreadRow,
     TreeNode,
 )
+from pytop.core.records import Frame, LocalVariable, ProcessStacks, ThreadStack
 
 TARGET = TargetInfo(4242, "python shop.py --port 8080", "3.12.1", "/srv/shop")
 
@@ -115,6 +116,15 @@ class FakeSource:
         self.exports: list[str] = []
         self.delays: list[float] = []
         self.tree = False
+        self.looked: int | None = None
+
+    def look(self, pid: int) -> ProcessStacks:
+        """A process of one thread, asleep in wait(timeout=5) under main()."""
+        self.looked = pid
+        frames = (Frame("wait", "/srv/app.py", 12), Frame("main", "/srv/app.py", 30))
+        variables = ((LocalVariable("timeout", "5", True), LocalVariable("left", "4.5", False)), ())
+        thread = ThreadStack(1, 2, "MainThread", False, False, "S", 0, None, False, frames, variables)
+        return ProcessStacks(pid, "python app.py", "3.12.1", False, (thread,))
 
     def start(self, publish: Callable[[Snapshot], None]) -> None:
         self.publish = publish

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Make screenshots/*.svg from the real app watching the real demo workload.
 
-    python tools/screenshots.py   # writes screenshots/{main,help,by-line,threads,callers,tree,exited}.svg
+    python tools/screenshots.py   # writes screenshots/{main,help,by-line,threads,callers,tree,stacks,exited}.svg
 
 It starts `python -m pytop.demo`, attaches with the real sampler, drives the app with Textual's
 pilot in a 120x32 terminal, and saves what the screen shows. The numbers are whatever the demo
@@ -51,7 +51,13 @@ async def shoot() -> None:
             await pilot.press("escape", "T")  # the call tree, opened along the hottest path
             await asyncio.sleep(2.5)
             app.save_screenshot("tree.svg", str(OUT))
-            await pilot.press("T")
+            await pilot.press("T", "d")  # every thread's stack now, with arguments and locals
+            for _ in range(100):
+                await asyncio.sleep(0.1)
+                if "Arguments:" in str(app.screen.query_one("#look-text").render()):
+                    break
+            app.save_screenshot("stacks.svg", str(OUT))
+            await pilot.press("escape")
             child.end()
             while not (app.snapshot and app.snapshot.run.exited):
                 await asyncio.sleep(0.1)

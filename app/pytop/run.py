@@ -19,17 +19,16 @@ import psutil
 
 from . import errors
 from .core.model import Snapshot, TargetInfo
-from .core.records import Frame, LocalVariable, ProcessStacks, ThreadStack
-from .native import OS_STATE_EXACT, Sample, SampleError, ThreadSample, Unwinder
+from .core.records import ProcessStacks
+from .native import Unwinder
 from .report import dump as report_dump
 from .report import pprof, table
 from .sampling import priority
 from .sampling.sampler import Sampler, Settings
 from .target import asyncio_tasks
 from .target.attach import Target, attach, attach_core, command_line
-from .target.frame_locals import FrameLocals
 from .target.launch import Child, attach_when_ready, demo_command
-from .target.memory import LiveProcess
+from .target.look import look
 
 
 @dataclass
@@ -147,32 +146,6 @@ def shell_status(status: int | None) -> int:
     return status if status >= 0 else 128 - status
 
 
-def stacks_of(target: Target, sample: Sample, with_locals: bool = False) -> ProcessStacks:
-    """A sample with every name resolved, for the dump report (with each frame's arguments and
-    locals if asked). A thread state its new thread has not taken up yet is not a thread of its
-    own: it is left out."""
-    unwinder = target.unwinder
-    reader = FrameLocals(target.core or LiveProcess(target.pid), target.layout) if with_locals else None
-
-    def frames(thread: ThreadSample) -> tuple[Frame, ...]:
-        codes = (unwinder.code(code_id) for code_id, _ in thread.frames())
-        return tuple(Frame(code.qualname, code.filename, line) for code, (_, line) in zip(codes, thread.frames()))
-
-    def variables(index: int) -> tuple[tuple[LocalVariable, ...], ...] | None:
-        if reader is None:
-            return None
-        return tuple(reader.locals_of(address) for address in unwinder.frame_addresses(index))
-
-    threads = tuple(ThreadStack(t.thread_id, t.native_id, unwinder.thread_name(t.thread_id), t.gil, t.active,
-                                t.os_state, t.interp_id, t.error, t.truncated, frames(t), variables(i))
-                    for i, t in enumerate(sample.threads) if not t.unclaimed)
-    core = target.core
-    if core is None:
-        return ProcessStacks(target.pid, target.cmdline, str(target.version), sample.gc_collecting, threads)
-    return ProcessStacks(target.pid, target.cmdline, str(target.version), sample.gc_collecting, threads,
-                         core.path, core.signal, core.first_tid if core.signal else 0)
-
-
 def collect(sampler: Sampler, duration: float) -> Snapshot:
     """Run the sampler for `duration` seconds (or until the target exits, or Ctrl-C) and return
     one snapshot covering the whole run."""
@@ -202,7 +175,7 @@ def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | Non
     the same of each Python descendant of `pid` (each once, the target's first; a target that is
     not Python is passed over when it has some)."""
     if core or not subprocesses:
-        stacks = [_dump_one(attach_core(core, executable, sysroot) if core else attach(pid or 0),
+        stacks = [look(attach_core(core, executable, sysroot) if core else attach(pid or 0),
                             f"core file {core}" if core else f"process {pid}", blocking, tasks, with_locals)]
     else:
         stacks = _dump_family(pid or 0, blocking, tasks, with_locals)
@@ -226,7 +199,7 @@ def _dump_family(pid: int, blocking: bool, tasks: bool, with_locals: bool) -> li
     refusal: errors.PytopError | None = None
     for number in [pid, *(child.pid for child in descendants)]:
         try:
-            found.append(_dump_one(attach(number), f"process {number}", blocking, tasks, with_locals))
+            found.append(look(attach(number), f"process {number}", blocking, tasks, with_locals))
         except (errors.NotPython, errors.UnsupportedVersion) as exc:
             if number == pid:
                 refusal = exc  # a shell, a supervisor: its Python children are what is asked for
@@ -237,35 +210,6 @@ def _dump_family(pid: int, blocking: bool, tasks: bool, with_locals: bool) -> li
     if not found:
         raise refusal or errors.NotPython(f"process {pid} is not Python and has no Python descendant")
     return found
-
-
-def _dump_one(target: Target, where: str, blocking: bool, tasks: bool, with_locals: bool) -> ProcessStacks:
-    core = target.core is not None
-    try:
-        if tasks and not asyncio_tasks.supported(target.layout):
-            raise errors.UsageError(f"--async needs CPython 3.14 or newer ({where} runs {target.version}: its "
-                                    "threads do not list their asyncio tasks)")
-        if not core:
-            target.unwinder.set_os_state_mode(OS_STATE_EXACT)  # one sample: every thread's letter, read now
-            target.unwinder.set_blocking(blocking)
-        for _ in range(1 if core else 5):  # a torn read is retried; a target that keeps tearing is reported
-            try:
-                sample = target.unwinder.sample()
-                break
-            except SampleError as exc:
-                last = exc
-        else:
-            raise errors.AttachFailed(f"cannot read the stacks of {where}: {last}")
-        stacks = stacks_of(target, sample, with_locals)
-        if tasks:
-            source = target.core or LiveProcess(target.pid)
-            found = asyncio_tasks.read_tasks(source, target.runtime.runtime_address, target.layout, target.unwinder)
-            stacks = replace(stacks, tasks=tuple(found))
-        return stacks
-    finally:
-        if not core:
-            target.unwinder.set_blocking(False)
-        target.close()
 
 
 def write_report(data: bytes) -> None:

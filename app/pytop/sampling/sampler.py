@@ -27,10 +27,12 @@ from ..core.calltree import call_tree
 from ..core.held import HeldShare, skipped_share
 from ..core.model import MODES, CallGraph, Circumstances, Mode, RowKey, Snapshot, TargetInfo, ThreadKey, TreeNode
 from ..core.profile import Profile, ThreadIdentity
-from ..core.records import PSEUDO_FUNCTIONS, STACK_OVERFLOW, Drain, NodeRow
+from ..core.records import PSEUDO_FUNCTIONS, STACK_OVERFLOW, Drain, NodeRow, ProcessStacks
 from ..core.snapshot import Figures, Tables, View, build
 from ..native import Closed, Engine, EngineConfig, Unwinder
 from ..report import export
+from ..target.attach import attach
+from ..target.look import look
 from . import commands as do
 from .priority import DEFAULT_CPU_BUDGET
 from .processes import Attach, Follow, ProcessSet
@@ -176,6 +178,11 @@ class Sampler:
     def set_delay(self, seconds: float) -> None:
         """Seconds between snapshots, from the next one on."""
         self._inbox.put(do.Delay(seconds))
+
+    def look(self, pid: int) -> ProcessStacks:
+        """Every thread's stack in process `pid` now, with each frame's arguments and locals: a
+        look of its own beside sampling (any thread may call it; it blocks while it reads)."""
+        return look(attach(pid), f"process {pid}", with_locals=True)
 
     def export(self, directory: str) -> None:
         """Write what was sampled since the last reset to files in `directory`; their names come

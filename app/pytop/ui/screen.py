@@ -21,6 +21,7 @@ from .calltree import CallTreeView
 from .filter import FilterBar, compile_filter, keep
 from .help import HelpScreen
 from .linetable import LineTable
+from .look import LookScreen
 from .source import SnapshotSource
 from .threads import ThreadTable
 from .trends import Trends
@@ -72,6 +73,9 @@ class MainScreen(Screen[None]):
         Binding("A", "toggle_tasks", "Tasks", show=False,
                 tooltip="asyncio tasks (CPython 3.14+): show each task as a frame above its coroutines, and back"),
         Binding("p", "pause", "Pause", tooltip="pause the screen (sampling goes on); p again shows what came in"),
+        Binding("d", "look", "Stacks now", show=False,
+                tooltip="every thread's stack as it is now, with each frame's arguments and locals (the thread "
+                        "the view is narrowed to, if it is)"),
         Binding("e", "export", "Export",
                 tooltip="export everything since the reset: collapsed stacks and speedscope JSON, here"),
         Binding("escape", "close_panel", "Close", show=False),
@@ -236,6 +240,13 @@ class MainScreen(Screen[None]):
         """cpu -> wall -> gil -> cpu: the table keeps its history in every mode."""
         self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
         self.source.set_mode(self.mode)
+
+    def action_look(self) -> None:
+        if self.snapshot is None:
+            return
+        thread = self.snapshot.thread_filter
+        pid = thread.pid if thread else self.snapshot.process_filter or self.snapshot.target.pid
+        self.app.push_screen(LookScreen(self.source, pid, thread.thread_id if thread else None))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.key_help()))

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..core.model import Mode, RowKey, Snapshot, ThreadKey
+from ..core.records import ProcessStacks
 
 
 class SnapshotSource(Protocol):
@@ -24,3 +25,6 @@ class SnapshotSource(Protocol):
     def set_tree(self, shown: bool) -> None: ...
     def set_threads(self, shown: bool) -> None: ...
     def set_tasks(self, shown: bool) -> None: ...
+    def look(self, pid: int) -> ProcessStacks:
+        """Every thread's stack in process `pid` now, with arguments and locals (blocks)."""
+        ...

@@ -1,0 +1,73 @@
+"""One look at a process's (or a core file's) threads: each one's stack with names resolved,
+and on request its frames' arguments and locals and the process's asyncio tasks. What
+`pytop --dump` prints, and what the live view shows when asked for a thread's stack now."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import errors
+from ..core.records import Frame, LocalVariable, ProcessStacks, ThreadStack
+from ..native import OS_STATE_EXACT, Sample, SampleError, ThreadSample
+from . import asyncio_tasks
+from .attach import Target
+from .frame_locals import FrameLocals
+from .memory import LiveProcess
+
+
+def stacks_of(target: Target, sample: Sample, with_locals: bool = False) -> ProcessStacks:
+    """A sample with every name resolved, for the dump report (with each frame's arguments and
+    locals if asked). A thread state its new thread has not taken up yet is not a thread of its
+    own: it is left out."""
+    unwinder = target.unwinder
+    reader = FrameLocals(target.core or LiveProcess(target.pid), target.layout) if with_locals else None
+
+    def frames(thread: ThreadSample) -> tuple[Frame, ...]:
+        codes = (unwinder.code(code_id) for code_id, _ in thread.frames())
+        return tuple(Frame(code.qualname, code.filename, line) for code, (_, line) in zip(codes, thread.frames()))
+
+    def variables(index: int) -> tuple[tuple[LocalVariable, ...], ...] | None:
+        if reader is None:
+            return None
+        return tuple(reader.locals_of(address) for address in unwinder.frame_addresses(index))
+
+    threads = tuple(ThreadStack(t.thread_id, t.native_id, unwinder.thread_name(t.thread_id), t.gil, t.active,
+                                t.os_state, t.interp_id, t.error, t.truncated, frames(t), variables(i))
+                    for i, t in enumerate(sample.threads) if not t.unclaimed)
+    core = target.core
+    if core is None:
+        return ProcessStacks(target.pid, target.cmdline, str(target.version), sample.gc_collecting, threads)
+    return ProcessStacks(target.pid, target.cmdline, str(target.version), sample.gc_collecting, threads,
+                         core.path, core.signal, core.first_tid if core.signal else 0)
+
+
+def look(target: Target, where: str, blocking: bool = False, tasks: bool = False,
+         with_locals: bool = False) -> ProcessStacks:
+    """Every thread's stack once (what `pytop --dump` prints), with every asyncio task if
+    `tasks`, each frame's arguments and locals if `with_locals`; `target` is closed after."""
+    core = target.core is not None
+    try:
+        if tasks and not asyncio_tasks.supported(target.layout):
+            raise errors.UsageError(f"--async needs CPython 3.14 or newer ({where} runs {target.version}: its "
+                                    "threads do not list their asyncio tasks)")
+        if not core:
+            target.unwinder.set_os_state_mode(OS_STATE_EXACT)  # one sample: every thread's letter, read now
+            target.unwinder.set_blocking(blocking)
+        for _ in range(1 if core else 5):  # a torn read is retried; a target that keeps tearing is reported
+            try:
+                sample = target.unwinder.sample()
+                break
+            except SampleError as exc:
+                last = exc
+        else:
+            raise errors.AttachFailed(f"cannot read the stacks of {where}: {last}")
+        stacks = stacks_of(target, sample, with_locals)
+        if tasks:
+            source = target.core or LiveProcess(target.pid)
+            found = asyncio_tasks.read_tasks(source, target.runtime.runtime_address, target.layout, target.unwinder)
+            stacks = replace(stacks, tasks=tuple(found))
+        return stacks
+    finally:
+        if not core:
+            target.unwinder.set_blocking(False)
+        target.close()

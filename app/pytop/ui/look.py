@@ -1,0 +1,54 @@
+"""The `d` panel: the watched process's threads as they are now, each frame with its arguments
+and local variables (what `pytop --dump --locals` prints), read on demand by a worker thread: the
+screen and sampling go on meanwhile."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from .. import errors
+from ..core.records import ProcessStacks
+from ..report import dump
+from .source import SnapshotSource
+
+
+class LookScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,d,q", "close", "Close")]
+
+    def __init__(self, source: SnapshotSource, pid: int, thread_id: int | None):
+        """thread_id: the one thread to show (the view is narrowed to it), or None for all."""
+        super().__init__()
+        self.source, self.pid, self.thread_id = source, pid, thread_id
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="look-body"):
+            yield Static(Text(f"Reading the stacks of process {self.pid} ...", style="dim"), id="look-text")
+
+    def on_mount(self) -> None:
+        self.run_worker(self._read, thread=True, exclusive=True)
+
+    def _read(self) -> None:
+        try:
+            stacks = self.source.look(self.pid)
+        except errors.PytopError as exc:
+            self.app.call_from_thread(self._show, Text(f"Cannot read process {self.pid}: {exc}", style="bold red"))
+            return
+        self.app.call_from_thread(self._show, Text(dump.as_text(self._chosen(stacks)) + "Escape closes."))
+
+    def _chosen(self, stacks: ProcessStacks) -> ProcessStacks:
+        if self.thread_id is None:
+            return stacks
+        return replace(stacks, threads=tuple(t for t in stacks.threads if t.thread_id == self.thread_id))
+
+    def _show(self, text: Text) -> None:
+        self.query_one("#look-text", Static).update(text)
+
+    def action_close(self) -> None:
+        self.dismiss()
