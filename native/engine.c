@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,10 @@
 #define BUDGET_GRACE_NS 2000000000ull
 #define DEFAULT_MIN_RATE 1.0
 #define WAIT_SLICE_NS 20000000ull /* a stop is seen within this long */
+/* Memory freed in the middle of glibc's heaps stays in the process until trimmed: hours of new
+ * code, threads and stacks freed and allocated again, on this thread and the screen's, left
+ * pytop's RSS growing though what it held did not (malloc_trim gives back whole free pages). */
+#define TRIM_EVERY_NS 30000000000ull
 
 pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status) {
     if (!config || !(config->rate > 0 && config->rate <= 100000) || !(config->jitter >= 0 && config->jitter <= 0.9) ||
@@ -353,6 +358,7 @@ static void run(pytop_engine *e) {
     sample_schedule schedule;
     schedule_init(&schedule, e->cfg.rate, e->cfg.jitter, start, (uint64_t)getpid() * 0x9E3779B97F4A7C15ull);
     budget_marks marks = {start, thread_cpu_ns(), process_cpu_ns(), start, {0}, 0};
+    uint64_t next_trim = start + TRIM_EVERY_NS;
     while (have_work(e) && wait_for_slot(e, &schedule)) {
         uint64_t began = monotonic_ns(), due = schedule.due_ns, interval = schedule.interval_ns;
         bool full = began >= next_period;
@@ -364,6 +370,10 @@ static void run(pytop_engine *e) {
         if (full) next_period = began + period * (threads > PERIOD_THREADS ? threads / PERIOD_THREADS : 1);
         slot_outcome outcome = schedule_advance(&schedule, began, monotonic_ns());
         count_tick(e, began, due, interval, outcome);
+        if (began >= next_trim) { /* between samples, off the lock: the screen's allocations too */
+            malloc_trim(0);
+            next_trim = began + TRIM_EVERY_NS;
+        }
         check_budget(e, &marks, &schedule);
     }
 }
