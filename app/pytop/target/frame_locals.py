@@ -106,7 +106,8 @@ class FrameLocals(RemoteObjects):
         if kind == "float":
             return repr(self.real(obj))
         if kind == "str":
-            return self._cut(repr(self.text(obj, MAX_TEXT) or ""), self.text_length(obj))
+            text = self.text(obj, MAX_TEXT)
+            return f"<str at {obj:#x}>" if text is None else self._cut(repr(text), self.text_length(obj))
         if kind == "bytes":
             size = self.size(obj)
             return self._cut(repr(self.source.read(obj + self.L["bytes_sval"], max(0, min(size, MAX_TEXT)))), size)
