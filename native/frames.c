@@ -56,6 +56,7 @@ static int walk_objects(remote *mem, const pytop_layout *L, sample_pair *s, int 
         int32_t lasti = load_i32(h, L->fr_lasti);
         status = samples_push_frame(s, frame, code, (int64_t)lasti * L->lasti_scale);
         if (status != PYTOP_OK) return status;
+        s->cur->raw[s->cur->frame_count - 1].entry = true; /* a call of the eval loop per frame object */
         t->outer_frame = frame;
         frame = load_u64(h, L->fr_previous);
     }
@@ -88,6 +89,8 @@ static int walk_interpreter(remote *mem, const pytop_layout *L, sample_pair *s, 
         /* In the live part of the current chunk a caller's frame lies below its callee's: a
          * link that goes up (or stays) was read from a frame popped and pushed over meanwhile. */
         if (floor && next >= first_slot && next < tf->stack_top && next >= frame) return PYTOP_ERR_CORRUPT;
+        if (L->fr_owner_native >= 0 && owner >= L->fr_owner_native && depth > 0)
+            s->cur->raw[s->cur->frame_count - 1].entry = true; /* its caller is the eval loop's entry shim */
         if (L->fr_owner_native < 0 || owner < L->fr_owner_native) {
             uint64_t code = load_u64(h, L->fr_code) & ~tag_mask;
             if (!plausible_pointer(code)) return PYTOP_ERR_CORRUPT;
@@ -96,6 +99,7 @@ static int walk_interpreter(remote *mem, const pytop_layout *L, sample_pair *s, 
             status = samples_push_frame(s, frame, code, (int64_t)(instr - first));
             if (status != PYTOP_OK) return status;
             if (frame == mark) *marked = depth;
+            if (L->fr_is_entry >= 0 && h[L->fr_is_entry]) s->cur->raw[s->cur->frame_count - 1].entry = true; /* 3.11 */
             t->outer_frame = frame;
             depth++;
         }

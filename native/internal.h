@@ -420,6 +420,7 @@ typedef struct raw_frame {
     uint64_t code;
     uint64_t frame;  /* the frame's own address (its locals are there; 0: a pseudo-frame) */
     int32_t offset; /* instruction byte offset into the bytecode; negative: not started */
+    bool entry;     /* the outermost frame one call of the eval loop runs (see pytop_frame_addresses) */
 } raw_frame;
 
 /* One sample's threads; their frames are in the pair's arena, which both samples share. Frames
@@ -709,6 +710,7 @@ struct pytop_unwinder {
     int max_depth;
     bool reuse_stacks;
     bool depth_changed;     /* the previous sample's stacks were cut at another depth: not reused */
+    bool hold_stopped;      /* blocking: threads stay stopped after a sample (PYTOP_OPT_HOLD_STOPPED) */
     remote mem;
     code_cache codes;
     tasks os;               /* the kernel's figures of each thread (tasks.c) */

@@ -53,7 +53,7 @@ typedef struct pytop_layout {
     int32_t ts_next, ts_interp, ts_thread_id, ts_native_thread_id, ts_unique_id, ts_frame, ts_cframe;
     int32_t cf_current_frame, ts_datastack_chunk, ts_datastack_top;
     int32_t fr_previous, fr_code, fr_lasti, fr_instr_ptr, fr_owner, fr_header_size;
-    int32_t fr_owner_native, fr_executable_tag_bits, fr_owner_max;
+    int32_t fr_owner_native, fr_executable_tag_bits, fr_owner_max, fr_is_entry;
     int32_t chunk_previous, chunk_size, chunk_data;
     int32_t co_filename, co_name, co_qualname, co_linetable, co_firstlineno, co_code, co_flags, co_flags_resumable;
     int32_t co_code_adaptive, co_header_size;
@@ -160,9 +160,12 @@ enum pytop_option {
                                       thread's kernel figures (default 1: every sample); past 1,
                                       a round of such reads is skipped while the process's CPU
                                       time is nearly all accounted for (tasks.c) */
-    PYTOP_OPT_TASKS = 7            /* 1: a thread running an asyncio task (3.14+) gets a pseudo-frame
+    PYTOP_OPT_TASKS = 7,           /* 1: a thread running an asyncio task (3.14+) gets a pseudo-frame
                                       named for the task outside the task's coroutine frame; its
                                       code info has filename "<asyncio task>" */
+    PYTOP_OPT_HOLD_STOPPED = 8     /* with BLOCKING: 1 keeps the threads stopped after a sample (its
+                                      native stacks can be read, consistent with it, by the same
+                                      thread); 0 lets them go on */
 };
 
 /* Attach to `pid` whose _PyRuntime lives at `runtime_address`. Returns NULL and sets *status
@@ -204,8 +207,11 @@ int pytop_code_at(pytop_unwinder *u, uint64_t address, int32_t offset, uint32_t 
  * `out`; PYTOP_ERR_ARGS when the target has no such thread in threading's registry. */
 int pytop_thread_name(pytop_unwinder *u, uint64_t thread_id, char *out, size_t capacity);
 /* The addresses of the last sample's frames first_frame .. first_frame + count - 1 (as its
- * threads index them): where each frame's arguments and locals are (0 for a pseudo-frame). */
-int pytop_frame_addresses(pytop_unwinder *u, uint32_t first_frame, uint32_t count, uint64_t *out);
+ * threads index them): where each frame's arguments and locals are (0 for a pseudo-frame). If
+ * `entry` is not NULL, entry[i] is 1 for a frame that is the outermost of the frames one call of
+ * the eval loop runs (its C caller is native code: where native frames go between Python ones). */
+int pytop_frame_addresses(pytop_unwinder *u, uint32_t first_frame, uint32_t count, uint64_t *out,
+                          uint8_t *entry);
 /* The target's whole CPU time (every thread, ended ones included), in nanoseconds. */
 int pytop_process_cpu(pytop_unwinder *u, uint64_t *cpu_ns);
 const char *pytop_last_error(pytop_unwinder *u);

@@ -120,7 +120,7 @@ int samples_push_frame(sample_pair *s, uint64_t frame, uint64_t code, int64_t of
     if (status != PYTOP_OK) return status;
     /* An offset that cannot be right is kept as "unknown" and makes its code entry suspect. */
     if (offset < -2 || offset > INT32_MAX) offset = INT32_MAX;
-    s->cur->raw[s->cur->frame_count++] = (raw_frame){code, frame, (int32_t)offset};
+    s->cur->raw[s->cur->frame_count++] = (raw_frame){code, frame, (int32_t)offset, false};
     return PYTOP_OK;
 }
 

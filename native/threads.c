@@ -217,7 +217,7 @@ static int insert_pseudo_frame(pytop_unwinder *u, pytop_thread *t, uint32_t inde
     uint32_t at = t->first_frame + index, end = b->frame_count - 1;
     memmove(b->raw + at + 1, b->raw + at, (end - at) * sizeof *b->raw);
     memmove(b->frames + at + 1, b->frames + at, (end - at) * sizeof *b->frames);
-    b->raw[at] = (raw_frame){0, 0, PSEUDO_FRAME_OFFSET};
+    b->raw[at] = (raw_frame){0, 0, PSEUDO_FRAME_OFFSET, false};
     b->frames[at] = (pytop_frame){id, 0};
     t->frame_count++;
     return PYTOP_OK;

@@ -102,6 +102,11 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
         if (!value && u->stop.enabled) blocking_detach_all(&u->stop);
         u->stop.enabled = value == 1;
         return PYTOP_OK;
+    case PYTOP_OPT_HOLD_STOPPED:
+        if (value < 0 || value > 1) return PYTOP_ERR_ARGS;
+        u->hold_stopped = value == 1;
+        if (!u->hold_stopped) blocking_resume_all(&u->stop);
+        return PYTOP_OK;
     case PYTOP_OPT_IDLE_CHECK:
         if (value < 1 || value > 1000000) return PYTOP_ERR_ARGS;
         u->os.idle_check = (uint32_t)value;
@@ -156,7 +161,7 @@ static int collect(pytop_unwinder *u, pytop_sample *out) {
     if (status == PYTOP_OK) threads_plan_reads(u);
     if (status == PYTOP_OK) status = remote_begin_sample(&u->mem);
     if (status == PYTOP_OK) status = threads_walk(u);
-    blocking_resume_all(&u->stop);
+    if (!u->hold_stopped || status != PYTOP_OK) blocking_resume_all(&u->stop);
     tasks_end_sample(&u->os, status == PYTOP_OK);
     out->taken_at = u->taken_at;
     out->syscalls = u->mem.syscalls + u->os.syscalls;
@@ -229,10 +234,14 @@ int pytop_thread_name(pytop_unwinder *u, uint64_t thread_id, char *out, size_t c
     return PYTOP_OK;
 }
 
-int pytop_frame_addresses(pytop_unwinder *u, uint32_t first_frame, uint32_t count, uint64_t *out) {
+int pytop_frame_addresses(pytop_unwinder *u, uint32_t first_frame, uint32_t count, uint64_t *out,
+                          uint8_t *entry) {
     const sample_buf *b = u ? u->samples.cur : NULL;
     if (!b || !out || first_frame > b->frame_count || count > b->frame_count - first_frame) return PYTOP_ERR_ARGS;
-    for (uint32_t i = 0; i < count; i++) out[i] = b->raw[first_frame + i].frame;
+    for (uint32_t i = 0; i < count; i++) {
+        out[i] = b->raw[first_frame + i].frame;
+        if (entry) entry[i] = b->raw[first_frame + i].entry;
+    }
     return PYTOP_OK;
 }
 

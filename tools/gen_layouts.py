@@ -97,6 +97,7 @@ FIELDS: list[tuple[str, str, tuple[V, V]]] = [
     ("fr_header_size", "offsetof(_PyInterpreterFrame, localsplus)", since((3, 11))),
     # The first owner value that marks a frame that is not Python code (C-stack shims, and
     # from 3.14 interpreter-owned entry frames); such frames are skipped.
+    ("fr_is_entry", "offsetof(_PyInterpreterFrame, is_entry)", ((3, 11), (3, 11))),
     ("fr_owner_native", "FRAME_OWNED_BY_CSTACK", ((3, 12), (3, 13))),
     ("fr_owner_native", "FRAME_OWNED_BY_INTERPRETER", since((3, 14))),
     ("fr_executable_tag_bits", "Py_TAG_BITS", since((3, 14))),

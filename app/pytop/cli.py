@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="asyncio (CPython 3.14+): show the task each sample ran, as 'task NAME' between "
                                "the event loop's frames and the task's coroutines (the A key toggles it); with "
                                "--dump: also print every task, its state and what it awaits")
+    sampling.add_argument("--native", action="store_true",
+                          help="with --dump: the C frames between the Python ones (elfutils' libdw reads them; the "
+                               "target's threads are stopped while both are read, as with --blocking)")
     sampling.add_argument("--locals", action="store_true",
                           help="with --dump: each Python frame's arguments and local variables, with short "
                                "reprs pytop makes from the target's memory (it runs no code in the target)")
@@ -235,6 +238,8 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         raise errors.UsageError("--core goes with --dump (pytop --dump --core FILE)")
     if args.locals and not args.dump:
         raise errors.UsageError("--locals goes with --dump (pytop --dump --locals PID)")
+    if args.native and not args.dump:
+        raise errors.UsageError("--native goes with --dump for now (pytop --dump --native PID)")
     if (args.executable or args.sysroot) and not args.core:
         raise errors.UsageError("--executable and --sysroot go with --core")
     if args.core and args.blocking:
@@ -295,7 +300,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
     if args.dump:
         return run.dump(args.pid_option or args.pid, args.json, args.blocking, args.core, args.executable,
-                        args.sysroot, args.tasks, args.subprocesses, args.locals)
+                        args.sysroot, args.tasks, args.subprocesses, args.locals, args.native)
     if not (args.pid_option or args.pid or command or args.demo):
         from .ui.picker import PickerApp
 

@@ -169,16 +169,16 @@ def collect(sampler: Sampler, duration: float) -> Snapshot:
 
 def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | None = None,
          executable: str | None = None, sysroot: str | None = None, tasks: bool = False,
-         subprocesses: bool = False, with_locals: bool = False) -> int:
+         subprocesses: bool = False, with_locals: bool = False, native: bool = False) -> int:
     """Every thread's stack once, from process `pid` or from a core file; with `tasks`, every
     asyncio task too; with `with_locals`, each frame's arguments and locals; with `subprocesses`,
     the same of each Python descendant of `pid` (each once, the target's first; a target that is
     not Python is passed over when it has some)."""
     if core or not subprocesses:
         stacks = [look(attach_core(core, executable, sysroot) if core else attach(pid or 0),
-                            f"core file {core}" if core else f"process {pid}", blocking, tasks, with_locals)]
+                       f"core file {core}" if core else f"process {pid}", blocking, tasks, with_locals, native)]
     else:
-        stacks = _dump_family(pid or 0, blocking, tasks, with_locals)
+        stacks = _dump_family(pid or 0, blocking, tasks, with_locals, native)
     if len(stacks) == 1 and not subprocesses:
         text = report_dump.as_json(stacks[0]) if as_json else report_dump.as_text(stacks[0])
     else:
@@ -187,7 +187,7 @@ def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | Non
     return 0
 
 
-def _dump_family(pid: int, blocking: bool, tasks: bool, with_locals: bool) -> list[ProcessStacks]:
+def _dump_family(pid: int, blocking: bool, tasks: bool, with_locals: bool, native: bool) -> list[ProcessStacks]:
     """The target's stacks and its Python descendants', in the order they were started."""
     try:
         descendants = sorted(psutil.Process(pid).children(recursive=True), key=lambda p: (p.create_time(), p.pid))
@@ -199,7 +199,7 @@ def _dump_family(pid: int, blocking: bool, tasks: bool, with_locals: bool) -> li
     refusal: errors.PytopError | None = None
     for number in [pid, *(child.pid for child in descendants)]:
         try:
-            found.append(look(attach(number), f"process {number}", blocking, tasks, with_locals))
+            found.append(look(attach(number), f"process {number}", blocking, tasks, with_locals, native))
         except (errors.NotPython, errors.UnsupportedVersion) as exc:
             if number == pid:
                 refusal = exc  # a shell, a supervisor: its Python children are what is asked for

@@ -16,9 +16,11 @@ FRAME = struct.Struct("<Ii")
 
 @dataclass(frozen=True)
 class Frame:
-    function: str  # qualified name where the version has one
-    filename: str
+    function: str  # qualified name where the version has one (a native frame: its symbol)
+    filename: str  # a native frame: its source file where debug info says, else ""
     line: int  # -1 when the line table has none for the instruction
+    native: bool = False  # a C frame (--native), in `library`
+    library: str = ""
 
 
 @dataclass(frozen=True)

@@ -223,11 +223,22 @@ class Unwinder:
     def frame_addresses(self, thread_index: int) -> tuple[int, ...]:
         """Where each frame of the last sample's thread `thread_index` is in the target, innermost
         first as its frames() (0 for a pseudo-frame): its arguments and locals are there."""
+        return tuple(address for address, _ in self.frame_places(thread_index))
+
+    def frame_places(self, thread_index: int) -> tuple[tuple[int, bool], ...]:
+        """(address, entry) of each frame of the last sample's thread `thread_index`: entry is
+        true for the outermost frame of those one call of the eval loop runs (native code called
+        it: native frames go between it and the next one out)."""
         first, count = self._spans[thread_index]
-        out = ffi.new("uint64_t[]", max(count, 1))
-        if lib.pytop_frame_addresses(self.handle, first, count, out) != lib.PYTOP_OK:
+        out, entry = ffi.new("uint64_t[]", max(count, 1)), ffi.new("uint8_t[]", max(count, 1))
+        if lib.pytop_frame_addresses(self.handle, first, count, out, entry) != lib.PYTOP_OK:
             return ()
-        return tuple(out[0:count])
+        return tuple((out[i], bool(entry[i])) for i in range(count))
+
+    def hold_stopped(self, hold: bool) -> None:
+        """With blocking on: keep the threads stopped after a sample (1), or let them go on (0).
+        From the thread that samples."""
+        self._option(lib.PYTOP_OPT_HOLD_STOPPED, int(hold))
 
     def bench(self, count: int) -> tuple[int, int, int]:
         """`count` samples back to back in C, building no Python objects, for benchmarks of the

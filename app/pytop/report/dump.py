@@ -7,24 +7,33 @@ import signal
 from dataclasses import asdict
 from typing import Any
 
-from ..core.records import AsyncTask, LocalVariable, ProcessStacks, ThreadStack
+from ..core.records import AsyncTask, Frame, LocalVariable, ProcessStacks, ThreadStack
 
 MAX_TREE_DEPTH = 64
 
 
+def frame_record(frame: Frame) -> dict[str, Any]:
+    """A frame as JSON: a native one (--native) says so and names its library."""
+    record = asdict(frame)
+    if not frame.native:
+        del record["native"], record["library"]
+    return record
+
+
 def thread_record(thread: ThreadStack) -> dict[str, Any]:
     record = asdict(thread)
-    record["frames"] = [asdict(frame) for frame in thread.frames]
+    record["frames"] = [frame_record(frame) for frame in thread.frames]
     del record["locals"]
-    if thread.locals is not None:
-        for frame, variables in zip(record["frames"], thread.locals):
-            frame["locals"] = [asdict(variable) for variable in variables]
+    if thread.locals is not None:  # one tuple per Python frame (native ones have none)
+        python = [r for r, frame in zip(record["frames"], thread.frames) if not frame.native]
+        for frame_json, variables in zip(python, thread.locals):
+            frame_json["locals"] = [asdict(variable) for variable in variables]
     return record
 
 
 def task_record(task: AsyncTask) -> dict[str, Any]:
     record = asdict(task)
-    record["coroutines"] = [asdict(frame) for frame in task.coroutines]
+    record["coroutines"] = [frame_record(frame) for frame in task.coroutines]
     record["awaited_by"] = list(task.awaited_by)
     return record
 
@@ -89,7 +98,8 @@ def as_text(stacks: ProcessStacks) -> str:
     lines = [*_heading(stacks), f"Python v{stacks.python_version}", ""]
     several = _several_interpreters(stacks)  # a thread in two has a state, and a stack, in each
     for thread in stacks.threads:
-        label = f"Thread {thread.thread_id:#x} (TID {thread.native_id or '?'})"
+        label = (f"Thread {thread.thread_id:#x} (TID {thread.native_id or '?'})" if thread.thread_id
+                 else f"Thread (TID {thread.native_id}), no Python")
         if thread.name:
             label += f' "{thread.name}"'
         if several:
@@ -97,11 +107,16 @@ def as_text(stacks: ProcessStacks) -> str:
         lines.append(f"{label}: {_state(thread, stacks.core_signal_tid)}")
         if thread.error:
             lines.append(f"    (stack incomplete: {thread.error})")
-        for index, frame in enumerate(thread.frames):
+        python = 0  # locals come per Python frame
+        for frame in thread.frames:
             where = f"{frame.filename}:{frame.line}" if frame.line > 0 else frame.filename
+            if frame.native:  # its library, and its source where debug info says
+                lines.append(f"    {frame.function} [{frame.library}{': ' + where if frame.filename else ''}]")
+                continue
             lines.append(f"    {frame.function} ({where})")
-            if thread.locals is not None and index < len(thread.locals):
-                lines += _variables(thread.locals[index])
+            if thread.locals is not None and python < len(thread.locals):
+                lines += _variables(thread.locals[python])
+            python += 1
         if thread.truncated:
             lines.append("    ... (stack cut at the depth limit)")
         lines.append("")

@@ -4,27 +4,34 @@ and on request its frames' arguments and locals and the process's asyncio tasks.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 from .. import errors
+from ..core.mixed_stacks import mixed
 from ..core.records import Frame, LocalVariable, ProcessStacks, ThreadStack
-from ..native import OS_STATE_EXACT, Sample, SampleError, ThreadSample
+from ..native import OS_STATE_EXACT, Sample, SampleError, ThreadSample, libdw
 from . import asyncio_tasks
 from .attach import Target
 from .frame_locals import FrameLocals
 from .memory import LiveProcess
 
 
-def stacks_of(target: Target, sample: Sample, with_locals: bool = False) -> ProcessStacks:
+def stacks_of(target: Target, sample: Sample, with_locals: bool = False,
+              native: dict[int, tuple[Frame, ...]] | None = None) -> ProcessStacks:
     """A sample with every name resolved, for the dump report (with each frame's arguments and
     locals if asked). A thread state its new thread has not taken up yet is not a thread of its
     own: it is left out."""
     unwinder = target.unwinder
     reader = FrameLocals(target.core or LiveProcess(target.pid), target.layout) if with_locals else None
 
-    def frames(thread: ThreadSample) -> tuple[Frame, ...]:
+    def frames(index: int, thread: ThreadSample) -> tuple[Frame, ...]:
         codes = (unwinder.code(code_id) for code_id, _ in thread.frames())
-        return tuple(Frame(code.qualname, code.filename, line) for code, (_, line) in zip(codes, thread.frames()))
+        python = tuple(Frame(code.qualname, code.filename, line) for code, (_, line) in zip(codes, thread.frames()))
+        if native is None:
+            return python
+        entries = [entry for _, entry in unwinder.frame_places(index)]
+        return mixed(python, entries, native.get(thread.native_id, ()))
 
     def variables(index: int) -> tuple[tuple[LocalVariable, ...], ...] | None:
         if reader is None:
@@ -32,8 +39,12 @@ def stacks_of(target: Target, sample: Sample, with_locals: bool = False) -> Proc
         return tuple(reader.locals_of(address) for address in unwinder.frame_addresses(index))
 
     threads = tuple(ThreadStack(t.thread_id, t.native_id, unwinder.thread_name(t.thread_id), t.gil, t.active,
-                                t.os_state, t.interp_id, t.error, t.truncated, frames(t), variables(i))
+                                t.os_state, t.interp_id, t.error, t.truncated, frames(i, t), variables(i))
                     for i, t in enumerate(sample.threads) if not t.unclaimed)
+    if native is not None:  # the process's threads that run no Python, by their native stacks
+        python_tids = {t.native_id for t in threads}
+        threads += tuple(ThreadStack(0, tid, _comm(target.pid, tid), False, False, "?", -1, None, False, stack)
+                         for tid, stack in sorted(native.items()) if tid not in python_tids)
     core = target.core
     if core is None:
         return ProcessStacks(target.pid, target.cmdline, str(target.version), sample.gc_collecting, threads)
@@ -42,10 +53,16 @@ def stacks_of(target: Target, sample: Sample, with_locals: bool = False) -> Proc
 
 
 def look(target: Target, where: str, blocking: bool = False, tasks: bool = False,
-         with_locals: bool = False) -> ProcessStacks:
+         with_locals: bool = False, native: bool = False) -> ProcessStacks:
     """Every thread's stack once (what `pytop --dump` prints), with every asyncio task if
-    `tasks`, each frame's arguments and locals if `with_locals`; `target` is closed after."""
+    `tasks`, each frame's arguments and locals if `with_locals`, the C frames between the
+    Python ones if `native` (the threads are stopped while both are read); `target` is closed
+    after."""
     core = target.core is not None
+    if native and (core or libdw.available()):
+        target.close()
+        raise errors.UsageError(f"--native: {libdw.available() or 'not from core files yet'}")
+    blocking = blocking or native
     try:
         if tasks and not asyncio_tasks.supported(target.layout):
             raise errors.UsageError(f"--async needs CPython 3.14 or newer ({where} runs {target.version}: its "
@@ -53,6 +70,7 @@ def look(target: Target, where: str, blocking: bool = False, tasks: bool = False
         if not core:
             target.unwinder.set_os_state_mode(OS_STATE_EXACT)  # one sample: every thread's letter, read now
             target.unwinder.set_blocking(blocking)
+            target.unwinder.hold_stopped(native)  # stopped until the native stacks are read too
         for _ in range(1 if core else 5):  # a torn read is retried; a target that keeps tearing is reported
             try:
                 sample = target.unwinder.sample()
@@ -61,7 +79,7 @@ def look(target: Target, where: str, blocking: bool = False, tasks: bool = False
                 last = exc
         else:
             raise errors.AttachFailed(f"cannot read the stacks of {where}: {last}")
-        stacks = stacks_of(target, sample, with_locals)
+        stacks = stacks_of(target, sample, with_locals, _native_stacks(target.pid) if native else None)
         if tasks:
             source = target.core or LiveProcess(target.pid)
             found = asyncio_tasks.read_tasks(source, target.runtime.runtime_address, target.layout, target.unwinder)
@@ -69,5 +87,31 @@ def look(target: Target, where: str, blocking: bool = False, tasks: bool = False
         return stacks
     finally:
         if not core:
+            target.unwinder.hold_stopped(False)
             target.unwinder.set_blocking(False)
         target.close()
+
+
+def _native_stacks(pid: int) -> dict[int, tuple[Frame, ...]]:
+    """Every thread's native frames (by TID), read while the unwinder holds them stopped."""
+    try:
+        with libdw.NativeStacks(pid) as reader:
+            return {tid: tuple(Frame(f.function, f.filename, f.line, True, f.library) for f in reader.stack(tid))
+                    for tid in _tids(pid)}
+    except OSError as exc:
+        raise errors.AttachFailed(f"cannot read the native stacks of process {pid}: {exc}") from None
+
+
+def _tids(pid: int) -> list[int]:
+    try:
+        return sorted(int(name) for name in os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return []
+
+
+def _comm(pid: int, tid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/task/{tid}/comm") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None

@@ -1,0 +1,156 @@
+"""Native (C) stacks of a process's threads, through elfutils' libdw when the machine has it
+(`pytop --dump --native`): its DWARF call-frame unwinder, and its symbols and line tables.
+
+libdw is loaded at run time (cffi's ABI mode, no compiler and no headers needed), so pytop
+installs and runs where it is absent; `available()` says why not when it is. The threads must be
+stopped by the calling thread's ptrace (the unwinder's blocking mode, held): libdw then reads
+their registers and memory itself and attaches to nothing. Every walk is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from cffi import FFI
+
+LIBRARY = "libdw.so.1"
+MAX_FRAMES = 512  # native frames read per thread
+HOW_TO_GET = "install elfutils' libdw (Debian, Ubuntu: apt install libdw1; Fedora, RHEL: dnf install elfutils-libs)"
+
+_ffi = FFI()
+_ffi.cdef("""
+typedef struct Dwfl Dwfl;
+typedef struct Dwfl_Module Dwfl_Module;
+typedef struct Dwfl_Frame Dwfl_Frame;
+typedef struct Dwfl_Line Dwfl_Line;
+typedef struct Elf Elf;
+typedef struct {
+    void *find_elf;
+    void *find_debuginfo;
+    void *section_address;
+    char **debuginfo_path;
+} Dwfl_Callbacks;
+Dwfl *dwfl_begin(const Dwfl_Callbacks *callbacks);
+void dwfl_end(Dwfl *dwfl);
+int dwfl_linux_proc_report(Dwfl *dwfl, int pid);
+int dwfl_report_end(Dwfl *dwfl, void *removed, void *arg);
+int dwfl_linux_proc_attach(Dwfl *dwfl, int pid, _Bool assume_ptrace_stopped);
+int dwfl_getthread_frames(Dwfl *dwfl, int tid, int (*callback)(Dwfl_Frame *state, void *arg), void *arg);
+_Bool dwfl_frame_pc(Dwfl_Frame *state, uint64_t *pc, _Bool *isactivation);
+Dwfl_Module *dwfl_addrmodule(Dwfl *dwfl, uint64_t address);
+const char *dwfl_module_addrname(Dwfl_Module *mod, uint64_t address);
+const char *dwfl_module_info(Dwfl_Module *mod, void ***userdata, uint64_t *start, uint64_t *end,
+                             uint64_t *dwbias, uint64_t *symbias, const char **mainfile, const char **debugfile);
+Dwfl_Line *dwfl_module_getsrc(Dwfl_Module *mod, uint64_t addr);
+const char *dwfl_lineinfo(Dwfl_Line *line, uint64_t *addr, int *linep, int *colp, uint64_t *mtime, uint64_t *length);
+int dwfl_errno(void);
+const char *dwfl_errmsg(int error);
+int dwfl_linux_proc_find_elf(Dwfl_Module *mod, void **userdata, const char *module_name, uint64_t base,
+                             char **file_name, Elf **elfp);
+int dwfl_standard_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, uint64_t base,
+                                 const char *file_name, const char *debuglink_file, uint32_t debuglink_crc,
+                                 char **debuginfo_file_name);
+""")
+
+_lib: Any = None
+_why_not: str | None = None
+
+
+def _load() -> Any:
+    global _lib, _why_not
+    if _lib is None and _why_not is None:
+        try:
+            _lib = _ffi.dlopen(LIBRARY)
+        except OSError as exc:
+            _why_not = f"{LIBRARY} cannot be loaded ({exc}): {HOW_TO_GET}"
+    return _lib
+
+
+def available() -> str | None:
+    """None when native stacks can be read here, else why not and how to fix it."""
+    _load()
+    return _why_not
+
+
+@dataclass(frozen=True)
+class NativeFrame:
+    function: str  # the symbol ("?" when the library has none for the address)
+    library: str  # the file it is in (its base name)
+    filename: str  # its source file, where debug info says ("" otherwise)
+    line: int  # ... and line (-1 otherwise)
+
+
+def _text(pointer: Any) -> str:
+    if pointer == _ffi.NULL:
+        return ""
+    raw = _ffi.string(pointer)
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+
+class NativeStacks:
+    """The native stacks of process `pid`'s threads, whose threads the calling thread holds
+    stopped with ptrace. Close it (or use it in a with block) to free libdw's state."""
+
+    def __init__(self, pid: int):
+        lib = _load()
+        if lib is None:
+            raise OSError(_why_not)
+        self._lib = lib
+        callbacks: Any = _ffi.new("Dwfl_Callbacks *")
+        callbacks.find_elf = _ffi.cast("void *", lib.dwfl_linux_proc_find_elf)
+        callbacks.find_debuginfo = _ffi.cast("void *", lib.dwfl_standard_find_debuginfo)
+        self._callbacks = callbacks  # libdw keeps a pointer to it
+        self._dwfl = lib.dwfl_begin(self._callbacks)
+        if self._dwfl == _ffi.NULL:
+            raise OSError(f"libdw: {_text(lib.dwfl_errmsg(-1))}")
+        reported = lib.dwfl_linux_proc_report(self._dwfl, pid) == 0
+        if not (reported and lib.dwfl_report_end(self._dwfl, _ffi.NULL, _ffi.NULL) == 0
+                and lib.dwfl_linux_proc_attach(self._dwfl, pid, True) == 0):  # 0, else an errno
+            message = _text(lib.dwfl_errmsg(-1))
+            self.close()
+            raise OSError(f"libdw cannot read process {pid}: {message}")
+
+    def __enter__(self) -> NativeStacks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._dwfl is not None and self._dwfl != _ffi.NULL:
+            self._lib.dwfl_end(self._dwfl)
+        self._dwfl = None
+
+    def stack(self, tid: int) -> tuple[NativeFrame, ...]:
+        """Thread `tid`'s native frames, innermost first; () when libdw cannot unwind it."""
+        lib = self._lib
+        pcs: list[int] = []
+
+        @_ffi.callback("int(Dwfl_Frame *, void *)")
+        def on_frame(state: Any, _arg: Any) -> int:
+            pc, activation = _ffi.new("uint64_t *"), _ffi.new("_Bool *")
+            if not lib.dwfl_frame_pc(state, pc, activation):
+                return 1
+            # A return address points after its call: the call's own line is one byte before it.
+            pcs.append(pc[0] if activation[0] else pc[0] - 1)
+            return 0 if len(pcs) < MAX_FRAMES else 1
+
+        lib.dwfl_getthread_frames(self._dwfl, tid, on_frame, _ffi.NULL)
+        return tuple(self._symbol(pc) for pc in pcs)
+
+    def _symbol(self, pc: int) -> NativeFrame:
+        lib = self._lib
+        module = lib.dwfl_addrmodule(self._dwfl, pc)
+        if module == _ffi.NULL:
+            return NativeFrame(f"{pc:#x}", "?", "", -1)
+        name = _text(lib.dwfl_module_addrname(module, pc)) or f"{pc:#x}"
+        library = os.path.basename(_text(lib.dwfl_module_info(module, *[_ffi.NULL] * 7)))
+        filename, line = "", -1
+        source = lib.dwfl_module_getsrc(module, pc)
+        if source != _ffi.NULL:
+            number = _ffi.new("int *")
+            filename = _text(lib.dwfl_lineinfo(source, _ffi.NULL, number, _ffi.NULL, _ffi.NULL, _ffi.NULL))
+            line = number[0] if filename else -1
+        return NativeFrame(name.split("@", 1)[0], library, filename, line)

@@ -1,0 +1,74 @@
+"""--dump --native on real targets: each thread's C frames between its Python ones, read by
+elfutils' libdw while pytop holds the threads stopped (PyStack and py-spy dump --native show
+the same), and the threads going on afterwards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import helpers
+from conftest import available
+from pytop.native import libdw
+
+pytestmark = pytest.mark.target  # real target processes, from the provisioned interpreters
+
+WITH_SYMBOLS = ["pyenv-2.7", "pyenv-3.6", "pyenv-3.8", "pyenv-3.10", "pyenv-3.11", "pyenv-3.12", "pyenv-3.13"]
+SLEEP_CALLS = {"clock_nanosleep", "__select", "select", "__clock_nanosleep"}
+
+
+def dump(interp: dict[str, Any]) -> tuple[helpers.RunningTarget, dict[int, list[dict[str, Any]]], str]:
+    if libdw.available():
+        pytest.skip(libdw.available())
+    with helpers.running(interp, "stacks.py") as t:
+        result = helpers.run_pytop("--dump", "--native", "--json", str(t.pid))
+        text = helpers.run_pytop("--dump", "--native", str(t.pid))
+        states = {int(task.name): (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                  for task in Path(f"/proc/{t.pid}/task").iterdir()}
+    assert result.returncode == 0 and text.returncode == 0, result.stderr + text.stderr
+    assert "t" not in states.values(), states  # no thread left stopped
+    threads = {thread["thread_id"]: thread["frames"] for thread in json.loads(result.stdout)["threads"]}
+    return t, threads, text.stdout
+
+
+@pytest.mark.parametrize("name", WITH_SYMBOLS)
+def test_native_frames_between_python_frames(name: str) -> None:
+    t, threads, text = dump(available(name))
+    sleeper = threads[t.info["threads"]["sleeper"]["thread_id"]]
+    names = [f["function"] for f in sleeper]
+    python = [f["function"] for f in sleeper if not f.get("native")]
+    expected = [f["function"] for f in t.info["threads"]["sleeper"]["frames"]]
+    assert python == expected, names  # every Python frame, in order
+    assert names[0] in SLEEP_CALLS and "time_sleep" in names[:4], names  # the C of the sleep, innermost
+    sleeping = names.index(expected[0])
+    assert all(f.get("native") for f in sleeper[:sleeping]) and names.index("time_sleep") < sleeping
+    between = sleeper[sleeping + 1:names.index(expected[-1])]
+    assert any(f.get("native") for f in between), names  # C where a Python call went through C (Thread.run)
+    assert not any(f["function"] in ("_PyEval_EvalFrameDefault", "PyEval_EvalFrameEx") for f in sleeper), names
+    assert sleeper[0]["library"].startswith("libc"), sleeper[0]
+    assert "    time_sleep [" in text
+
+
+def test_a_stripped_build_that_exports_its_eval_loop() -> None:
+    """Debian's python3.11: stripped, but its eval loop is in .dynsym: Python frames are placed,
+    the static functions around them are addresses."""
+    t, threads, text = dump(available("debian-3.11"))
+    sleeper = threads[t.info["threads"]["sleeper"]["thread_id"]]
+    expected = [f["function"] for f in t.info["threads"]["sleeper"]["frames"]]
+    assert [f["function"] for f in sleeper if not f.get("native")] == expected
+    first = next(i for i, f in enumerate(sleeper) if not f.get("native"))
+    assert first > 1 and sleeper[first + 1].get("native"), sleeper  # C frames around the first Python one
+    assert "names no eval loop" not in text
+
+
+@pytest.mark.parametrize("name", ["sid-3.14-loader", "sid-3.15-loader"])
+def test_a_build_without_symbols_says_where_it_cannot_place_python_frames(name: str) -> None:
+    t, threads, text = dump(available(name))
+    sleeper = threads[t.info["threads"]["sleeper"]["thread_id"]]
+    python = [f["function"] for f in sleeper if not f.get("native")]
+    assert python == [f["function"] for f in t.info["threads"]["sleeper"]["frames"]]
+    assert sleeper[0]["native"], sleeper[0]
+    assert "names no eval loop to place them at" in text
