@@ -112,8 +112,9 @@ def test_keys_in_a_real_terminal(terminal: Terminal, some_interp: dict[str, Any]
         terminal.keys("Escape")
         terminal.wait_for(lambda s: "this help" not in s, "the help closed")
         terminal.keys("d")  # the stacks now, with arguments and locals
-        terminal.wait_for(lambda s: "sleeping (" in s and "Arguments:" in s and "self: <Worker at 0x" in s,
-                          "the threads' stacks with their arguments")
+        terminal.wait_for(lambda s: "ing (" in s and "Arguments:" in s and "self: <Worker at 0x" in s
+                          and (" [libc.so.6" in s or " [libpython" in s or "C frames not shown" in s),
+                          "the threads' stacks with their arguments and C frames")
         terminal.keys("Escape")
         terminal.wait_for(lambda s: "Arguments:" not in s and "OwnTime" in s, "the stacks closed")
         terminal.keys("q")

@@ -118,13 +118,13 @@ class FakeSource:
         self.tree = False
         self.looked: int | None = None
 
-    def look(self, pid: int) -> ProcessStacks:
+    def look(self, pid: int) -> tuple[ProcessStacks, str | None]:
         """A process of one thread, asleep in wait(timeout=5) under main()."""
         self.looked = pid
         frames = (Frame("wait", "/srv/app.py", 12), Frame("main", "/srv/app.py", 30))
         variables = ((LocalVariable("timeout", "5", True), LocalVariable("left", "4.5", False)), ())
         thread = ThreadStack(1, 2, "MainThread", False, False, "S", 0, None, False, frames, variables)
-        return ProcessStacks(pid, "python app.py", "3.12.1", False, (thread,))
+        return ProcessStacks(pid, "python app.py", "3.12.1", False, (thread,)), None
 
     def start(self, publish: Callable[[Snapshot], None]) -> None:
         self.publish = publish

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from .. import errors
 from ..core.aggregate import CPU, FOLDED, OWN, Counts, FunctionSums, mode_column
 from ..core.callgraph import call_graph
 from ..core.calltree import call_tree
@@ -179,10 +180,16 @@ class Sampler:
         """Seconds between snapshots, from the next one on."""
         self._inbox.put(do.Delay(seconds))
 
-    def look(self, pid: int) -> ProcessStacks:
-        """Every thread's stack in process `pid` now, with each frame's arguments and locals: a
-        look of its own beside sampling (any thread may call it; it blocks while it reads)."""
-        return look(attach(pid), f"process {pid}", with_locals=True)
+    def look(self, pid: int) -> tuple[ProcessStacks, str | None]:
+        """Every thread's stack in process `pid` now, with each frame's arguments and locals and
+        its C frames: a look of its own beside sampling (any thread may call it; it blocks while
+        it reads, and holds the target's threads stopped for the native part). Without the C
+        frames when they cannot be read, and why (no libdw, no ptrace: said second)."""
+        try:
+            return look(attach(pid), f"process {pid}", with_locals=True, native=True), None
+        except (errors.UsageError, errors.AttachFailed, errors.PermissionDenied) as exc:
+            why = str(exc)
+        return look(attach(pid), f"process {pid}", with_locals=True), f"C frames not shown: {why}"
 
     def export(self, directory: str) -> None:
         """Write what was sampled since the last reset to files in `directory`; their names come

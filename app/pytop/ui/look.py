@@ -1,6 +1,6 @@
 """The `d` panel: the watched process's threads as they are now, each frame with its arguments
-and local variables (what `pytop --dump --locals` prints), read on demand by a worker thread: the
-screen and sampling go on meanwhile."""
+and local variables, and the C frames between (what `pytop --dump --locals --native` prints),
+read on demand by a worker thread: the screen and sampling go on meanwhile."""
 
 from __future__ import annotations
 
@@ -36,11 +36,14 @@ class LookScreen(ModalScreen[None]):
 
     def _read(self) -> None:
         try:
-            stacks = self.source.look(self.pid)
+            stacks, note = self.source.look(self.pid)
         except errors.PytopError as exc:
             self.app.call_from_thread(self._show, Text(f"Cannot read process {self.pid}: {exc}", style="bold red"))
             return
-        self.app.call_from_thread(self._show, Text(dump.as_text(self._chosen(stacks)) + "Escape closes."))
+        text = Text(dump.as_text(self._chosen(stacks)))
+        if note:
+            text.append(note + "\n", style="yellow")
+        self.app.call_from_thread(self._show, text.append("Escape closes.", style="dim"))
 
     def _chosen(self, stacks: ProcessStacks) -> ProcessStacks:
         if self.thread_id is None:
