@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import cores
 import pytest
 
 import helpers
@@ -72,3 +73,22 @@ def test_a_build_without_symbols_says_where_it_cannot_place_python_frames(name: 
     assert python == [f["function"] for f in t.info["threads"]["sleeper"]["frames"]]
     assert sleeper[0]["native"], sleeper[0]
     assert "names no eval loop to place them at" in text
+
+
+@pytest.mark.parametrize("name", ["pyenv-2.7", "pyenv-3.12"])
+def test_native_frames_from_a_core_file(name: str, tmp_path: Path) -> None:
+    """--dump --native --core: the C frames the core file holds, between the Python ones, the
+    sleeper's in its sleep as in the running process (the thread that took SIGABRT is elsewhere)."""
+    if libdw.available():
+        pytest.skip(libdw.available())
+    interp = available(name)
+    with helpers.running(interp, "stacks.py", cwd=str(tmp_path)) as t:
+        core = cores.kernel_core(t, interp, tmp_path)
+    result = helpers.run_pytop("--dump", "--native", "--json", "--core", str(core))
+    assert result.returncode == 0, result.stderr
+    threads = {thread["thread_id"]: thread["frames"] for thread in json.loads(result.stdout)["threads"]}
+    sleeper = threads[t.info["threads"]["sleeper"]["thread_id"]]
+    names = [f["function"] for f in sleeper]
+    assert [f["function"] for f in sleeper if not f.get("native")] == [
+        f["function"] for f in t.info["threads"]["sleeper"]["frames"]], names
+    assert names[0] in SLEEP_CALLS and "time_sleep" in names[:4], names

@@ -45,6 +45,11 @@ const char *dwfl_module_info(Dwfl_Module *mod, void ***userdata, uint64_t *start
                              uint64_t *dwbias, uint64_t *symbias, const char **mainfile, const char **debugfile);
 Dwfl_Line *dwfl_module_getsrc(Dwfl_Module *mod, uint64_t addr);
 const char *dwfl_lineinfo(Dwfl_Line *line, uint64_t *addr, int *linep, int *colp, uint64_t *mtime, uint64_t *length);
+int dwfl_core_file_report(Dwfl *dwfl, Elf *elf, const char *executable);
+int dwfl_core_file_attach(Dwfl *dwfl, Elf *elf);
+unsigned int elf_version(unsigned int version);
+Elf *elf_begin(int fd, int cmd, Elf *ref);
+int elf_end(Elf *elf);
 int dwfl_errno(void);
 const char *dwfl_errmsg(int error);
 int dwfl_linux_proc_find_elf(Dwfl_Module *mod, void **userdata, const char *module_name, uint64_t base,
@@ -89,11 +94,16 @@ def _text(pointer: Any) -> str:
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
 
 
+ELF_C_READ_MMAP = 8  # libelf's Elf_Cmd
+EV_CURRENT = 1
+
+
 class NativeStacks:
     """The native stacks of process `pid`'s threads, whose threads the calling thread holds
-    stopped with ptrace. Close it (or use it in a with block) to free libdw's state."""
+    stopped with ptrace; or, with `core`, of the threads a core file holds (`executable`: the
+    program's file, where it is now). Close it (or use a with block) to free libdw's state."""
 
-    def __init__(self, pid: int):
+    def __init__(self, pid: int, core: str | None = None, executable: str | None = None):
         lib = _load()
         if lib is None:
             raise OSError(_why_not)
@@ -102,15 +112,26 @@ class NativeStacks:
         callbacks.find_elf = _ffi.cast("void *", lib.dwfl_linux_proc_find_elf)
         callbacks.find_debuginfo = _ffi.cast("void *", lib.dwfl_standard_find_debuginfo)
         self._callbacks = callbacks  # libdw keeps a pointer to it
+        self._core_fd, self._elf = -1, _ffi.NULL
         self._dwfl = lib.dwfl_begin(self._callbacks)
         if self._dwfl == _ffi.NULL:
             raise OSError(f"libdw: {_text(lib.dwfl_errmsg(-1))}")
-        reported = lib.dwfl_linux_proc_report(self._dwfl, pid) == 0
-        if not (reported and lib.dwfl_report_end(self._dwfl, _ffi.NULL, _ffi.NULL) == 0
-                and lib.dwfl_linux_proc_attach(self._dwfl, pid, True) == 0):  # 0, else an errno
+        if core is None:
+            reported = lib.dwfl_linux_proc_report(self._dwfl, pid) == 0
+            attached = reported and lib.dwfl_report_end(self._dwfl, _ffi.NULL, _ffi.NULL) == 0 \
+                and lib.dwfl_linux_proc_attach(self._dwfl, pid, True) == 0  # 0, else an errno
+        else:
+            lib.elf_version(EV_CURRENT)
+            self._core_fd = os.open(core, os.O_RDONLY | os.O_CLOEXEC)
+            self._elf = lib.elf_begin(self._core_fd, ELF_C_READ_MMAP, _ffi.NULL)
+            program = _ffi.new("char[]", executable.encode()) if executable else _ffi.NULL
+            attached = self._elf != _ffi.NULL and lib.dwfl_core_file_report(self._dwfl, self._elf, program) >= 0 \
+                and lib.dwfl_report_end(self._dwfl, _ffi.NULL, _ffi.NULL) == 0 \
+                and lib.dwfl_core_file_attach(self._dwfl, self._elf) >= 0
+        if not attached:
             message = _text(lib.dwfl_errmsg(-1))
             self.close()
-            raise OSError(f"libdw cannot read process {pid}: {message}")
+            raise OSError(f"libdw cannot read {'core file ' + core if core else f'process {pid}'}: {message}")
 
     def __enter__(self) -> NativeStacks:
         return self
@@ -122,6 +143,12 @@ class NativeStacks:
         if self._dwfl is not None and self._dwfl != _ffi.NULL:
             self._lib.dwfl_end(self._dwfl)
         self._dwfl = None
+        if self._elf != _ffi.NULL:
+            self._lib.elf_end(self._elf)
+            self._elf = _ffi.NULL
+        if self._core_fd >= 0:
+            os.close(self._core_fd)
+            self._core_fd = -1
 
     def stack(self, tid: int) -> tuple[NativeFrame, ...]:
         """Thread `tid`'s native frames, innermost first; () when libdw cannot unwind it."""

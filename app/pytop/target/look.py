@@ -59,10 +59,10 @@ def look(target: Target, where: str, blocking: bool = False, tasks: bool = False
     Python ones if `native` (the threads are stopped while both are read); `target` is closed
     after."""
     core = target.core is not None
-    if native and (core or libdw.available()):
+    if native and libdw.available():
         target.close()
-        raise errors.UsageError(f"--native: {libdw.available() or 'not from core files yet'}")
-    blocking = blocking or native
+        raise errors.UsageError(f"--native: {libdw.available()}")
+    blocking = (blocking or native) and not core
     try:
         if tasks and not asyncio_tasks.supported(target.layout):
             raise errors.UsageError(f"--async needs CPython 3.14 or newer ({where} runs {target.version}: its "
@@ -79,7 +79,7 @@ def look(target: Target, where: str, blocking: bool = False, tasks: bool = False
                 last = exc
         else:
             raise errors.AttachFailed(f"cannot read the stacks of {where}: {last}")
-        stacks = stacks_of(target, sample, with_locals, _native_stacks(target.pid) if native else None)
+        stacks = stacks_of(target, sample, with_locals, _native_stacks(target) if native else None)
         if tasks:
             source = target.core or LiveProcess(target.pid)
             found = asyncio_tasks.read_tasks(source, target.runtime.runtime_address, target.layout, target.unwinder)
@@ -92,14 +92,20 @@ def look(target: Target, where: str, blocking: bool = False, tasks: bool = False
         target.close()
 
 
-def _native_stacks(pid: int) -> dict[int, tuple[Frame, ...]]:
-    """Every thread's native frames (by TID), read while the unwinder holds them stopped."""
+def _native_stacks(target: Target) -> dict[int, tuple[Frame, ...]]:
+    """Every thread's native frames (by TID): a process's read while the unwinder holds them
+    stopped, a core file's as it holds them."""
+    core = target.core
     try:
-        with libdw.NativeStacks(pid) as reader:
+        reader = libdw.NativeStacks(target.pid) if core is None else \
+            libdw.NativeStacks(0, core.path, core.open_file(core.mappings()[0]) if core.mappings() else None)
+        with reader:
+            tids = _tids(target.pid) if core is None else sorted(core.task_ids())
             return {tid: tuple(Frame(f.function, f.filename, f.line, True, f.library) for f in reader.stack(tid))
-                    for tid in _tids(pid)}
+                    for tid in tids}
     except OSError as exc:
-        raise errors.AttachFailed(f"cannot read the native stacks of process {pid}: {exc}") from None
+        where = core.describe() if core is not None else f"process {target.pid}"
+        raise errors.AttachFailed(f"cannot read the native stacks of {where}: {exc}") from None
 
 
 def _tids(pid: int) -> list[int]:
