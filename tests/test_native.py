@@ -92,3 +92,13 @@ def test_native_frames_from_a_core_file(name: str, tmp_path: Path) -> None:
     assert [f["function"] for f in sleeper if not f.get("native")] == [
         f["function"] for f in t.info["threads"]["sleeper"]["frames"]], names
     assert names[0] in SLEEP_CALLS and "time_sleep" in names[:4], names
+
+
+def test_inlined_functions_are_frames_of_their_own() -> None:
+    """Where debug info says a function was inlined, it is a frame of its own, at its line,
+    and the function it was inlined into is at the line of the call (as PyStack shows them)."""
+    t, threads, _ = dump(available("pyenv-3.12"))
+    sleeper = threads[t.info["threads"]["sleeper"]["thread_id"]]
+    assert [f["function"] for f in sleeper[:3]] == ["clock_nanosleep", "pysleep (inlined)", "time_sleep"], sleeper[:3]
+    assert sleeper[1]["filename"].endswith("timemodule.c") and sleeper[2]["filename"].endswith("timemodule.c")
+    assert sleeper[1]["line"] != sleeper[2]["line"]  # pysleep's own line, and the line of its call

@@ -16,6 +16,9 @@ from typing import Any
 from cffi import FFI
 
 LIBRARY = "libdw.so.1"
+DW_TAG_INLINED_SUBROUTINE = 0x1D
+DW_AT_CALL_FILE, DW_AT_CALL_LINE = 0x58, 0x59
+MAX_INLINED = 32  # inlined calls shown per native frame
 MAX_FRAMES = 512  # native frames read per thread
 HOW_TO_GET = "install elfutils' libdw (Debian, Ubuntu: apt install libdw1; Fedora, RHEL: dnf install elfutils-libs)"
 
@@ -26,6 +29,18 @@ typedef struct Dwfl_Module Dwfl_Module;
 typedef struct Dwfl_Frame Dwfl_Frame;
 typedef struct Dwfl_Line Dwfl_Line;
 typedef struct Elf Elf;
+typedef struct Dwarf_Files Dwarf_Files;
+typedef struct { void *addr; void *cu; void *abbrev; long padding; } Dwarf_Die;
+typedef struct { unsigned int code; unsigned int form; unsigned char *valp; void *cu; } Dwarf_Attribute;
+Dwarf_Die *dwfl_module_addrdie(Dwfl_Module *mod, uint64_t addr, uint64_t *bias);
+int dwarf_getscopes(Dwarf_Die *cudie, uint64_t pc, Dwarf_Die **scopes);
+int dwarf_tag(Dwarf_Die *die);
+const char *dwarf_diename(Dwarf_Die *die);
+Dwarf_Attribute *dwarf_attr(Dwarf_Die *die, unsigned int search_name, Dwarf_Attribute *result);
+int dwarf_formudata(Dwarf_Attribute *attr, uint64_t *return_uval);
+int dwarf_getsrcfiles(Dwarf_Die *cudie, Dwarf_Files **files, size_t *nfiles);
+const char *dwarf_filesrc(Dwarf_Files *file, size_t idx, uint64_t *mtime, uint64_t *length);
+void free(void *pointer);
 typedef struct {
     void *find_elf;
     void *find_debuginfo;
@@ -165,9 +180,56 @@ class NativeStacks:
             return 0 if len(pcs) < MAX_FRAMES else 1
 
         lib.dwfl_getthread_frames(self._dwfl, tid, on_frame, _ffi.NULL)
-        return tuple(self._symbol(pc) for pc in pcs)
+        return tuple(frame for pc in pcs for frame in self._symbol(pc))
 
-    def _symbol(self, pc: int) -> NativeFrame:
+    def _symbol(self, pc: int) -> list[NativeFrame]:
+        """The function at `pc`, and before it the functions inlined into it there, innermost
+        first (where debug info says so: PyStack shows them the same way)."""
+        frame = self._function(pc)
+        inlined = self._inlined(pc, frame)
+        return inlined or [frame]
+
+    def _inlined(self, pc: int, frame: NativeFrame) -> list[NativeFrame]:
+        """[innermost inlined function at pc's line, ..., the function they were inlined into at
+        the line of its call], or [] without debug info or inlining."""
+        lib = self._lib
+        module = lib.dwfl_addrmodule(self._dwfl, pc)
+        bias = _ffi.new("uint64_t *")
+        cu = lib.dwfl_module_addrdie(module, pc, bias) if module != _ffi.NULL else _ffi.NULL
+        if cu == _ffi.NULL:
+            return []
+        scopes = _ffi.new("Dwarf_Die **")
+        count = lib.dwarf_getscopes(cu, pc - bias[0], scopes)
+        if count <= 0:
+            return []
+        try:
+            dies = [scopes[0] + i for i in range(min(count, MAX_INLINED))]
+            inlined = [die for die in dies if lib.dwarf_tag(die) == DW_TAG_INLINED_SUBROUTINE]
+            if not inlined:
+                return []
+            out, filename, line = [], frame.filename, frame.line
+            for die in inlined:  # innermost first: each one's call site is where its caller was
+                name = _text(lib.dwarf_diename(die)) or "?"
+                out.append(NativeFrame(f"{name} (inlined)", frame.library, filename, line))
+                filename, line = self._call_site(cu, die)
+            out.append(NativeFrame(frame.function, frame.library, filename, line))
+            return out
+        finally:
+            lib.free(scopes[0])
+
+    def _call_site(self, cu: Any, die: Any) -> tuple[str, int]:
+        lib = self._lib
+        attribute, value = _ffi.new("Dwarf_Attribute *"), _ffi.new("uint64_t *")
+        line = value[0] if lib.dwarf_attr(die, DW_AT_CALL_LINE, attribute) != _ffi.NULL and \
+            lib.dwarf_formudata(attribute, value) == 0 else -1
+        filename = ""
+        if lib.dwarf_attr(die, DW_AT_CALL_FILE, attribute) != _ffi.NULL and lib.dwarf_formudata(attribute, value) == 0:
+            files, count = _ffi.new("Dwarf_Files **"), _ffi.new("size_t *")
+            if lib.dwarf_getsrcfiles(cu, files, count) == 0 and value[0] < count[0]:
+                filename = _text(lib.dwarf_filesrc(files[0], value[0], _ffi.NULL, _ffi.NULL))
+        return filename, int(line) if filename else -1
+
+    def _function(self, pc: int) -> NativeFrame:
         lib = self._lib
         module = lib.dwfl_addrmodule(self._dwfl, pc)
         if module == _ffi.NULL:
