@@ -5,6 +5,9 @@ the same), and the threads going on afterwards."""
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +105,45 @@ def test_inlined_functions_are_frames_of_their_own() -> None:
     assert [f["function"] for f in sleeper[:3]] == ["clock_nanosleep", "pysleep (inlined)", "time_sleep"], sleeper[:3]
     assert sleeper[1]["filename"].endswith("timemodule.c") and sleeper[2]["filename"].endswith("timemodule.c")
     assert sleeper[1]["line"] != sleeper[2]["line"]  # pysleep's own line, and the line of its call
+
+
+def pystack_frames(pid: int) -> dict[int, list[tuple[str, int, bool]]]:
+    """PyStack's own view (`pystack remote --native`): per TID, (function, line, native)
+    innermost first."""
+    result = subprocess.run([str(Path(sys.executable).parent / "pystack"), "remote", "--native", str(pid)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    found: dict[int, list[tuple[str, int, bool]]] = {}
+    frames: list[tuple[str, int, bool]] = []
+    for line in result.stdout.splitlines():
+        if line.startswith("Traceback for thread "):
+            frames = found.setdefault(int(line.split()[3]), [])
+        elif match := re.match(r'\s+\((C|Python)\) File ".*", line (\d+), in (\S+( \(inlined\))?)', line):
+            frames.insert(0, (match.group(3).split("@")[0], int(match.group(2)), match.group(1) == "C"))
+    return found
+
+
+@pytest.mark.parametrize("name", ["pyenv-3.8", "pyenv-3.12"])
+def test_native_stacks_agree_with_pystack(name: str) -> None:
+    """Every frame PyStack shows of a sleeping thread, native and Python, at the same line and in
+    the same order, is in pytop's stack (PyStack leaves out the interpreter's own calls between
+    Python frames; pytop shows them)."""
+    if libdw.available():
+        pytest.skip(libdw.available())
+    if not (Path(sys.executable).parent / "pystack").exists():
+        pytest.skip("pystack is not installed (pip install pystack)")
+    with helpers.running(available(name), "stacks.py") as t:
+        theirs = pystack_frames(t.pid)
+        result = helpers.run_pytop("--dump", "--native", "--json", str(t.pid))
+    assert result.returncode == 0, result.stderr
+    for thread in json.loads(result.stdout)["threads"]:
+        if thread["name"] == "spinner":
+            continue  # it runs: its innermost frames move between the two looks
+        ours = [(f["function"] if f.get("native") else f["function"].rsplit(".", 1)[-1], max(f["line"], 0),
+                 bool(f.get("native"))) for f in thread["frames"]]  # (PyStack names methods without their class)
+        expected = theirs[thread["native_id"]]
+        at = 0
+        for frame in ours:  # theirs, a subsequence of ours
+            if at < len(expected) and frame == expected[at]:
+                at += 1
+        assert at == len(expected), (thread["name"], expected[at:], ours)

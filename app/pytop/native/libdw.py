@@ -16,7 +16,7 @@ from typing import Any
 from cffi import FFI
 
 LIBRARY = "libdw.so.1"
-DW_TAG_INLINED_SUBROUTINE = 0x1D
+DW_TAG_INLINED_SUBROUTINE, DW_TAG_SUBPROGRAM = 0x1D, 0x2E
 DW_AT_CALL_FILE, DW_AT_CALL_LINE = 0x58, 0x59
 MAX_INLINED = 32  # inlined calls shown per native frame
 MAX_FRAMES = 512  # native frames read per thread
@@ -34,6 +34,7 @@ typedef struct { void *addr; void *cu; void *abbrev; long padding; } Dwarf_Die;
 typedef struct { unsigned int code; unsigned int form; unsigned char *valp; void *cu; } Dwarf_Attribute;
 Dwarf_Die *dwfl_module_addrdie(Dwfl_Module *mod, uint64_t addr, uint64_t *bias);
 int dwarf_getscopes(Dwarf_Die *cudie, uint64_t pc, Dwarf_Die **scopes);
+int dwarf_getscopes_die(Dwarf_Die *die, Dwarf_Die **scopes);
 int dwarf_tag(Dwarf_Die *die);
 const char *dwarf_diename(Dwarf_Die *die);
 Dwarf_Attribute *dwarf_attr(Dwarf_Die *die, unsigned int search_name, Dwarf_Attribute *result);
@@ -199,23 +200,31 @@ class NativeStacks:
         if cu == _ffi.NULL:
             return []
         scopes = _ffi.new("Dwarf_Die **")
-        count = lib.dwarf_getscopes(cu, pc - bias[0], scopes)
-        if count <= 0:
-            return []
+        count, first = lib.dwarf_getscopes(cu, pc - bias[0], scopes), 0
+        out, filename, line = [], frame.filename, frame.line
         try:
-            dies = [scopes[0] + i for i in range(min(count, MAX_INLINED))]
-            inlined = [die for die in dies if lib.dwarf_tag(die) == DW_TAG_INLINED_SUBROUTINE]
-            if not inlined:
-                return []
-            out, filename, line = [], frame.filename, frame.line
-            for die in inlined:  # innermost first: each one's call site is where its caller was
-                name = _text(lib.dwarf_diename(die)) or "?"
-                out.append(NativeFrame(f"{name} (inlined)", frame.library, filename, line))
+            # Innermost first: an inlined function at the current place, then the scopes around
+            # its DIE (its caller's: their first is the DIE itself), where the place is the line
+            # of its call; the subprogram they were all inlined into ends it.
+            for _ in range(MAX_INLINED):
+                tags = [(i, lib.dwarf_tag(scopes[0] + i)) for i in range(first, max(count, 0))]
+                found = next((i for i, tag in tags if tag in (DW_TAG_INLINED_SUBROUTINE, DW_TAG_SUBPROGRAM)), None)
+                if found is None or lib.dwarf_tag(scopes[0] + found) != DW_TAG_INLINED_SUBROUTINE:
+                    break
+                die = scopes[0] + found
+                out.append(NativeFrame(f"{_text(lib.dwarf_diename(die)) or '?'} (inlined)", frame.library, filename,
+                                       line))
                 filename, line = self._call_site(cu, die)
-            out.append(NativeFrame(frame.function, frame.library, filename, line))
-            return out
+                outer = _ffi.new("Dwarf_Die **")
+                outer_count = lib.dwarf_getscopes_die(die, outer)
+                lib.free(scopes[0])
+                scopes, count, first = outer, outer_count, 1
         finally:
-            lib.free(scopes[0])
+            if count > 0:
+                lib.free(scopes[0])
+        if out:
+            out.append(NativeFrame(frame.function, frame.library, filename, line))
+        return out
 
     def _call_site(self, cu: Any, die: Any) -> tuple[str, int]:
         lib = self._lib
