@@ -147,3 +147,21 @@ def test_native_stacks_agree_with_pystack(name: str) -> None:
             if at < len(expected) and frame == expected[at]:
                 at += 1
         assert at == len(expected), (thread["name"], expected[at:], ours)
+
+
+@pytest.mark.parametrize("name", ["pyenv-2.7", "pyenv-3.8", "pyenv-3.12"])
+def test_a_thread_in_c_library_code(name: str) -> None:
+    """A thread compressing with zlib (the GIL let go): libz's frames and zlib's module under the
+    Python frame that called it."""
+    if libdw.available():
+        pytest.skip(libdw.available())
+    with helpers.running(available(name), "c_work.py") as t:
+        result = helpers.run_pytop("--dump", "--native", "--json", str(t.pid))
+    assert result.returncode == 0, result.stderr
+    threads = {thread["thread_id"]: thread["frames"] for thread in json.loads(result.stdout)["threads"]}
+    frames = threads[t.info["threads"]["compressor"]["thread_id"]]
+    caller = next(i for i, f in enumerate(frames) if not f.get("native"))
+    assert frames[caller]["function"] == "compressor", frames
+    inner = frames[:caller]
+    assert any(f["library"].startswith("libz") for f in inner), inner
+    assert any("zlib" in f["library"] for f in inner), inner  # the zlib extension module, between
