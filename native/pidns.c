@@ -74,7 +74,7 @@ static void rescan(pid_namespace *n) {
     snprintf(path, sizeof path, "/proc/%d/task", n->pid);
     DIR *dir = opendir(path);
     if (!dir) return;
-    qsort(n->map, n->count, sizeof *n->map, by_host); /* the known ones, looked up by our number */
+    if (n->count) qsort(n->map, n->count, sizeof *n->map, by_host); /* the known ones, by our number */
     uint32_t cap = 0, count = 0;
     ns_task *fresh = NULL;
     struct dirent *entry;
