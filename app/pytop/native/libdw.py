@@ -168,6 +168,16 @@ class NativeStacks:
 
     def stack(self, tid: int) -> tuple[NativeFrame, ...]:
         """Thread `tid`'s native frames, innermost first; () when libdw cannot unwind it."""
+        return self.symbols(self.addresses(tid))
+
+    def symbols(self, pcs: tuple[int, ...]) -> tuple[NativeFrame, ...]:
+        """The frames at these addresses (from addresses(): the thread may run again meanwhile,
+        as this reads only the program's files)."""
+        return tuple(frame for pc in pcs for frame in self._symbol(pc))
+
+    def addresses(self, tid: int) -> tuple[int, ...]:
+        """Thread `tid`'s frames as code addresses, innermost first (the part that needs the
+        thread stopped: its registers and stack are read)."""
         lib = self._lib
         pcs: list[int] = []
 
@@ -181,7 +191,7 @@ class NativeStacks:
             return 0 if len(pcs) < MAX_FRAMES else 1
 
         lib.dwfl_getthread_frames(self._dwfl, tid, on_frame, _ffi.NULL)
-        return tuple(frame for pc in pcs for frame in self._symbol(pc))
+        return tuple(pcs)
 
     def _symbol(self, pc: int) -> list[NativeFrame]:
         """The function at `pc`, and before it the functions inlined into it there, innermost

@@ -63,6 +63,7 @@ def look(target: Target, where: str, blocking: bool = False, tasks: bool = False
         target.close()
         raise errors.UsageError(f"--native: {libdw.available()}")
     blocking = (blocking or native) and not core
+    reader = _native_reader(target) if native else None  # the program's files, before the stop
     try:
         if tasks and not asyncio_tasks.supported(target.layout):
             raise errors.UsageError(f"--async needs CPython 3.14 or newer ({where} runs {target.version}: its "
@@ -79,7 +80,15 @@ def look(target: Target, where: str, blocking: bool = False, tasks: bool = False
                 last = exc
         else:
             raise errors.AttachFailed(f"cannot read the stacks of {where}: {last}")
-        stacks = stacks_of(target, sample, with_locals, _native_stacks(target) if native else None)
+        native_stacks = None
+        if reader is not None:  # only the unwinding while stopped: names and lines after they go on
+            tids = _tids(target.pid) if target.core is None else sorted(target.core.task_ids())
+            addresses = {tid: reader.addresses(tid) for tid in tids}
+            if not core:
+                target.unwinder.hold_stopped(False)
+            native_stacks = {tid: tuple(Frame(f.function, f.filename, f.line, True, f.library)
+                                        for f in reader.symbols(pcs)) for tid, pcs in addresses.items()}
+        stacks = stacks_of(target, sample, with_locals, native_stacks)
         if tasks:
             source = target.core or LiveProcess(target.pid)
             found = asyncio_tasks.read_tasks(source, target.runtime.runtime_address, target.layout, target.unwinder)
@@ -89,21 +98,20 @@ def look(target: Target, where: str, blocking: bool = False, tasks: bool = False
         if not core:
             target.unwinder.hold_stopped(False)
             target.unwinder.set_blocking(False)
+        if reader is not None:
+            reader.close()
         target.close()
 
 
-def _native_stacks(target: Target) -> dict[int, tuple[Frame, ...]]:
-    """Every thread's native frames (by TID): a process's read while the unwinder holds them
-    stopped, a core file's as it holds them."""
+def _native_reader(target: Target) -> libdw.NativeStacks:
+    """libdw on the target's files (a process's modules, or a core file's), ready to unwind."""
     core = target.core
     try:
-        reader = libdw.NativeStacks(target.pid) if core is None else \
-            libdw.NativeStacks(0, core.path, core.open_file(core.mappings()[0]) if core.mappings() else None)
-        with reader:
-            tids = _tids(target.pid) if core is None else sorted(core.task_ids())
-            return {tid: tuple(Frame(f.function, f.filename, f.line, True, f.library) for f in reader.stack(tid))
-                    for tid in tids}
+        if core is None:
+            return libdw.NativeStacks(target.pid)
+        return libdw.NativeStacks(0, core.path, core.open_file(core.mappings()[0]) if core.mappings() else None)
     except OSError as exc:
+        target.close()
         where = core.describe() if core is not None else f"process {target.pid}"
         raise errors.AttachFailed(f"cannot read the native stacks of {where}: {exc}") from None
 
