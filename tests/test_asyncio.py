@@ -294,3 +294,29 @@ def test_unnamed_tasks_are_told_by_their_coroutine(name: str) -> None:
     rows = {r["function"]: r for r in json.loads(shown.stdout)["functions"]}
     assert rows.get("task (unnamed) handle_request", {}).get("total", 0) > 0, sorted(rows)
     assert "task (unnamed task)" not in rows, sorted(rows)
+
+
+@pytest.mark.parametrize("name", ["sid-3.14-loader", "sid-3.15-chroot"])
+def test_a_task_whose_chain_moves_is_never_lost(name: str) -> None:
+    """A task resumed every few microseconds (hop > climb > descend > sleep(0)) is caught mid-move
+    by many reads; each read still lists it, with a chain the task really had (outermost first,
+    a prefix of its await path), read again until whole or marked torn. (A read that met a stale
+    pointer on a resuming coroutine's stack used to drop the task: 18% of reads.)"""
+    from pytop.target.asyncio_tasks import TaskReader
+    from pytop.target.attach import attach
+    from pytop.target.memory import LiveProcess
+
+    interp = _async_interp(name)
+    path = ["hop", "climb", "descend", "sleep"]
+    seen_chains: set[tuple[str, ...]] = set()
+    with helpers.running(interp, "async_hopper.py") as t:
+        target = attach(t.pid)
+        reader = TaskReader(LiveProcess(t.pid), target.layout, target.unwinder)
+        for _ in range(400):
+            tasks = {task.name: task for task in reader.read(target.runtime.runtime_address)}
+            assert set(tasks) == {"Task-1", *t.info["tasks"]}, sorted(tasks)
+            chain = tuple(frame.function for frame in reversed(tasks["hopper"].coroutines))
+            assert chain and chain == tuple(path[:len(chain)]), chain
+            seen_chains.add(chain)
+        target.close()
+    assert len(seen_chains) > 1, seen_chains  # it did move under the reads

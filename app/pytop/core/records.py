@@ -61,6 +61,7 @@ class AsyncTask:
     coroutines: tuple[Frame, ...]  # innermost first: the await chain from the task's coroutine
     awaited_by: tuple[int, ...]  # addresses of the tasks waiting for it
     coroutines_cut: bool = False  # the chain went deeper than pytop follows (the innermost are missing)
+    coroutines_torn: bool = False  # the chain moved under every read of it (the innermost are missing)
 
 
 @dataclass(frozen=True)

@@ -146,6 +146,8 @@ def _task_line(task: AsyncTask) -> str:
     chain = " > ".join(link if count == 1 else f"{link} ×{count:,}" for link, count in runs)
     if task.coroutines_cut:
         chain += f" > ... (deeper than {len(task.coroutines):,} coroutines: not followed)"
+    elif task.coroutines_torn:
+        chain += " > ... (it moved under every read: the rest not read)"
     running = " [running]" if task.running else ""
     return f"{task.name}{running}: {chain}" if chain else f"{task.name}{running}"
 

@@ -23,6 +23,7 @@ from .objects import RemoteObjects
 MAX_TASKS = 100_000
 MAX_CHAIN = 4096  # coroutines followed from a task's own (CPython's tests await 1,538 deep)
 MAX_SET_SLOTS = 1 << 16
+READS_OF_A_MOVING_CHAIN = 5
 MAX_NAME_CHARS = 255  # as CPython's own reader keeps them
 # The awaitables that step an async generator (genobject.c): each holds its generator first.
 ASYNC_GENERATOR_STEPS = ("async_generator_asend", "async_generator_athrow")
@@ -59,8 +60,10 @@ class TaskReader(RemoteObjects):
         info, line = found
         return Frame(info.qualname, info.filename, line)
 
-    def chain(self, coro: int) -> tuple[Frame, ...]:
-        """The coroutine's frame, then what it awaits, and so on: innermost last here."""
+    def chain(self, coro: int) -> tuple[tuple[Frame, ...], bool]:
+        """The coroutine's frame, then what it awaits, and so on (innermost last here), and
+        whether the walk broke off on memory that moved under it (a coroutine resumed while
+        read leaves a stale pointer on its stack): then the frames read so far."""
         L = self.L
         frames: list[Frame] = []
         seen: set[int] = set()
@@ -77,16 +80,22 @@ class TaskReader(RemoteObjects):
             frames.append(found)
             if state != L["gen_state_suspended_yield_from"]:
                 break
-            top = self.u64(frame + L["fr_stackpointer"])
-            awaited = self.u64(top - 8 * L["awaited_depth"]) & self.tag_mask
-            if not awaited:
-                break
-            if self.u64(awaited + L["ob_type"]) == coro_type:
-                coro = awaited
-                continue
-            coro = self._async_generator_of(awaited)  # `async for`: awaits the generator's next step
-            # else a future, a gathering future: the chain ends; tasks link by awaited_by
-        return tuple(frames)
+            try:
+                coro = self._awaited_coroutine(frame, coro_type)
+            except OSError:
+                return tuple(frames), True
+        return tuple(frames), False
+
+    def _awaited_coroutine(self, frame: int, coro_type: int) -> int:
+        """What a frame suspended in an await waits on, if a coroutine or an async generator's
+        step; 0 for a future, a gathering future (tasks link by awaited_by) or nothing."""
+        top = self.u64(frame + self.L["fr_stackpointer"])
+        awaited = self.u64(top - 8 * self.L["awaited_depth"]) & self.tag_mask
+        if not awaited:
+            return 0
+        if self.u64(awaited + self.L["ob_type"]) == coro_type:
+            return awaited
+        return self._async_generator_of(awaited)  # `async for`: awaits the generator's next step
 
     def _async_generator_of(self, awaitable: int) -> int:
         """The async generator an `__anext__()`, `asend()` or `athrow()` awaitable steps, whose
@@ -146,12 +155,20 @@ class TaskReader(RemoteObjects):
         out = []
         for task, tid, number, running in listed[:MAX_TASKS]:
             try:
-                chain = self.chain(self.u64(task + L["task_coro"]))
-                out.append(AsyncTask(task, self.name(task), tid, number, running, tuple(reversed(chain)),
-                                     self.awaited_by(task), len(chain) >= MAX_CHAIN))
+                out.append(self._task(task, tid, number, running))
             except OSError:
                 continue  # a task that went away while being read
         return out
+
+    def _task(self, task: int, tid: int, interpreter: int, running: bool) -> AsyncTask:
+        """One task; its chain read again while it moves under the reader (a task that runs
+        is resumed and suspended thousands of times a second), else kept as far as read."""
+        for _ in range(READS_OF_A_MOVING_CHAIN):
+            chain, torn = self.chain(self.u64(task + self.L["task_coro"]))
+            if not torn:
+                break
+        return AsyncTask(task, self.name(task), tid, interpreter, running, tuple(reversed(chain)),
+                         self.awaited_by(task), len(chain) >= MAX_CHAIN, torn)
 
 
 def read_tasks(source: MemorySource, runtime: int, layout: dict[str, int], unwinder: Unwinder) -> list[AsyncTask]:
