@@ -472,13 +472,13 @@ void account_names(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t 
             now < t->name_retry_at || !t->thread_id)
             continue;
         int status = PYTOP_OK;
-        t->name = names_take(&P->u->thread_names, t->ident);
+        t->name = names_take(&P->u->thread_names, t->ident, t->thread_id);
         if (t->name) {
             t->dirty = true;
             continue;
         }
         uint64_t frame = bootstrap_frame(P->u, s, t->ident);
-        t->name = frame ? names_from_bootstrap(&P->u->thread_names, frame, &status) : NULL;
+        t->name = frame ? names_from_bootstrap(&P->u->thread_names, frame, t->thread_id, &status) : NULL;
         if (!t->name) t->name = names_lookup(&P->u->thread_names, t->thread_id, &status);
         if (t->name) {
             t->dirty = true;

@@ -276,6 +276,7 @@ int object_attribute(objects *o, uint64_t obj, const char *name, uint64_t *value
 #define MAX_WAITING_NAMES 64
 typedef struct waiting_name {
     uint32_t serial;
+    uint64_t thread_id; /* the id it was read by: a state taken up by its thread changes ids */
     char *name;
 } waiting_name;
 
@@ -296,15 +297,19 @@ void names_init(names *n, remote *mem, const pytop_layout *L, uint64_t runtime);
  * PYTOP_ERR_ARGS when the thread is not, or not yet, in the registry). */
 char *names_lookup(names *n, uint64_t thread_id, int *status);
 /* The same, from a thread's outermost frame when that is threading's Thread._bootstrap(self):
- * the name of `self`. A thread can be named so before it has registered itself. */
-char *names_from_bootstrap(names *n, uint64_t frame, int *status);
+ * the name of `self`, if `self` is still the Thread of `thread_id`. A thread can be named so
+ * before it has registered itself. */
+char *names_from_bootstrap(names *n, uint64_t frame, uint64_t thread_id, int *status);
 /* Read the name of the thread `serial`, first seen in this sample, at once: a short-lived thread
  * may be gone by the time its sample is accounted for. From its bootstrap frame, or by its
  * thread id from threading's registry (before its stack is read). True if it was read. */
-bool names_read_new(names *n, uint32_t serial, uint64_t frame);
+bool names_read_new(names *n, uint32_t serial, uint64_t frame, uint64_t thread_id);
 bool names_read_new_by_id(names *n, uint32_t serial, uint64_t thread_id);
-/* The name read for thread `serial` during a walk, malloc'd (the caller owns it), or NULL. */
-char *names_take(names *n, uint32_t serial);
+/* The name read for thread `serial` during a walk, malloc'd (the caller owns it), or NULL; only
+ * if read by the id the thread has now. A state its thread has not taken up yet carries its
+ * creator's ids (up to 3.11): a name read by those is its creator's (a server's request threads
+ * named "MainThread" or "acceptor"), and is dropped here once the thread has its own. */
+char *names_take(names *n, uint32_t serial, uint64_t thread_id);
 void names_free(names *n);
 
 /* ---- codes.c ---------------------------------------------------------------------------- */

@@ -79,17 +79,20 @@ static const thread_attributes *thread_attributes_of(const pytop_layout *L) {
     return L->version_hex < 0x03000000 ? &THREAD_ATTRIBUTES_27 : &THREAD_ATTRIBUTES_3;
 }
 
-static char *name_of_thread_now(names *n, uint64_t thread, int *status) {
-    uint64_t name = 0;
+static int name_object(names *n, uint64_t thread, uint64_t *name) {
+    return object_attribute(&n->obj, thread, thread_attributes_of(n->obj.L)->name, name);
+}
+
+static char *name_of_thread_now(names *n, uint64_t thread, uint64_t *name, int *status) {
     int kind = OBJECT_OTHER;
-    *status = object_attribute(&n->obj, thread, thread_attributes_of(n->obj.L)->name, &name);
-    if (*status == PYTOP_OK && name) *status = object_kind_of(&n->obj, name, &kind);
+    *status = name_object(n, thread, name);
+    if (*status == PYTOP_OK && *name) *status = object_kind_of(&n->obj, *name, &kind);
     if (*status != PYTOP_OK) return NULL;
-    if (!name || kind != OBJECT_STR) {
+    if (!*name || kind != OBJECT_STR) {
         *status = PYTOP_ERR_ARGS;
         return NULL;
     }
-    return text_read(n->obj.mem, n->obj.L, name, MAX_THREAD_NAME_CHARS, status);
+    return text_read(n->obj.mem, n->obj.L, *name, MAX_THREAD_NAME_CHARS, status);
 }
 
 /* A thread in _limbo has no entry in _active yet: find it by its `_ident` (set as soon as it
@@ -140,46 +143,85 @@ static uint64_t find_thread(names *n, uint64_t thread_id, int *status) {
  * `self` too: up to 3.10 a code object's frame is reused by its next call (its "zombie"
  * frame), so the page of _bootstrap's frame read at the sample's start can still hold the
  * previous thread's Thread, freed since, when the new thread started after that read. */
-char *names_from_bootstrap(names *n, uint64_t frame, int *status) {
+/* Whether `thread` is the Thread of `thread_id`: its `_ident` is that id, or not set yet (the
+ * thread is in _bootstrap, before _bootstrap_inner's first line: None). The frame a sample saw may
+ * be gone by the time it is read again: a thread per request ends within a millisecond, its
+ * frame's memory goes to another call, and the object in its first slot is then any object
+ * (on 3.15, an HTTP message whose `_name` is "msg" named dozens of request threads). */
+static bool is_thread_of(names *n, uint64_t thread, uint64_t thread_id) {
+    uint64_t ident_obj = 0, ident = 0;
+    int kind = OBJECT_OTHER;
+    if (object_attribute(&n->obj, thread, thread_attributes_of(n->obj.L)->ident, &ident_obj) != PYTOP_OK ||
+        !ident_obj || object_kind_of(&n->obj, ident_obj, &kind) != PYTOP_OK)
+        return false;
+    if (kind != OBJECT_INT && kind != OBJECT_LONG_27) return true; /* None: a Thread not started yet */
+    return object_int(&n->obj, ident_obj, &ident) == PYTOP_OK && ident == thread_id;
+}
+
+/* The name of `thread`, the Thread of `thread_id` (found in the registry if `registered`),
+ * kept only if all still holds once its text is read, from memory read again: a thread per
+ * request ends within a millisecond, its Thread and name are freed, the str's memory goes to
+ * another str (an HTTP header's "Server: BaseHTTP/0.6" named a request thread), and the next
+ * request's Thread often takes the same address under the same (reused) pthread id. The name's
+ * str is then another: its address tells. */
+static char *confirmed_name(names *n, uint64_t thread, uint64_t thread_id, bool registered, int *status) {
+    uint64_t name_obj = 0, name_again = 0;
+    char *name = name_of_thread_now(n, thread, &name_obj, status);
+    if (!name) return NULL;
+    fresh_mark mark = remote_begin_fresh(n->obj.mem); /* not the views read on the way here */
+    int again = PYTOP_OK;
+    bool still = (!registered || find_thread(n, thread_id, &again) == thread) && again == PYTOP_OK &&
+                 is_thread_of(n, thread, thread_id) && name_object(n, thread, &name_again) == PYTOP_OK &&
+                 name_again == name_obj;
+    remote_end_fresh(n->obj.mem, mark);
+    if (still) return name;
+    free(name);
+    *status = again == PYTOP_OK ? PYTOP_ERR_ARGS : again;
+    return NULL;
+}
+
+char *names_from_bootstrap(names *n, uint64_t frame, uint64_t thread_id, int *status) {
     const pytop_layout *L = n->obj.L;
     uint64_t self = 0;
     remote_allow_failures(n->obj.mem, MAX_FAILED_READS_PER_THREAD);
     fresh_mark mark = remote_begin_fresh(n->obj.mem);
     *status = read_u64(n, frame + (uint64_t)L->fr_header_size, &self); /* localsplus[0] */
     if (L->fr_executable_tag_bits > 0) self &= ~(uint64_t)L->fr_executable_tag_bits; /* 3.14+ stack refs */
-    char *name = *status == PYTOP_OK ? name_of_thread_now(n, self, status) : NULL;
+    if (*status == PYTOP_OK && !is_thread_of(n, self, thread_id)) *status = PYTOP_ERR_ARGS;
+    char *name = *status == PYTOP_OK ? confirmed_name(n, self, thread_id, false, status) : NULL;
     remote_end_fresh(n->obj.mem, mark);
     return name;
 }
 
-static bool keep_name(names *n, uint32_t serial, char *name) {
+static bool keep_name(names *n, uint32_t serial, uint64_t thread_id, char *name) {
     if (!name) return false;
     waiting_name *w = &n->waiting[n->waiting_next++ % MAX_WAITING_NAMES];
     free(w->name);
-    *w = (waiting_name){serial, name};
+    *w = (waiting_name){serial, thread_id, name};
     return true;
 }
 
-bool names_read_new(names *n, uint32_t serial, uint64_t frame) {
+bool names_read_new(names *n, uint32_t serial, uint64_t frame, uint64_t thread_id) {
     int status;
-    return keep_name(n, serial, names_from_bootstrap(n, frame, &status));
+    return keep_name(n, serial, thread_id, names_from_bootstrap(n, frame, thread_id, &status));
 }
 
 bool names_read_new_by_id(names *n, uint32_t serial, uint64_t thread_id) {
     int status;
-    return keep_name(n, serial, names_lookup(n, thread_id, &status));
+    return keep_name(n, serial, thread_id, names_lookup(n, thread_id, &status));
 }
 
-char *names_take(names *n, uint32_t serial) {
+char *names_take(names *n, uint32_t serial, uint64_t thread_id) {
+    char *name = NULL;
     for (uint32_t i = 0; i < MAX_WAITING_NAMES; i++) {
         waiting_name *w = &n->waiting[i];
         if (w->name && w->serial == serial) {
-            char *name = w->name;
-            *w = (waiting_name){0, NULL};
-            return name;
+            if (w->thread_id == thread_id) name = w->name;
+            else free(w->name);
+            *w = (waiting_name){0, 0, NULL};
         }
     }
-    return NULL;
+    return name;
 }
 
 void names_free(names *n) {
@@ -196,7 +238,7 @@ static char *lookup_now(names *n, uint64_t thread_id, int *status) {
                 *status = PYTOP_ERR_ARGS;
                 return NULL;
             }
-            return name_of_thread_now(n, thread, status); /* fresh already */
+            return confirmed_name(n, thread, thread_id, true, status); /* fresh already */
         }
         if (fatal_status(*status)) return NULL;
         n->registry_count = 0; /* a module was reloaded or torn down: find them again */

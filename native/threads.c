@@ -346,7 +346,7 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
     if (status == PYTOP_OK && !named && first_full_stack(u, t) &&
         codes_is_thread_bootstrap(&u->codes, u->samples.cur->frames[t->first_frame + t->frame_count - 1].code_id))
     {
-        names_read_new(&u->thread_names, t->serial, t->outer_frame); /* bounds its own failed reads */
+        names_read_new(&u->thread_names, t->serial, t->outer_frame, thread_id); /* bounds its own failed reads */
         remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE);
     }
     if (!seen_before) check_task(u, t, t->flags & PYTOP_THREAD_GIL, false);
@@ -778,11 +778,5 @@ int threads_walk(pytop_unwinder *u) {
     /* TIDs are known from thread states (3.11+) or from struct pthread, which the kernel zeroes
      * when the thread exits: either way, a state without one has no live thread. */
     tracking_mark_unclaimed(u->samples.cur, u->L.ts_native_thread_id >= 0 || u->L.pthread_tid >= 0);
-    /* A state its new thread has not taken up carries its creator's ids before 3.11: the name
-     * read by that id is the creator's ("MainThread" for a server's request threads). From 3.11
-     * the state has its thread's own ids, and the name read is the thread's: it is kept. */
-    for (uint32_t k = 0; k < u->samples.cur->thread_count && u->L.ts_native_thread_id < 0; k++)
-        if (u->samples.cur->threads[k].flags & PYTOP_THREAD_UNCLAIMED)
-            free(names_take(&u->thread_names, u->samples.cur->threads[k].serial));
     return resolve_all(u);
 }
