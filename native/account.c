@@ -498,9 +498,10 @@ void account_codes(pytop_engine *e, uint32_t p) {
     const uint32_t *fresh = codes_take_fresh(c, &count);
     for (uint32_t k = 0; k < count; k++) {
         const code_entry *entry = codes_get(c, fresh[k]);
-        /* pseudo-frames are asyncio tasks' (asyncio.c). Out of memory: the code has no function
-         * (its frames count for no row) rather than a wrong one. */
-        if (entry) functions_add_code(&e->functions, p, fresh[k], entry->qualname, entry->filename, entry->pseudo);
+        /* pseudo-frames are asyncio tasks' (asyncio.c) or native functions' (natives.c). Out of
+         * memory: the code has no function (its frames count for no row) rather than a wrong one. */
+        if (entry) functions_add_code(&e->functions, p, fresh[k], entry->qualname, entry->filename,
+                                      entry->pseudo && !entry->native, entry->native);
     }
 }
 

@@ -16,9 +16,10 @@ from cffi import FFI
 
 NATIVE = Path(__file__).resolve().parent
 # In the order of internal.h's map: each file calls only the ones before it.
-SOURCES = ["status.c", "image.c", "remote.c", "linetable.c", "text.c", "objects.c", "names.c", "codes.c", "asyncio.c", "samplebuf.c",
-           "frames.c", "tasks.c", "pidns.c", "tracking.c", "blocking.c", "threads.c", "unwinder.c", "functions.c", "stacks.c", "aggregate.c", "weights.c",
-           "schedule.c", "account.c", "drain.c", "engine.c"]
+SOURCES = ["status.c", "image.c", "remote.c", "linetable.c", "text.c", "objects.c", "names.c", "codes.c",
+           "asyncio.c", "samplebuf.c", "frames.c", "tasks.c", "pidns.c", "tracking.c", "blocking.c", "natives.c",
+           "threads.c", "unwinder.c", "functions.c", "stacks.c", "aggregate.c", "weights.c", "schedule.c",
+           "account.c", "drain.c", "engine.c"]
 CFLAGS = ["-std=gnu11", "-O2", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 # Warnings are errors in CI (and with PYTOP_WERROR=1), not in a user's `pip install`: a newer
 # compiler's new warning, or CFLAGS such as -Wconversion, must not break the install.
@@ -50,6 +51,7 @@ def make_builder(absolute: bool = False, cflags: Sequence[str] = (), ldflags: Se
         '#include "pytop.h"',
         sources=[path(NATIVE / name) for name in SOURCES],
         include_dirs=[path(NATIVE)],
+        libraries=["dl"],  # natives.c loads libdw at run time (part of libc from glibc 2.34)
         extra_compile_args=[*CFLAGS, *cflags],
         extra_link_args=list(ldflags),
     )

@@ -249,7 +249,7 @@ static int load(code_cache *c, uint64_t addr, uint32_t *id) {
     return PYTOP_OK;
 }
 
-int codes_add_pseudo(code_cache *c, char *name, const char *filename, uint32_t *id) {
+static int add_named(code_cache *c, char *name, const char *filename, bool native, uint32_t *id) {
     code_entry *entries = c->count < UINT32_MAX / 2
                               ? grow_array(c->entries, &c->cap, c->count + 1ull, sizeof *entries, 256)
                               : NULL;
@@ -261,10 +261,19 @@ int codes_add_pseudo(code_cache *c, char *name, const char *filename, uint32_t *
         return PYTOP_ERR_NOMEM;
     }
     c->entries[c->count++] = (code_entry){.name = name, .qualname = name, .filename = file,
-                                          .code_bytes = INT32_MAX, .memo_offset = INT32_MIN, .pseudo = true};
+                                          .code_bytes = INT32_MAX, .memo_offset = INT32_MIN, .pseudo = true,
+                                          .native = native};
     *id = c->count;
     c->fresh[c->fresh_count++] = *id;
     return PYTOP_OK;
+}
+
+int codes_add_pseudo(code_cache *c, char *name, const char *filename, uint32_t *id) {
+    return add_named(c, name, filename, false, id);
+}
+
+int codes_add_native(code_cache *c, char *name, const char *library, uint32_t *id) {
+    return add_named(c, name, library, true, id);
 }
 
 static void add_due(code_cache *c, uint32_t id) {

@@ -90,7 +90,7 @@ static int drain_functions(pytop_engine *e, pytop_drain *out) {
     for (uint32_t k = 0; k < count; k++) {
         uint32_t id = f->fresh[k];
         const function_entry *x = &f->entries[id - 1];
-        e->out_functions[k] = (pytop_drain_function){id, x->process, x->kind, x->task, UINT32_MAX, UINT32_MAX};
+        e->out_functions[k] = (pytop_drain_function){id, x->process, x->kind, x->task, x->native, UINT32_MAX, UINT32_MAX};
         if (!x->kind) {
             e->out_functions[k].qualname_at = text_add(&e->out_text, x->qualname, MAX_NAME_CHARS * 4);
             e->out_functions[k].filename_at = text_add(&e->out_text, x->filename, MAX_FILENAME_CHARS * 4);

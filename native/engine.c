@@ -147,6 +147,9 @@ static void take_up(pytop_engine *e) {
         P->active = true;
         set_idle_check(e, P);
         if (e->cfg.blocking) pytop_set_option(u, PYTOP_OPT_BLOCKING, 1); /* ptrace belongs to this thread */
+        /* libdw missing or the process unreadable to it: its Python frames alone (the caller
+         * checked pytop_native_available() and said so) */
+        if (e->cfg.blocking && e->cfg.native) (void)pytop_set_option(u, PYTOP_OPT_NATIVE, 1);
     }
     if (taken < e->adding_count) memmove(e->adding, e->adding + taken, (e->adding_count - taken) * sizeof *e->adding);
     e->adding_count -= taken;

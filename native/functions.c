@@ -76,7 +76,7 @@ static bool room(uint32_t **items, uint32_t *cap, uint32_t count) {
 }
 
 static uint32_t intern(function_table *f, uint32_t process, uint32_t kind, const char *qualname, const char *filename,
-                       bool task) {
+                       bool task, bool native) {
     if ((f->count + 1) * 2 > f->slot_mask && grow_slots(f) != PYTOP_OK) return 0;
     uint64_t hash = hash_function(process, kind, qualname, filename);
     uint32_t i = (uint32_t)(hash >> 32) & f->slot_mask;
@@ -93,7 +93,7 @@ static uint32_t intern(function_table *f, uint32_t process, uint32_t kind, const
         return 0;
     }
     uint32_t id = f->free_count ? f->free_ids[--f->free_count] : ++f->count;
-    f->entries[id - 1] = (function_entry){hash, process, kind, q, file, task, false, kind ? 1 : 0};
+    f->entries[id - 1] = (function_entry){hash, process, kind, q, file, task, native, false, kind ? 1 : 0};
     f->slots[i] = id;
     f->fresh[f->fresh_count++] = id;
     return id;
@@ -147,7 +147,7 @@ static process_functions *process_of(function_table *f, uint32_t process) {
 }
 
 uint32_t functions_add_code(function_table *f, uint32_t process, uint32_t code_id, const char *qualname,
-                            const char *filename, bool task) {
+                            const char *filename, bool task, bool native) {
     process_functions *p = process_of(f, process);
     if (!p) return 0;
     if (code_id >= p->code_count) {
@@ -160,7 +160,7 @@ uint32_t functions_add_code(function_table *f, uint32_t process, uint32_t code_i
         p->code_count = code_id + 1;
     }
     if (p->of_code[code_id]) functions_release_code(f, process, code_id); /* a recycled code id */
-    uint32_t id = intern(f, process, 0, qualname, filename, task);
+    uint32_t id = intern(f, process, 0, qualname, filename, task, native);
     if (id) f->entries[id - 1].refs++;
     p->of_code[code_id] = id;
     return id;
@@ -180,6 +180,6 @@ uint32_t functions_of_kind(function_table *f, uint32_t process, uint32_t kind) {
     kind &= ~(uint32_t)PYTOP_STACK_INCOMPLETE;
     process_functions *p = process_of(f, process);
     if (!p || kind > PYTOP_STACK_OVERFLOW) return 0;
-    if (!p->kinds[kind]) p->kinds[kind] = intern(f, process, kind ? kind : PYTOP_STACK_EMPTY, "", "", false);
+    if (!p->kinds[kind]) p->kinds[kind] = intern(f, process, kind ? kind : PYTOP_STACK_EMPTY, "", "", false, false);
     return p->kinds[kind];
 }

@@ -16,6 +16,7 @@
  *   tasks.c      each thread as the kernel reports it (/proc/PID/task/TID): CPU time, state
  *   tracking.c   which thread is which from one sample to the next (serials)
  *   blocking.c   --blocking: ptrace stops
+ *   natives.c    --native: each thread's C frames (libdw, loaded at run time), merged in
  *   threads.c    one sample: interpreters, thread states, GIL holder, GC flag, each thread
  *   unwinder.c   the unwinder's API in pytop.h
  *   functions.c  the engine's functions: (process, qualname, filename) -> id
@@ -326,6 +327,7 @@ typedef struct code_entry {
     int32_t memo_offset, memo_line; /* the last lookup: stacks repeat offsets */
     bool stale;             /* replaced by a newer object at the same address */
     bool pseudo;            /* no code object: a name pytop gives part of a stack (a task) */
+    bool native;            /* ... a native (C) function: its name, in its library (`filename`) */
     bool resumable;         /* a generator's, coroutine's or async generator's code */
     bool free;              /* recycled: its id waits for the next code object */
     bool used;              /* looked up since the last codes_recycle */
@@ -383,6 +385,8 @@ bool codes_is_thread_bootstrap(const code_cache *c, uint32_t id);
 /* A new entry for a pseudo-frame named `name` (taken over, malloc'd) in file `filename`: it has
  * no address, no lines and is never checked against the target. */
 int codes_add_pseudo(code_cache *c, char *name, const char *filename, uint32_t *id);
+/* The same for a native function `name` (taken over) of library `library` (natives.c). */
+int codes_add_native(code_cache *c, char *name, const char *library, uint32_t *id);
 
 /* ---- asyncio.c -------------------------------------------------------------------------- */
 
@@ -675,6 +679,41 @@ int blocking_stop_all(blocking *b);
 void blocking_resume_all(blocking *b);
 void blocking_detach_all(blocking *b);
 
+/* ---- natives.c -------------------------------------------------------------------------- */
+
+#define MAX_NATIVE_FRAMES 1024     /* native frames read per thread and sample (3.8: ~5 per Python call) */
+#define NATIVE_TABLE_MAX (1u << 20) /* return addresses and functions remembered */
+
+typedef struct native_slot {
+    uint64_t key;   /* a return address (by_pc) or where a function starts (by_start) */
+    uint32_t id;    /* its code id (a native pseudo-code) */
+    uint8_t eval_loop; /* 1: the eval loop (3.6+), 2: 2.7's (or 3.6-3.10's wrapper of it), 0: other */
+} native_slot;
+
+typedef struct natives {
+    int pid;
+    struct libdw_api *api;
+    struct dwfl_callbacks *callbacks;
+    void *dwfl;
+    uint64_t reported_at;
+    native_slot *by_pc, *by_start;
+    uint32_t pc_cap, pc_count, start_cap, start_count;
+    uint32_t unplaced_id, cut_id; /* "(Python frames below: ...)", "(native frames past ...)" */
+} natives;
+
+/* Whether libdw can be loaded here; else why not, in `why`. */
+bool natives_available(char *why, size_t why_len);
+/* Ready to unwind process `pid`'s threads (which the calling thread will hold stopped). */
+int natives_open(natives *n, int pid, char *why, size_t why_len);
+void natives_close(natives *n);
+/* Thread `tid`'s return addresses, innermost first (it must be stopped by this thread). */
+uint32_t natives_stack(natives *n, int tid, uint64_t *pcs, uint32_t max);
+/* The code id of the native function at `pc` (named once), and whether it is the eval loop. */
+int natives_code(natives *n, code_cache *codes, uint64_t pc, uint64_t now, uint32_t *id, uint8_t *eval_loop);
+/* Thread `t`'s stack, just read at the end of the sample's frames, with its native frames:
+ * each call of the eval loop stands for the run of Python frames it runs. */
+int natives_merge(natives *n, sample_pair *s, code_cache *codes, pytop_thread *t, uint64_t now);
+
 /* ---- threads.c -------------------------------------------------------------------------- */
 
 /* A known thread's counts, read before the sample's prefetch when it is due, and whether its
@@ -723,6 +762,7 @@ struct pytop_unwinder {
     names thread_names;
     tracking track;
     blocking stop;
+    natives native_frames;  /* --native: each thread's C frames in its stack (natives.c) */
     sample_pair samples;
     known_threads known;
     gil_watch gils[MAX_GILS]; /* each GIL as the previous sample read it, in walk order */
@@ -750,6 +790,7 @@ typedef struct function_entry {
     uint32_t kind;          /* pytop_stack_kind of a stack kind's row; 0 for code */
     char *qualname, *filename;
     bool task;              /* an asyncio task's pseudo-frame */
+    bool native;            /* a native (C) function (--native) */
     bool free;              /* retired: its id waits for the next new function */
     uint32_t refs;          /* code ids that are this function (a kind's row: never released) */
 } function_entry;
@@ -780,7 +821,7 @@ void functions_free(function_table *f);
 /* The function of code `code_id` of `process`, named `qualname` in `filename`: a new id the
  * first time that (process, qualname, filename) is met. 0 when memory runs out. */
 uint32_t functions_add_code(function_table *f, uint32_t process, uint32_t code_id, const char *qualname,
-                            const char *filename, bool task);
+                            const char *filename, bool task, bool native);
 /* What code `code_id` of `process` was given (0: none). */
 static inline uint32_t functions_of_code(const function_table *f, uint32_t process, uint32_t code_id) {
     const process_functions *p = process < f->process_cap ? &f->processes[process] : NULL;

@@ -163,10 +163,16 @@ enum pytop_option {
     PYTOP_OPT_TASKS = 7,           /* 1: a thread running an asyncio task (3.14+) gets a pseudo-frame
                                       named for the task outside the task's coroutine frame; its
                                       code info has filename "<asyncio task>" */
-    PYTOP_OPT_HOLD_STOPPED = 8     /* with BLOCKING: 1 keeps the threads stopped after a sample (its
+    PYTOP_OPT_HOLD_STOPPED = 8,    /* with BLOCKING: 1 keeps the threads stopped after a sample (its
                                       native stacks can be read, consistent with it, by the same
                                       thread); 0 lets them go on */
+    PYTOP_OPT_NATIVE = 9           /* with BLOCKING: 1 puts each thread's native (C) frames in its
+                                      stack, through libdw (pytop_native_available() says if it can);
+                                      their code info has native = 1 and the library as filename */
 };
+
+/* 1 if --native can work here (libdw loads); else 0 and why not in `why`. */
+int pytop_native_available(char *why, size_t why_len);
 
 /* Attach to `pid` whose _PyRuntime lives at `runtime_address`. Returns NULL and sets *status
  * on failure. Nothing is read from the target until the first pytop_collect(). */
@@ -256,6 +262,7 @@ typedef struct pytop_engine_config {
                                  lowered until it fits (0: no budget) */
     double min_rate;          /* the budget never lowers the rate below this */
     int32_t blocking;         /* 1: stop the target's threads with ptrace while they are read */
+    int32_t native;           /* 1 (with blocking): native frames in the stacks (PYTOP_OPT_NATIVE) */
     uint32_t max_stack_nodes; /* bound on the nodes of the stack tree (0: default) */
     double period;            /* seconds between two full checks of every thread (0: default) */
 } pytop_engine_config;
@@ -347,6 +354,7 @@ typedef struct pytop_drain_function {
     uint32_t process;
     uint32_t kind;           /* a stack kind's row (pytop_stack_kind); 0 for code */
     uint32_t task;           /* 1: an asyncio task's pseudo-frame */
+    uint32_t native;         /* 1: a native (C) function (--native): filename is its library */
     uint32_t qualname_at, filename_at; /* offsets in `text` (UINT32_MAX for a kind's row) */
 } pytop_drain_function;
 

@@ -82,6 +82,10 @@ uint32_t pytop_image_reads(pytop_unwinder *u, uint64_t *pairs, uint32_t capacity
     return u && pairs ? image_reads(&u->image, pairs, capacity) : 0;
 }
 
+int pytop_native_available(char *why, size_t why_len) {
+    return natives_available(why, why_len) ? 1 : 0;
+}
+
 int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
     switch (option) {
     case PYTOP_OPT_MAX_DEPTH:
@@ -111,6 +115,13 @@ int pytop_set_option(pytop_unwinder *u, int option, int64_t value) {
         if (value < 1 || value > 1000000) return PYTOP_ERR_ARGS;
         u->os.idle_check = (uint32_t)value;
         return PYTOP_OK;
+    case PYTOP_OPT_NATIVE:
+        if (value < 0 || value > 1 || (value && !u->pid)) return PYTOP_ERR_ARGS;
+        if (!value || u->native_frames.dwfl) {
+            if (!value) natives_close(&u->native_frames);
+            return PYTOP_OK;
+        }
+        return natives_open(&u->native_frames, u->pid, u->error, sizeof u->error);
     case PYTOP_OPT_TASKS:
         if (value < 0 || value > 1) return PYTOP_ERR_ARGS;
         if (value && (u->L.frame_model != PYTOP_FRAMES_INTERPRETER || u->L.ts_asyncio_running_loop < 0 ||
@@ -254,6 +265,7 @@ const char *pytop_last_error(pytop_unwinder *u) { return u->error; }
 void pytop_close(pytop_unwinder *u) {
     if (!u) return;
     if (u->stop.count) blocking_detach_all(&u->stop);
+    natives_close(&u->native_frames);
     codes_free(&u->codes);
     remote_free(&u->mem);
     tasks_free(&u->os);

@@ -1,7 +1,8 @@
 """Run inside a sanitizer build of pytop's native code (see test_sanitizers.py).
 
 `memory PIDS`: fuzz the decoders, sample each target until it has been sampled SAMPLES times
-(names included), then run the engine over all of them (see run_engine); a memory error or
+(names included), the first PYTOP_NATIVE_PIDS of them again with native frames (--native),
+then run the engine over all of them (see run_engine); a memory error or
 undefined behaviour aborts the process with a report. `threads PIDS`: the engine only, under
 ThreadSanitizer: its thread, processes added while it runs, drains from two threads, stop.
 `fuzz-core SECONDS PROGRESS CORE[=SYSROOT]...`: the whole unwinder on mutated images of each core
@@ -50,6 +51,28 @@ def sample(pid: int) -> int:
                     target.unwinder.code(code_id)
                 target.unwinder.thread_name(thread.thread_id)
             taken += 1
+    finally:
+        target.close()
+    return taken
+
+
+def sample_native(pid: int) -> int:
+    """Samples with native frames merged in (--native: threads stopped, libdw unwinding)."""
+    target = attach(pid)
+    taken = 0
+    try:
+        target.unwinder.set_blocking(True)
+        target.unwinder.set_native(True)
+        while taken < SAMPLES // 3:
+            try:
+                result = target.unwinder.sample()
+            except SampleError:
+                continue
+            for thread in result.threads:
+                for code_id, _ in thread.frames():
+                    target.unwinder.code(code_id)
+            taken += 1
+        target.unwinder.set_blocking(False)
     finally:
         target.close()
     return taken
@@ -141,6 +164,8 @@ def main() -> int:
         fuzz_decoders(random.Random(20261122))
         for pid in pids:
             print(f"pid {pid}: {sample(pid)} samples", flush=True)
+        for pid in pids[:int(os.environ.get("PYTOP_NATIVE_PIDS", "0"))]:
+            print(f"pid {pid}: {sample_native(pid)} native samples", flush=True)
     print(f"engine: {run_engine(pids, 3.0)}", flush=True)
     return 0
 

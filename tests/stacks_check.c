@@ -32,7 +32,7 @@ static void add_codes(function_table *f) {
     const char *names[] = {"", "main", "work", "helper", "other", "fib", "crunch", "run", "work"};
     const char *files[] = {"", "app.py", "app.py", "lib.py", "lib.py", "app.py", "<asyncio task>", "loop.py", "app.py"};
     for (uint32_t code = MAIN; code <= COPY_OF_WORK; code++)
-        fn[code] = functions_add_code(f, 0, code, names[code], files[code], code == TASK);
+        fn[code] = functions_add_code(f, 0, code, names[code], files[code], code == TASK, false);
 }
 
 /* A stack from its frames given outermost first (the engine's are innermost first). */
@@ -202,10 +202,10 @@ int main(void) {
 
     /* Functions: retired with their last code object; one never handed out is never told gone. */
     f.fresh_count = 0; /* as after a drain */
-    uint32_t told = functions_add_code(&f, 1, 1, "gone_soon", "gen.py", false);
-    functions_add_code(&f, 1, 2, "gone_soon", "gen.py", false); /* a second code object of it */
+    uint32_t told = functions_add_code(&f, 1, 1, "gone_soon", "gen.py", false, false);
+    functions_add_code(&f, 1, 2, "gone_soon", "gen.py", false, false); /* a second code object of it */
     f.fresh_count = 0;
-    uint32_t untold = functions_add_code(&f, 1, 3, "made_and_gone", "gen.py", false);
+    uint32_t untold = functions_add_code(&f, 1, 3, "made_and_gone", "gen.py", false, false);
     functions_release_code(&f, 1, 1);
     CHECK(functions_get(&f, told) && f.retired_count == 0, "one code object of two gone: kept");
     functions_release_code(&f, 1, 2);
@@ -213,9 +213,9 @@ int main(void) {
     CHECK(!functions_get(&f, told) && !functions_get(&f, untold), "retired");
     CHECK(f.retired_count == 1 && f.retired[0] == told && f.fresh_count == 0, "told: %u, fresh %u", f.retired_count,
           f.fresh_count);
-    uint32_t reused = functions_add_code(&f, 1, 4, "new_one", "gen.py", false);
+    uint32_t reused = functions_add_code(&f, 1, 4, "new_one", "gen.py", false, false);
     CHECK(reused == told || reused == untold, "ids are reused: %u", reused);
-    CHECK(functions_add_code(&f, 1, 5, "new_one", "gen.py", false) == reused, "found by name again");
+    CHECK(functions_add_code(&f, 1, 5, "new_one", "gen.py", false, false) == reused, "found by name again");
 
     stacks_free(&t);
     functions_free(&f);

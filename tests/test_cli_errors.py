@@ -206,3 +206,8 @@ def test_a_core_cut_in_its_headers_is_said_to_be_truncated(tmp_path: Path) -> No
         cut = tmp_path / f"core.{size}"
         cut.write_bytes(elf[:size])
         assert_clean_failure(helpers.run_pytop("--dump", "--core", str(cut)), 1, "is truncated")
+
+
+def test_native_cannot_go_without_stopping_the_target() -> None:
+    assert_clean_failure(helpers.run_pytop("--native", "--nonblocking", "--batch", "1"), 2,
+                         "--native stops the target's threads")

@@ -64,3 +64,12 @@ def test_speedscope_file_loads(some_interp: dict[str, Any], tmp_path: Path) -> N
         assert len(profile["samples"]) == len(profile["weights"])
         assert all(0 <= i < len(frames) for sample in profile["samples"] for i in sample)
         assert 1.0 < profile["endValue"] < 2.5  # each thread was sampled for ~1.5 s
+
+
+def test_a_native_frame_is_labelled_by_its_library() -> None:
+    """--native: a C function's "file" is its library and it has no line (0)."""
+    from pytop.report.export import frame_label
+
+    assert frame_label(("deflate", "libz.so.1.2.13", 0)) == "deflate (libz.so.1.2.13)"
+    assert frame_label(("work", "app.py", 12)) == "work (app.py:12)"
+    assert frame_label(("work", "app.py", -1)) == "work (app.py:-1)"  # a Python line not known

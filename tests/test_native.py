@@ -165,3 +165,61 @@ def test_a_thread_in_c_library_code(name: str) -> None:
     inner = frames[:caller]
     assert any(f["library"].startswith("libz") for f in inner), inner
     assert any("zlib" in f["library"] for f in inner), inner  # the zlib extension module, between
+
+
+def _states(pid: int) -> dict[int, str]:
+    return {int(task.name): (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            for task in Path(f"/proc/{pid}/task").iterdir()}
+
+
+@pytest.mark.parametrize("name", ["pyenv-2.7", "pyenv-3.8", "pyenv-3.12", "debian-3.11"])
+def test_a_run_with_native_frames_puts_c_time_on_c_functions(name: str) -> None:
+    """--batch --native: the time a thread spends in libz is libz's in the table (rows marked
+    native, named by the library), and each stack holds the C frames between the Python ones,
+    every eval-loop frame replaced by the Python frames it ran; the threads go on afterwards."""
+    if libdw.available():
+        pytest.skip(libdw.available())
+    with helpers.running(available(name), "c_work.py") as t:
+        base = ["--batch", "--native", "--rate", "100", "--duration", "2", str(t.pid)]
+        table = helpers.run_pytop(*base, "--json")
+        stacks = helpers.run_pytop(*base, "--format", "collapsed")
+        states = _states(t.pid)
+    assert table.returncode == 0 and stacks.returncode == 0, table.stderr + stacks.stderr
+    assert "t" not in states.values(), states  # no thread left stopped
+    rows = json.loads(table.stdout)["functions"]
+    top = max(rows, key=lambda row: row["own_time"])
+    assert top.get("native") and top["filename"].startswith("libz"), top  # the compressor's time is libz's
+    named = {row["function"]: row for row in rows}
+    assert named["compressor"]["total_time"] >= top["own_time"] and not named["compressor"].get("native")
+    assert all(row.get("native") for row in rows if row["filename"].startswith("lib")), rows
+    lines = [line.rsplit(" ", 1)[0].split(";") for line in stacks.stdout.splitlines()]
+    into_libz = [frames for frames in lines if any(f.endswith("(libz.so.1)") or "(libz.so.1." in f for f in frames)]
+    assert into_libz, stacks.stdout[:2000]
+    for frames in into_libz:
+        functions = [f.split(" (")[0] for f in frames]
+        assert "compressor" in functions, functions
+        calls = functions[functions.index("compressor") + 1:]
+        assert len(calls) >= 2, functions  # C under the Python caller: zlib's module, then libz
+        if name.startswith("pyenv"):  # (Debian's python3.11 has zlib built in, its functions unnamed)
+            assert any("compress" in f for f in calls[:4]), functions  # zlib_compress
+    every = [f.split(" (")[0] for frames in lines for f in frames]
+    assert "_PyEval_EvalFrameDefault" not in every and "PyEval_EvalFrameEx" not in every
+
+
+@pytest.mark.parametrize("name", ["sid-3.15-loader"])
+def test_a_run_on_a_build_without_symbols_keeps_every_python_frame(name: str) -> None:
+    """No eval loop to place the Python frames at: they go outermost, then a frame that says so,
+    then the native frames (as --dump shows them)."""
+    if libdw.available():
+        pytest.skip(libdw.available())
+    with helpers.running(available(name), "c_work.py") as t:
+        stacks = helpers.run_pytop("--batch", "--native", "--rate", "100", "--duration", "2", "--format", "collapsed",
+                                   str(t.pid))
+    assert stacks.returncode == 0, stacks.stderr
+    lines = [line.rsplit(" ", 1)[0].split(";") for line in stacks.stdout.splitlines()]
+    busy = [frames for frames in lines if any(f.startswith("compressor (") for f in frames)]
+    assert busy, stacks.stdout[:2000]
+    for frames in busy:
+        marker = next(i for i, f in enumerate(frames) if f.startswith("(Python frames below"))
+        assert frames.index(next(f for f in frames if f.startswith("compressor ("))) < marker, frames
+        assert any("(libz.so.1" in f for f in frames[marker + 1:]), frames

@@ -60,7 +60,13 @@ def test_native_code_under_asan_and_ubsan(tmp_path: Path, memory_build: Path) ->
     if missing and helpers.IN_CI:
         pytest.fail(f"interpreters missing: {missing}: {complaints}")
     pythonpath = memory_build
-    plan = [(name, "stacks.py", ()) for name in found]
+    # first, those sampled with native frames too: C code, a deep recursion (3.10: ~5 C frames a
+    # call, past the 1,024 native frames read), a build without symbols
+    plan = [(name, script, args) for name, script, args in (
+        ("pyenv-3.12", "c_work.py", ()), ("pyenv-3.10", "deep.py", ("300",)), ("sid-3.15-loader", "c_work.py", ()))
+        if name in found]
+    native = len(plan)
+    plan += [(name, "stacks.py", ()) for name in found]
     plan += [(name, "deep.py", ("3000",)) for name in ("pyenv-3.10", "pyenv-3.12", "sid-3.14-loader") if name in found]
     plan += [(name, "async_tasks.py", ()) for name in ("sid-3.14-loader", "sid-3.15-chroot") if name in found]
     # code objects that die young: the engine recycles their cache entries and functions
@@ -68,7 +74,8 @@ def test_native_code_under_asan_and_ubsan(tmp_path: Path, memory_build: Path) ->
     with contextlib.ExitStack() as stack:
         pids = [stack.enter_context(helpers.running(found[name], script, *args)).pid
                 for name, script, args in plan]
-        env = dict(os.environ, PYTHONPATH=str(pythonpath), LD_PRELOAD=compiler_file("libasan.so"), **MEMORY_ENV)
+        env = dict(os.environ, PYTHONPATH=str(pythonpath), LD_PRELOAD=compiler_file("libasan.so"), **MEMORY_ENV,
+                   PYTOP_NATIVE_PIDS=str(native))
         result = subprocess.run([sys.executable, str(helpers.ROOT / "tests" / "sanitized_driver.py"), "memory",
                                  *map(str, pids)], capture_output=True, text=True, env=env,
                                 cwd=tmp_path, timeout=900)
@@ -76,6 +83,7 @@ def test_native_code_under_asan_and_ubsan(tmp_path: Path, memory_build: Path) ->
     assert "AddressSanitizer" not in report and "runtime error" not in report, report[-6000:]
     assert result.returncode == 0, report[-6000:]
     assert report.count(f"{150} samples") == len(pids), report
+    assert report.count(f"{50} native samples") == native, report
     assert "engine: " in report and "engine: 0 weights" not in report, report[-3000:]
     assert " 0 nodes evicted" not in report and " 0 functions retired" not in report, report[-3000:]
 

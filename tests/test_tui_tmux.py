@@ -87,8 +87,8 @@ def assert_terminal_restored(term: Terminal, marker: str) -> None:
     assert "pytop" in screen  # the command line typed before is on the main screen again
 
 
-def start_pytop(term: Terminal, pid: int) -> None:
-    term.type(f"{' '.join(helpers.PYTOP)} {pid}")
+def start_pytop(term: Terminal, pid: int, *options: str) -> None:
+    term.type(" ".join([*helpers.PYTOP, *options, str(pid)]))
     term.wait_text("Function (filename)")
 
 
@@ -202,3 +202,30 @@ def test_a_vanished_terminal_ends_pytop_and_its_program(some_interp: dict[str, A
         terminal.close()
     gone, alive = psutil.wait_procs([program, pytop], timeout=15)
     assert not alive, [p.cmdline() for p in alive]
+
+
+def test_native_frames_live(terminal: Terminal) -> None:
+    """--native live: the compressor's time on libz's rows, the tree through zlib's C module, `d`
+    saying why it shows no C frames of its own (the sampler holds the threads), and every thread
+    running again after q."""
+    from conftest import available
+    from pytop.native import libdw
+
+    if libdw.available():
+        pytest.skip(libdw.available())
+    with helpers.running(available("pyenv-3.12"), "c_work.py") as t:
+        start_pytop(terminal, t.pid, "--native", "--rate", "100")
+        terminal.wait_for(lambda s: "(libz.so" in s.split("Function (filename)")[1].splitlines()[1],
+                          "a libz row on top")
+        terminal.keys("T")
+        terminal.wait_for(lambda s: "compressor (" in s and "zlib_compress (zlib." in s, "the tree through zlib")
+        terminal.keys("d")
+        terminal.wait_for(lambda s: "Arguments:" in s and "C frames not shown: pytop's sampling holds" in s,
+                          "the stacks, saying why without C frames")
+        terminal.keys("Escape")
+        terminal.wait_for(lambda s: "Arguments:" not in s and "OwnTime" in s, "the stacks closed")
+        terminal.keys("q")
+        assert_terminal_restored(terminal, "after-q")
+        states = {task.name: (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                  for task in Path(f"/proc/{t.pid}/task").iterdir()}
+        assert "t" not in states.values(), states

@@ -131,8 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
                                "the event loop's frames and the task's coroutines (the A key toggles it); with "
                                "--dump: also print every task, its state and what it awaits")
     sampling.add_argument("--native", action="store_true",
-                          help="with --dump: the C frames between the Python ones (elfutils' libdw reads them; the "
-                               "target's threads are stopped while both are read, as with --blocking)")
+                          help="the C frames between the Python ones, in the table, tree, exports and --dump "
+                               "(elfutils' libdw reads them; the target's threads are stopped while both are "
+                               "read, as with --blocking: use a lower --rate, 100/s is plenty)")
     sampling.add_argument("--locals", action="store_true",
                           help="with --dump: each Python frame's arguments and local variables, with short "
                                "reprs pytop makes from the target's memory (it runs no code in the target)")
@@ -238,8 +239,8 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         raise errors.UsageError("--core goes with --dump (pytop --dump --core FILE)")
     if args.locals and not args.dump:
         raise errors.UsageError("--locals goes with --dump (pytop --dump --locals PID)")
-    if args.native and not args.dump:
-        raise errors.UsageError("--native goes with --dump for now (pytop --dump --native PID)")
+    if args.native and args.nonblocking:
+        raise errors.UsageError("--native stops the target's threads to read their C frames: not with --nonblocking")
     if (args.executable or args.sysroot) and not args.core:
         raise errors.UsageError("--executable and --sysroot go with --core")
     if args.core and args.blocking:

@@ -20,7 +20,7 @@ import psutil
 from . import errors
 from .core.model import Snapshot, TargetInfo
 from .core.records import ProcessStacks
-from .native import Unwinder
+from .native import Unwinder, libdw
 from .report import dump as report_dump
 from .report import pprof, table
 from .sampling import priority
@@ -255,6 +255,8 @@ def watch(args: argparse.Namespace, command: list[str]) -> int:
 
 
 def _watch(args: argparse.Namespace, command: list[str]) -> int:
+    if args.native and libdw.available():  # before anything starts
+        raise errors.UsageError(f"--native: {libdw.available()}")
     child = None
     if args.demo or command:
         child = Child(demo_command() if args.demo else command, quiet=not args.batch, log=args.child_output)
@@ -273,7 +275,7 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
                                     f"{target.version}: its threads do not say which asyncio task they run)")
         settings = Settings(rate=args.rate, delay=args.delay, mode=args.mode, by_line=args.by_line,
                             realtime=args.realtime, cpu_budget=args.cpu_budget / 100, blocking=args.blocking,
-                            tasks=args.tasks)
+                            tasks=args.tasks, native=args.native)
         if args.batch:  # one window for the whole run
             settings = replace(settings, delay=min(args.duration + 3600, FOREVER), quick_start=False)
             sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if args.subprocesses else None,

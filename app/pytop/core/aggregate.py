@@ -53,6 +53,7 @@ def add_into(into: list[int], more: Iterable[int]) -> None:
 class FunctionName(NamedTuple):
     key: RowKey  # (function, filename, 0, pid)
     task: bool  # an asyncio task's pseudo-frame
+    native: bool = False  # a native (C) function: filename is its library
 
 
 class StackInfo(NamedTuple):
@@ -110,7 +111,7 @@ class StackBook:
                 # A task's name, or the coroutine of one nobody named; not "(other tasks)".
                 if filename == TASK_FILENAME and (not name.startswith("(") or name.startswith("(unnamed) ")):
                     name = f"task {name}"
-            self.functions[f.function] = FunctionName((name, filename, 0, pid), f.task)
+            self.functions[f.function] = FunctionName((name, filename, 0, pid), f.task, f.native)
 
     def retire(self, functions: Iterable[int]) -> None:
         """Functions the engine no longer has (their ids may come back as new ones)."""
@@ -339,6 +340,7 @@ class FunctionSums:
         self.by_function: dict[RowKey, array[int]] = {}
         self.by_line: dict[RowKey, array[int]] = {}
         self.tasks: set[RowKey] = set()  # rows of asyncio tasks' pseudo-frames
+        self.natives: set[RowKey] = set()  # rows of native (C) functions
 
     def add_rows(self, functions: Iterable[FunctionRow], lines: Iterable[FunctionRow],
                  bounded: bool = False) -> None:
@@ -353,6 +355,8 @@ class FunctionSums:
                     table[key] = new_row(row.figures)
                     if name.task:
                         self.tasks.add(key)
+                    if name.native:
+                        self.natives.add(key)
                 else:
                     for i, value in enumerate(row.figures):
                         into[i] += value

@@ -40,6 +40,7 @@ class FunctionRow:
     total_time: float
     own_count: int  # samples since the last reset
     total_count: int
+    native: bool = False  # a native (C) function (--native): `filename` is its library
 
 
 @dataclass(frozen=True)

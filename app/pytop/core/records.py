@@ -125,7 +125,8 @@ class Function(NamedTuple):
     kind: int  # STACK_* of a stack kind's row; 0 for code
     task: bool  # an asyncio task's pseudo-frame
     qualname: str | None
-    filename: str | None
+    filename: str | None  # a native function's: its library
+    native: bool = False  # a native (C) function (--native)
 
 
 # A function's (or line's) figures, as summed by the engine: own, total and own_hidden (own

@@ -90,6 +90,7 @@ def rows_of(totals: FunctionSums, window: FunctionSums, window_seconds: float, m
             own_pct=own_pct, total_pct=max(recent[TOTAL + col] * scale, own_pct) if recent else 0.0,
             own_time=row[own_at] / 1e9, total_time=max(row[TOTAL + col], row[own_at]) / 1e9,
             own_count=row[own_at - col], total_count=max(row[TOTAL], row[own_at - col]),
+            native=(function, filename, 0, pid) in totals.natives,
         ))
     return tuple(rows)
 

@@ -72,6 +72,7 @@ class EngineConfig:
     cpu_budget: float = 0.0
     min_rate: float = 1.0  # samples per second the budget never goes below
     blocking: bool = False  # stop the target's threads with ptrace while they are read
+    native: bool = False  # with blocking: each thread's native (C) frames in its stacks (libdw)
     max_stack_nodes: int = 0  # bound on the nodes of the stack tree (0: the default)
     period: float = 0.0  # seconds between full checks of every thread (0: the default)
 
@@ -111,8 +112,8 @@ def _threads(out: Any, text: _Text) -> tuple[ThreadUpdate, ...]:
 
 def _functions(out: Any, text: _Text) -> tuple[Function, ...]:
     rows = _FUNCTION.iter_unpack(_array(out.functions, out.function_count, _FUNCTION))
-    return tuple(Function(function, process, kind, bool(task), text.at(qualname), text.at(filename))
-                 for function, process, kind, task, qualname, filename in rows)
+    return tuple(Function(function, process, kind, bool(task), text.at(qualname), text.at(filename), bool(native))
+                 for function, process, kind, task, native, qualname, filename in rows)
 
 
 def _nodes(out: Any) -> tuple[Node, ...]:
@@ -167,7 +168,7 @@ class Engine:
         c = ffi.new("pytop_engine_config *")
         c.rate, c.jitter, c.max_gap = config.rate, config.jitter, config.max_gap
         c.realtime, c.realtime_budget, c.blocking = int(config.realtime), config.realtime_budget, int(config.blocking)
-        c.cpu_budget, c.min_rate = config.cpu_budget, config.min_rate
+        c.cpu_budget, c.min_rate, c.native = config.cpu_budget, config.min_rate, int(config.native)
         c.max_stack_nodes, c.period = config.max_stack_nodes, config.period
         status = ffi.new("int *")
         handle = lib.pytop_engine_new(c, status)

@@ -201,6 +201,12 @@ class Unwinder:
         thread that calls this must be the one that samples: ptrace belongs to a thread."""
         self._option(lib.PYTOP_OPT_BLOCKING, int(blocking))
 
+    def set_native(self, native: bool) -> None:
+        """With blocking on: put each thread's native (C) frames in its stacks (libdw; their
+        code info is marked native, the library as filename). Raises OSError saying why not."""
+        if lib.pytop_set_option(self.handle, lib.PYTOP_OPT_NATIVE, int(native)) != lib.PYTOP_OK:
+            raise OSError(ffi.string(lib.pytop_last_error(self.handle)).decode("utf-8", "replace"))
+
     def sample(self) -> Sample:
         """Every thread's stack now. Raises TargetExited, PermissionDenied or SampleError."""
         out = self._out

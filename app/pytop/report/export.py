@@ -3,7 +3,7 @@
 Collapsed stacks (flamegraph.pl, speedscope, inferno): one line per distinct stack, frames from
 the outermost to the innermost separated by ';', then the stack's time in the chosen mode, in
 microseconds, so a flame graph's widths are the table's times. Frames read
-"function (file:line)".
+"function (file:line)", or "function (library)" for a native one (--native).
 
 Speedscope: a "sampled" profile per thread, stacks as indices into shared frames, each weighted
 by the seconds it stood for (https://www.speedscope.app/file-format-schema.json).
@@ -32,7 +32,8 @@ def frames_of(book: StackBook, stack: int) -> list[Frame]:
 def frame_label(frame: Frame) -> str:
     function, filename, line = frame
     # ';' separates frames and the last ' ' the count: keep them out of names.
-    label = f"{function} ({filename}:{line})" if filename else function
+    # (a native function's "file" is its library, and it has no line: "deflate (libz.so.1)")
+    label = (f"{function} ({filename}:{line})" if line else f"{function} ({filename})") if filename else function
     return label.replace(";", ":")
 
 

@@ -74,6 +74,8 @@ def as_json(s: Snapshot, sort: str) -> str:
     functions: list[dict[str, Any]] = []
     for row in ordered(s.rows, sort):
         entry: dict[str, Any] = {"function": row.function, "filename": row.filename, "pid": row.pid}
+        if row.native:
+            entry["native"] = True  # filename is its library
         if row.line is not None:
             entry["line"] = row.line
         entry.update(own=row.own_count, total=row.total_count, own_time=round(row.own_time, 6),

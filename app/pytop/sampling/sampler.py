@@ -60,6 +60,7 @@ class Settings:
     realtime: bool = False  # take a real-time priority when allowed (--realtime; it costs the target)
     cpu_budget: float = DEFAULT_CPU_BUDGET  # share of a core pytop may use; the rate gives way (0: none)
     blocking: bool = False  # stop the target's threads while each sample is read
+    native: bool = False  # native (C) frames in the stacks (implies blocking: libdw reads stopped threads)
     tasks: bool = False  # start with asyncio tasks shown (the A key toggles them)
     # A view asked for (a key) within this long of the last refresh shows the last window again
     # in the new view: a window of a few milliseconds made shares of 400% out of one lump of CPU.
@@ -82,7 +83,8 @@ class Sampler:
         self.target = target
         self.settings = settings
         self.publish: Callable[[Snapshot], None] = lambda snapshot: None
-        self.engine = Engine(EngineConfig(rate=settings.rate, realtime=settings.realtime, blocking=settings.blocking,
+        self.engine = Engine(EngineConfig(rate=settings.rate, realtime=settings.realtime,
+                                          blocking=settings.blocking or settings.native, native=settings.native,
                                           cpu_budget=settings.cpu_budget))
         self.figures = Figures()
         self.figures.book.show_tasks(settings.tasks)
@@ -185,6 +187,13 @@ class Sampler:
         its C frames: a look of its own beside sampling (any thread may call it; it blocks while
         it reads, and holds the target's threads stopped for the native part). Without the C
         frames when they cannot be read, and why (no libdw, no ptrace: said second)."""
+        if self.settings.blocking or self.settings.native:
+            # ptrace belongs to the sampling thread, which holds every thread of the target: a
+            # second tracer is refused (and said to lack permission)
+            held = "--native" if self.settings.native else "--blocking"
+            why = (f"pytop's sampling holds the target's threads ({held}), and only one tracer can"
+                   + (": the table and the tree (T) have them" if self.settings.native else ""))
+            return look(attach(pid), f"process {pid}", with_locals=True), f"C frames not shown: {why}"
         try:
             return look(attach(pid), f"process {pid}", with_locals=True, native=True), None
         except (errors.UsageError, errors.AttachFailed, errors.PermissionDenied) as exc:
