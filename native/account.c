@@ -323,8 +323,8 @@ static uint32_t stack_of(pytop_engine *e, uint32_t p, engine_thread *t, const py
             stacks_touch(&e->stacks, t->stack);
             return t->stack;
         }
-        return stacks_intern(&e->stacks, &e->functions, p, PYTOP_STACK_EMPTY | PYTOP_STACK_INCOMPLETE, frames, 0,
-                             NULL);
+        /* never read whole yet: not "no Python frame", which it had */
+        return stacks_intern(&e->stacks, &e->functions, p, PYTOP_STACK_TORN, frames, 0, NULL);
     }
     if ((pt->flags & PYTOP_THREAD_UNCHANGED) && t->stack) {
         stacks_touch(&e->stacks, t->stack);
@@ -531,6 +531,12 @@ static void visit_other(void *ctx, const other_task *o, uint64_t delta, bool fir
     t->alive = true;
     t->seen = c->scan;
     if (!delta) return;
+    /* --native: its latest native stack, rather than one row for all such threads */
+    uint32_t count = 0;
+    const pytop_frame *frames = natives_other_stack(&e->processes[c->p].u->native_frames, o->tid, &count);
+    uint32_t stack = frames ? stacks_intern(&e->stacks, &e->functions, c->p, PYTOP_STACK_FRAMES, frames, count, NULL)
+                            : 0;
+    if (stack) t->stack = stack;
     add_cpu(e, t->key, t->stack, delta);
     t->d_cpu += delta;
     t->dirty = true;

@@ -690,6 +690,14 @@ typedef struct native_slot {
     uint8_t eval_loop; /* 1: the eval loop (3.6+), 2: 2.7's (or 3.6-3.10's wrapper of it), 0: other */
 } native_slot;
 
+/* The latest native stack of a thread that runs no Python (a BLAS or I/O worker), by its TID. */
+typedef struct native_other {
+    int tid;
+    uint32_t sample;     /* the sample it was read in */
+    uint32_t count;
+    pytop_frame *frames; /* innermost first, native code ids, line 0 */
+} native_other;
+
 typedef struct natives {
     int pid;
     struct libdw_api *api;
@@ -699,6 +707,8 @@ typedef struct natives {
     native_slot *by_pc, *by_start;
     uint32_t pc_cap, pc_count, start_cap, start_count;
     uint32_t unplaced_id, cut_id; /* "(Python frames below: ...)", "(native frames past ...)" */
+    native_other *others;
+    uint32_t other_count, other_cap, sample_no;
 } natives;
 
 /* Whether libdw can be loaded here; else why not, in `why`. */
@@ -713,6 +723,10 @@ int natives_code(natives *n, code_cache *codes, uint64_t pc, uint64_t now, uint3
 /* Thread `t`'s stack, just read at the end of the sample's frames, with its native frames:
  * each call of the eval loop stands for the run of Python frames it runs. */
 int natives_merge(natives *n, sample_pair *s, code_cache *codes, pytop_thread *t, uint64_t now);
+/* The native stacks of the stopped threads that are none of this sample's Python threads. */
+int natives_read_others(natives *n, code_cache *codes, const blocking *stop, const sample_buf *cur, uint64_t now);
+/* Thread `tid`'s native stack as the latest sample read it (NULL: not read lately). */
+const pytop_frame *natives_other_stack(const natives *n, int tid, uint32_t *count);
 
 /* ---- threads.c -------------------------------------------------------------------------- */
 
@@ -798,7 +812,7 @@ typedef struct function_entry {
 typedef struct process_functions {
     uint32_t *of_code;      /* code id -> function id (0: not yet known) */
     uint32_t code_count, code_cap;
-    uint32_t kinds[PYTOP_STACK_OVERFLOW + 1]; /* a stack kind's function, 0 until first needed */
+    uint32_t kinds[PYTOP_STACK_TORN + 1]; /* a stack kind's function, 0 until first needed */
 } process_functions;
 
 typedef struct function_table {

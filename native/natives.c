@@ -121,6 +121,8 @@ void natives_close(natives *n) {
     free(n->callbacks);
     free(n->by_pc);
     free(n->by_start);
+    for (uint32_t i = 0; i < n->other_count; i++) free(n->others[i].frames);
+    free(n->others);
     memset(n, 0, sizeof *n);
 }
 
@@ -341,4 +343,68 @@ int natives_merge(natives *n, sample_pair *s, code_cache *codes, pytop_thread *t
     free(frames);
     t->frame_count = s->cur->frame_count - t->first_frame;
     return status;
+}
+
+/* ---- threads without Python ------------------------------------------------------------- */
+
+#define OTHER_STALE_SAMPLES 64 /* a thread not read for this many samples is forgotten */
+
+static native_other *other_of(natives *n, int tid) {
+    for (uint32_t i = 0; i < n->other_count; i++)
+        if (n->others[i].tid == tid) return &n->others[i];
+    if (n->other_count >= MAX_THREADS) return NULL;
+    native_other *grown = grow_array(n->others, &n->other_cap, n->other_count + 1ull, sizeof *grown, 8);
+    if (!grown) return NULL;
+    n->others = grown;
+    native_other *o = &n->others[n->other_count++];
+    *o = (native_other){tid, 0, 0, NULL};
+    return o;
+}
+
+static bool is_python_thread(const sample_buf *cur, int tid) {
+    for (uint32_t i = 0; i < cur->thread_count; i++)
+        if (cur->threads[i].native_id == tid) return true;
+    return false;
+}
+
+int natives_read_others(natives *n, code_cache *codes, const blocking *stop, const sample_buf *cur, uint64_t now) {
+    uint64_t pcs[MAX_NATIVE_FRAMES];
+    n->sample_no++;
+    for (uint32_t i = 0; i < stop->count; i++) {
+        int tid = stop->tracees[i].tid;
+        if (stop->tracees[i].group_stop || is_python_thread(cur, tid)) continue;
+        uint32_t count = natives_stack(n, tid, pcs, MAX_NATIVE_FRAMES);
+        native_other *o = count ? other_of(n, tid) : NULL;
+        if (!o) continue;
+        pytop_frame *frames = realloc(o->frames, count * sizeof *frames);
+        if (!frames) return PYTOP_ERR_NOMEM;
+        o->frames = frames;
+        for (uint32_t k = 0; k < count; k++) {
+            uint8_t loop;
+            int status = natives_code(n, codes, pcs[k], now, &frames[k].code_id, &loop);
+            if (status != PYTOP_OK) {
+                o->count = 0;
+                return status;
+            }
+            frames[k].line = 0;
+        }
+        o->count = count;
+        o->sample = n->sample_no;
+    }
+    uint32_t kept = 0; /* ended threads go */
+    for (uint32_t i = 0; i < n->other_count; i++) {
+        if (n->sample_no - n->others[i].sample <= OTHER_STALE_SAMPLES) n->others[kept++] = n->others[i];
+        else free(n->others[i].frames);
+    }
+    n->other_count = kept;
+    return PYTOP_OK;
+}
+
+const pytop_frame *natives_other_stack(const natives *n, int tid, uint32_t *count) {
+    for (uint32_t i = 0; i < n->other_count; i++)
+        if (n->others[i].tid == tid && n->others[i].count) {
+            *count = n->others[i].count;
+            return n->others[i].frames;
+        }
+    return NULL;
 }

@@ -223,3 +223,26 @@ def test_a_run_on_a_build_without_symbols_keeps_every_python_frame(name: str) ->
         marker = next(i for i, f in enumerate(frames) if f.startswith("(Python frames below"))
         assert frames.index(next(f for f in frames if f.startswith("compressor ("))) < marker, frames
         assert any("(libz.so.1" in f for f in frames[marker + 1:]), frames
+
+
+@pytest.mark.parametrize("name", ["pyenv-3.8", "pyenv-3.12"])
+def test_a_thread_without_python_is_shown_by_its_c_stack(name: str) -> None:
+    """A worker a C library started (no thread state) spinning in libc: with --native its time
+    is pthread_spin_lock's, under start_thread, not one "(thread without Python)" row."""
+    if libdw.available():
+        pytest.skip(libdw.available())
+    with helpers.running(available(name), "c_thread.py") as t:
+        table = helpers.run_pytop("--batch", "--native", "--rate", "100", "--duration", "2", "--json", str(t.pid))
+        stacks = helpers.run_pytop("--batch", "--native", "--rate", "100", "--duration", "2", "--format",
+                                   "collapsed", str(t.pid))
+    assert table.returncode == 0 and stacks.returncode == 0, table.stderr + stacks.stderr
+    document = json.loads(table.stdout)
+    rows = {row["function"]: row for row in document["functions"]}
+    spin = rows.get("pthread_spin_lock")
+    assert spin and spin.get("native") and spin["filename"].startswith("libc"), sorted(rows)
+    assert spin["own_time"] > 0.5 * document["cpu_time"], (spin, document["cpu_time"])
+    assert rows.get("(thread without Python)", {}).get("own_time", 0) < 0.1 * spin["own_time"], sorted(rows)
+    spinner = next(r for r in document["per_thread"] if r["native_id"] == t.info["spinner"])
+    assert spinner["native"] and spinner["cpu_time"] > 0, spinner
+    spinning = [line for line in stacks.stdout.splitlines() if "pthread_spin_lock (libc" in line]
+    assert spinning and all("start_thread (libc" in line for line in spinning), stacks.stdout[:2000]
