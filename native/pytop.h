@@ -274,6 +274,7 @@ enum pytop_stack_kind {
     PYTOP_STACK_NATIVE = 2,      /* a thread of the process that is not a Python thread */
     PYTOP_STACK_UNSEEN = 3,      /* CPU of threads that started and ended between samples */
     PYTOP_STACK_OVERFLOW = 4,    /* stacks past the bound on unique stacks */
+    PYTOP_STACK_TORN = 5,        /* a thread whose stack changed under every read before one was whole */
     PYTOP_STACK_INCOMPLETE = 8   /* flag: outer frames are missing (cut or torn): no caller edges */
 };
 

@@ -229,7 +229,9 @@ def test_threads_with_names_and_narrowing(some_interp: dict[str, Any]) -> None:
         with helpers.sampling(sampler, got):
             rows = {row.name: row for row in wait_for(got, lambda s: s.samples >= 200).thread_rows}
             assert set(rows) == {"MainThread", "sleeper", "spinner"}
-            assert rows["spinner"].active_pct > 50 and rows["sleeper"].active_pct < 1
+            # (the spinner's share of a CPU is what a busy machine leaves it: a third with four
+            # spinners on two cores)
+            assert rows["spinner"].active_pct > 10 and rows["sleeper"].active_pct < 1, rows
             assert rows["sleeper"].native_id == t.info["threads"]["sleeper"]["native_id"]
             assert rows["sleeper"].top_frame == "Worker.sleeping" or rows["sleeper"].top_frame == "sleeping"
             sampler.set_thread(rows["sleeper"].key)

@@ -71,23 +71,51 @@ def ready(document):
 
 class Collector:
     """Gathers one entry per named thread and reports once all `expected` have arrived. Every
-    thread but the `busy` ones goes to sleep right after its add()."""
+    thread but the `busy` ones goes to sleep right after its add().
+
+    A busy thread that reported itself would be caught inside the report (a core dumped then
+    shows it in `ready`, not in its loop): the first thread that is not busy waits in its add()
+    for the others and reports once every busy thread is back in its own code. (If all are
+    busy, the last to arrive reports at once.)"""
 
     def __init__(self, expected, extra=None, busy=()):
         self.expected = set(expected)
         self.busy = set(busy)
         self.entries = {}
+        self.frames = {}
         self.extra = extra or {}
         self.lock = threading.Lock()
+        self.reporter = None
 
     def add(self, key, frame):
         with self.lock:
             self.entries[key] = thread_info(frame)
-            if set(self.entries) == self.expected:
-                names = {t.ident: t.name for t in threading.enumerate()}
-                for info in self.entries.values():
-                    info["name"] = names.get(info["thread_id"], info["name"])
-                sleepers = [info.get("native_id") for name, info in self.entries.items()
-                            if name not in self.busy]
-                ready(dict(self.extra, threads=self.entries, version=list(sys.version_info[:3]),
-                           sleepers=sleepers))
+            self.frames[key] = frame
+            complete = set(self.entries) == self.expected
+            if self.reporter is None and key not in self.busy:
+                self.reporter = key
+            waits = self.reporter == key
+            if complete and self.reporter is None:
+                self._report()
+        while waits:
+            with self.lock:
+                if set(self.entries) == self.expected and all(self._back_home(name) for name in self.busy):
+                    self._report()
+                    return
+            time.sleep(0.001)
+
+    def _back_home(self, name):
+        """Whether busy thread `name` runs in its frame or below it, not in this module's code."""
+        current = sys._current_frames().get(self.entries[name]["thread_id"])
+        while current is not None and current is not self.frames[name]:
+            if current.f_globals is globals():  # in add(), ready(), ...
+                return False
+            current = current.f_back
+        return current is not None
+
+    def _report(self):
+        names = {t.ident: t.name for t in threading.enumerate()}
+        for info in self.entries.values():
+            info["name"] = names.get(info["thread_id"], info["name"])
+        sleepers = [info.get("native_id") for name, info in self.entries.items() if name not in self.busy]
+        ready(dict(self.extra, threads=self.entries, version=list(sys.version_info[:3]), sleepers=sleepers))

@@ -81,7 +81,7 @@ class ProcessStacks:
 
 # Kinds of stack without frames of their own, each shown as one pseudo-function; INCOMPLETE is
 # a flag: outer frames are missing (cut at the depth limit, or torn), so no caller edges.
-STACK_FRAMES, STACK_EMPTY, STACK_NATIVE, STACK_UNSEEN, STACK_OVERFLOW = 0, 1, 2, 3, 4
+STACK_FRAMES, STACK_EMPTY, STACK_NATIVE, STACK_UNSEEN, STACK_OVERFLOW, STACK_TORN = 0, 1, 2, 3, 4, 5
 STACK_INCOMPLETE = 8
 # The file the native core gives an asyncio task's pseudo-frame (PYTOP_OPT_TASKS).
 TASK_FILENAME = "<asyncio task>"
@@ -90,6 +90,7 @@ PSEUDO_FUNCTIONS = {
     STACK_NATIVE: "(thread without Python)",
     STACK_UNSEEN: "(threads that ended between samples)",
     STACK_OVERFLOW: "(stacks past pytop's memory bound)",  # only when memory runs out
+    STACK_TORN: "(stack not read: it changed under every read)",  # a thread's first reads, torn
 }
 
 # Status codes of the native core, and what they mean to a reader.
