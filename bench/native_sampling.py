@@ -5,9 +5,11 @@
 The target (CPython 3.12 from pyenv, symbols and debug info) runs 7 threads: 6 sleep and one
 spins, noting every gap over 0.2 ms between two of its iterations: the pauses a tool's samples
 imposed on it ("none", no tool, shows the host's own hiccups). Per tool: samples taken, its CPU
-per sample (user + system, from the kernel's count of the finished child), and the spinner's
-pauses during the run: how many, median and 99th percentile. pytop runs without its CPU budget
-here (--cpu-budget 100) so that it takes the asked rate, as py-spy does.
+per sample (user + system, from the kernel's count of the finished child; py-spy counts the
+samples in which some thread ran), the share of the run the spinner lost to pauses, what that
+comes to per sample beyond the host's own ("none"), and the 99th percentile of its gaps. pytop
+runs without its CPU budget here (--cpu-budget 100) so that it takes the asked rate, as py-spy
+does.
 Usage: bench/native_sampling.py [--rounds N] [--seconds S]
 """
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
+import re
 import subprocess
 import sys
 import tempfile
@@ -58,10 +60,10 @@ TARGET = textwrap.dedent("""
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--seconds", type=int, default=10)
     args = parser.parse_args()
     interp = interpreter("pyenv-3.12")
-    seconds = str(args.seconds)
+    seconds = str(int(args.seconds))  # py-spy takes whole seconds
     tools: dict[str, list[str]] = {
         "none": ["sleep", seconds],
         "pytop": [sys.executable, "-m", "pytop", "--batch", "--native", "--json", "--rate", str(RATE),
@@ -87,27 +89,35 @@ def main() -> int:
                     target.stdin.flush()
                     target.stdout.readline()  # gaps so far: forgotten
                     before = os.times()
-                    out = subprocess.run([*argv, *([str(target.pid)] if tool != "none" else [])],
-                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+                    done = subprocess.run([*argv, *([str(target.pid)] if tool != "none" else [])],
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                    out = done.stdout
                     after = os.times()
                     cpu = sum(after[i] - before[i] for i in (2, 3))  # children's user + system
                     target.stdin.write("\n")
                     target.stdin.flush()
                     gaps = json.loads(target.stdout.readline())
-                    samples = json.loads(out)["samples"] if tool == "pytop" else int(RATE * args.seconds)
+                    if tool == "py-spy" and "Samples:" not in out:
+                        print("py-spy:", out[-600:], file=sys.stderr)
+                    samples = json.loads(out[out.index("{"):])["samples"] if tool == "pytop" else \
+                        int(re.search(r"Samples: (\d+)", out).group(1)) if "Samples:" in out else 0
                     results[tool].append((cpu, samples, gaps))
         finally:
             target.kill()
             target.wait()
-    print(f"{'tool':<8} {'samples':>8} {'CPU/sample':>11} {'pauses':>7} {'median':>8} {'p99':>8}")
+    # The spinner's lost time: what it lost with no tool is the host's own; the rest, spread over
+    # the tool's samples, is the pause a sample costs a running thread.
+    span = args.rounds * args.seconds
+    lost = {tool: sum(g for r in rounds for g in r[2]) / span for tool, rounds in results.items()}
+    print(f"{'tool':<8} {'samples':>8} {'CPU/sample':>11} {'spinner lost':>13} {'pause/sample':>13} {'p99 gap':>8}")
     for tool, rounds in results.items():
         samples = sum(r[1] for r in rounds)
         cpu = sum(r[0] for r in rounds)
         gaps = sorted(g for r in rounds for g in r[2])
         p99 = gaps[min(len(gaps) - 1, int(0.99 * len(gaps)))] if gaps else 0.0
-        print(f"{tool:<8} {samples:>8} {1000 * cpu / max(samples, 1) if tool != 'none' else 0:>8.2f} ms "
-              f"{len(gaps):>7} {1000 * statistics.median(gaps) if gaps else 0:>5.2f} ms {1000 * p99:>5.2f} ms")
-    print("(py-spy's samples: the rate asked for times the duration; it does not report how many it took)")
+        extra = (lost[tool] - lost["none"]) * span / samples if samples else 0.0
+        print(f"{tool:<8} {samples:>8} {1000 * cpu / max(samples, 1):>8.2f} ms {100 * lost[tool]:>12.1f}% "
+              f"{1000 * extra:>10.2f} ms {1000 * p99:>5.2f} ms")
     return 0
 
 
