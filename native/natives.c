@@ -138,7 +138,7 @@ static int on_frame(void *state, void *arg) {
     walk *w = arg;
     uint64_t pc = 0;
     bool activation = false;
-    if (!w->n->api->frame_pc(state, &pc, &activation)) return 1;
+    if (!w->n->api->frame_pc(state, &pc, &activation) || !pc) return 1; /* (0: the outermost frame's caller) */
     /* A return address points after its call: the call itself is the byte before. */
     w->pcs[w->count++] = activation ? pc : pc - 1;
     return w->count < w->max ? 0 : 1;
@@ -231,8 +231,7 @@ int natives_code(natives *n, code_cache *codes, uint64_t pc, uint64_t now, uint3
         elf64_sym sym;
         uint32_t shndx;
         void *elf;
-        n->api->module_info(module, NULL, &start, NULL, NULL, NULL, NULL, NULL);
-        module_name = n->api->module_info(module, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+        module_name = n->api->module_info(module, NULL, &start, NULL, NULL, NULL, NULL, NULL);
         symbol = n->api->module_addrinfo(module, pc, &offset, &sym, &shndx, &elf, &bias);
     }
     /* One function, one id: keyed by where it starts (a library's unnamed code: the library). */
