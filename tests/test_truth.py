@@ -96,10 +96,10 @@ def test_thread_per_request_server(interp: dict[str, Any], saturated: bool) -> N
     assert (final.samples - 1) / span <= 1.001 * RATE, (final.samples, span)
     threads = [row for row in final.thread_rows if not row.native and not row.folded]
     # A thread seen only between its thread state's start and its first Python frame, or after
-    # its last one (its Thread freed with it), cannot be named: a busy machine stretches those
-    # moments (2-6% of the request threads in saturated runs). A name read is never a guess:
-    # every one is checked below.
-    assert sum(1 for row in threads if row.name) >= 0.90 * len(threads), [row.name for row in threads]
+    # its last one, or whose Thread was freed while its name was read, cannot be named: a busy
+    # machine stretches those moments (1-17% of the request threads in saturated runs, a 1-2 ms
+    # life each). A name read is never a guess: every one is checked below.
+    assert sum(1 for row in threads if row.name) >= 0.80 * len(threads), [row.name for row in threads]
     assert all(row.thread_id and row.native_id for row in threads), [
         row for row in threads if not (row.thread_id and row.native_id)]
     assert [row.name for row in threads].count("MainThread") == 1
