@@ -48,9 +48,11 @@ async def test_live(name: str) -> None:
                 await pilot.press("t")
                 for _ in range(100):  # until the spinner leads (a busy machine takes longer)
                     await pilot.pause(0.1)
-                    table = app.query_one(FunctionTable)
-                    if table.row_count and table.row_text(0)[-1].startswith(("Worker.spinning", "spinning")):
+                    tables = app.screen.query(FunctionTable)  # (none while a loaded machine composes it)
+                    if tables and tables.first().row_count and \
+                            tables.first().row_text(0)[-1].startswith(("Worker.spinning", "spinning")):
                         break
+                table = app.query_one(FunctionTable)
                 assert table.row_count and table.row_text(0)[-1].startswith(("Worker.spinning", "spinning"))
                 threads = app.query_one(ThreadTable)
                 names = {threads.row_text(i)[0] for i in range(threads.row_count)}
