@@ -8,7 +8,10 @@
  * (PTRACE_INTERRUPT) at the start of a sample and continued at its end. ptrace belongs to the
  * thread that seized: all of this runs on the sampling thread, and the kernel detaches every
  * tracee by itself when that thread ends. Signals that arrive while a thread is stopped are
- * handed back to it; a thread in a group stop (SIGSTOP from elsewhere) is left stopped.
+ * handed back to it; a thread in a group stop (SIGSTOP from elsewhere, Ctrl-Z) is left stopped,
+ * and goes on when SIGCONT comes: the kernel then reports the stop's end, and SIGCONT itself,
+ * before the interrupt asked for, each of which must be answered (once answered a step late
+ * at every sample, a target stopped and continued stayed stopped until pytop detached).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -85,14 +88,39 @@ static int wait_stopped(blocking *b, uint32_t i, uint64_t deadline) {
         if (!WIFSTOPPED(st)) continue;
         if ((st >> 16) == PTRACE_EVENT_STOP) {
             int sig = WSTOPSIG(st);
-            /* An interrupt stop reports SIGTRAP; a group stop reports the stopping signal. */
-            t->group_stop = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+            /* An interrupt stop reports SIGTRAP; a group stop reports the stopping signal. A
+             * thread listening in a group stop reports SIGTRAP too when SIGCONT ends it: not our
+             * stop, which is still to come once it goes on. */
+            bool group = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+            if (!group && t->group_stop) {
+                t->group_stop = false;
+                ptrace(PTRACE_CONT, t->tid, NULL, NULL);
+                continue;
+            }
+            t->group_stop = group;
             return 1;
         }
         /* A signal arrived first: hand it back, our interrupt stop follows. */
         ptrace(PTRACE_CONT, t->tid, NULL, (void *)(uintptr_t)WSTOPSIG(st));
     }
     return 0;
+}
+
+/* Stops of tracee i already reported after it was continued (a signal that came meanwhile,
+ * SIGCONT after a group stop): answered now, not left stopped until the next sample. */
+static void answer_pending(blocking *b, uint32_t i) {
+    tracee *t = &b->tracees[i];
+    for (int n = 0; n < MAX_STOP_WAITS; n++) {
+        int st;
+        if (waitpid(t->tid, &st, __WALL | WNOHANG) != t->tid || !WIFSTOPPED(st)) return;
+        int sig = WSTOPSIG(st);
+        if ((st >> 16) != PTRACE_EVENT_STOP) {
+            ptrace(PTRACE_CONT, t->tid, NULL, (void *)(uintptr_t)sig); /* a signal: delivered */
+            continue;
+        }
+        t->group_stop = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+        ptrace(t->group_stop ? PTRACE_LISTEN : PTRACE_CONT, t->tid, NULL, NULL);
+    }
 }
 
 int blocking_stop_all(blocking *b) {
@@ -115,6 +143,7 @@ void blocking_resume_all(blocking *b) {
         /* A thread someone else stopped stays stopped, but keeps reporting to its parent. */
         ptrace(t->group_stop ? PTRACE_LISTEN : PTRACE_CONT, t->tid, NULL, NULL);
     }
+    for (uint32_t i = 0; i < b->count; i++) answer_pending(b, i);
     b->stopped = false;
 }
 

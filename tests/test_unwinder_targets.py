@@ -307,3 +307,40 @@ def test_blocking_mode_stops_the_target_only_while_reading(interp: dict[str, Any
             assert tracer_of(t.pid) == 0 and "t" not in kernel.task_states(t.pid)
         finally:
             target.close()
+
+
+def test_blocking_mode_lets_job_control_stop_and_continue_the_target(interp: dict[str, Any]) -> None:
+    """Ctrl-Z and fg on a target pytop samples with --blocking: it stops, and it goes on. After
+    SIGCONT the kernel reports the group stop's end, then SIGCONT, before the interrupt pytop
+    asked for: answered a step late at each sample, they kept the target stopped until pytop
+    detached."""
+    with helpers.running(interp, "self_timed.py", "pyloop") as t:
+        target = attach(t.pid)
+        try:
+            target.unwinder.set_blocking(True)
+            for _ in range(5):
+                target.unwinder.sample()
+            os.kill(t.pid, signal.SIGSTOP)  # held by its tracer until a sample answers it
+            deadline = time.monotonic() + 30
+            while not kernel.task_states(t.pid) <= {"T", "t"}:
+                assert time.monotonic() < deadline, f"the target never stopped: {kernel.task_states(t.pid)}"
+                target.unwinder.sample()
+                time.sleep(0.005)
+            target.unwinder.sample()
+            stopped_at = kernel.process_cpu(t.pid)
+            for _ in range(5):
+                target.unwinder.sample()
+                assert kernel.task_states(t.pid) <= {"T", "t"}  # stopped it stays
+            # (each sample's stop and listen runs a little kernel code in the stopped threads)
+            assert kernel.process_cpu(t.pid) - stopped_at < 0.005
+            os.kill(t.pid, signal.SIGCONT)
+            deadline = time.monotonic() + 30
+            while kernel.process_cpu(t.pid) - stopped_at < 0.05:
+                assert time.monotonic() < deadline, f"the target never ran again: {kernel.task_states(t.pid)}"
+                target.unwinder.sample()
+                time.sleep(0.005)
+            for _ in range(5):  # and between samples it runs
+                target.unwinder.sample()
+                assert "t" not in kernel.task_states(t.pid)
+        finally:
+            target.close()
