@@ -124,7 +124,7 @@ void account_forget_ended(pytop_engine *e) {
     }
 }
 
-/* ---- time --------------------------------------------------------------------------------- */
+/* ---- time (where it goes: attribute.c) ----------------------------------------------------- */
 
 void account_flush(pytop_engine *e, engine_thread *t) {
     if (!t->acc_samples || !t->stack) return;
@@ -137,169 +137,6 @@ void account_flush(pytop_engine *e, engine_thread *t) {
     }
     t->acc_samples = t->acc_running = 0;
     t->acc_wall = t->acc_gil = 0;
-}
-
-static void add_cpu(pytop_engine *e, uint32_t key, uint32_t stack, uint64_t ns) {
-    weight *w = weights_at(&e->weights, stack, key);
-    if (w) w->cpu_ns += ns;
-}
-
-/* Runs are kept in time order, so that time the thread spent waiting for a CPU can be taken
- * off the oldest (see give_cpu). */
-static void pending_add(engine_thread *t, uint32_t stack, uint64_t ns) {
-    if (!ns) ns = 1; /* a sample with no time before it still says the stack ran */
-    t->pending_total += ns;
-    if (t->pending_count && t->pending[t->pending_count - 1].stack == stack) {
-        t->pending[t->pending_count - 1].weight_ns += ns;
-        return;
-    }
-    if (t->pending_count < PENDING_RUNS) t->pending[t->pending_count++] = (pending_run){stack, ns};
-    else t->pending[PENDING_RUNS - 1].weight_ns += ns; /* full: the last one stands for the rest */
-}
-
-/* Split `ns` over runs by their weights (the last gets what rounding leaves). */
-static void split(pytop_engine *e, uint32_t key, const pending_run *runs, uint32_t count, uint64_t total,
-                  uint64_t ns) {
-    uint64_t left = ns;
-    for (uint32_t i = 0; i < count; i++) {
-        uint64_t share = i + 1 == count ? left : (uint64_t)((double)ns * (double)runs[i].weight_ns / (double)total);
-        if (share > left) share = left;
-        add_cpu(e, key, runs[i].stack, share);
-        left -= share;
-    }
-}
-
-/* A thread that holds the GIL but was preempted keeps being seen with its stack while it does
- * not run. The kernel counts that time as run-queue wait, told when the thread gets a CPU
- * again; the wait came right after its count last moved (a switch moves it), so it is taken
- * off the oldest runs: else a function preempted 15 ms just before it returned got 15 ms of
- * weight against the next function's 1 ms, and most of the CPU that followed. */
-static void drop_waiting(engine_thread *t) {
-    uint64_t wait = t->pending_wait;
-    for (uint32_t i = 0; i < t->pending_count && wait; i++) {
-        uint64_t cut = t->pending[i].weight_ns < wait ? t->pending[i].weight_ns : wait;
-        t->pending[i].weight_ns -= cut;
-        t->pending_total -= cut;
-        wait -= cut;
-    }
-}
-
-static void pending_clear(engine_thread *t) {
-    t->pending_count = 0;
-    t->pending_total = t->pending_wait = 0;
-}
-
-static void note_running(pytop_engine *e, engine_process *P, uint32_t stack, uint64_t ns) {
-    seen_running *r = &P->seen;
-    if (r->epoch != e->stacks.epoch) { /* evictions since: the ids may name other stacks now */
-        r->count = r->next = 0;
-        r->epoch = e->stacks.epoch;
-    }
-    r->runs[r->next] = (pending_run){stack, ns ? ns : 1};
-    r->next = (r->next + 1) % SEEN_RUNNING;
-    if (r->count < SEEN_RUNNING) r->count++;
-}
-
-#define MAX_DESCENT 256 /* frames between a caller and a stack under it, looked through */
-
-/* Is `stack` under node `caller` (within MAX_DESCENT frames)? */
-static bool descends_from(const stack_table *s, uint32_t stack, uint32_t caller) {
-    uint32_t depth = s->nodes[caller - 1].depth;
-    for (uint32_t steps = 0; stack && steps < MAX_DESCENT; steps++) {
-        const stack_node *n = &s->nodes[stack - 1];
-        if (n->depth <= depth) return stack == caller;
-        stack = n->parent;
-    }
-    return false;
-}
-
-static uint64_t draw(pytop_engine *e, uint64_t below) {
-    e->draws ^= e->draws >> 12; /* xorshift64* */
-    e->draws ^= e->draws << 25;
-    e->draws ^= e->draws >> 27;
-    return (e->draws * 0x2545F4914F6CDD1Dull) % below;
-}
-
-/* One of the stacks the process's threads were lately seen running with, drawn by how long each
- * was seen: among those under `caller` (within MAX_DESCENT frames), or among all for 0. 0 when
- * none was seen there. */
-static uint32_t draw_seen(pytop_engine *e, const engine_process *P, uint32_t caller) {
-    const seen_running *r = &P->seen;
-    const stack_table *s = &e->stacks;
-    if (r->epoch != s->epoch || !r->count) return 0;
-    bool under[SEEN_RUNNING];
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < r->count; i++) {
-        under[i] = !caller || descends_from(s, r->runs[i].stack, caller);
-        if (under[i]) total += r->runs[i].weight_ns;
-    }
-    if (!total) return 0;
-    uint64_t at = draw(e, total);
-    for (uint32_t i = 0; i < r->count; i++) {
-        if (!under[i]) continue;
-        if (at < r->runs[i].weight_ns) return r->runs[i].stack;
-        at -= r->runs[i].weight_ns;
-    }
-    return 0; /* not reached: the draw is below the total */
-}
-
-/* CPU of a sleeping thread that no sample saw run since its count last moved: it goes where the
- * process's threads were lately seen running under the same caller (the parent of the frame it
- * sleeps in), one such stack drawn by how long it was seen (over many such times, a split like
- * theirs; split every time, 2,000 threads' times made ten weights each for the screen to add
- * up). A pool's workers nap in one call and compute in another for a millisecond: at 50
- * samples/s, 45% of their CPU sat on the line of the nap. False when none was seen there. */
-static bool give_like_seen(pytop_engine *e, engine_process *P, engine_thread *t, uint64_t ns) {
-    const stack_table *s = &e->stacks;
-    if (!t->stack || t->stack > s->count) return false;
-    uint32_t caller = s->nodes[t->stack - 1].parent;
-    if (!caller || !s->nodes[caller - 1].parent) return false; /* a root: nothing in common but the thread */
-    uint32_t stack = draw_seen(e, P, caller);
-    if (stack) add_cpu(e, t->key, stack, ns);
-    return stack != 0;
-}
-
-/* Has the stack no Python frame (a thread state whose thread is in C: starting, ending)? */
-static bool frameless(const stack_table *s, uint32_t stack) {
-    return stack && stack <= s->count && (s->nodes[stack - 1].kind & 7) == PYTOP_STACK_EMPTY;
-}
-
-/* CPU of a thread that no sample saw with a Python frame since its count last moved goes where
- * its process was seen running Python lately, else to the frameless stack it had. */
-static void give_like_process(pytop_engine *e, engine_process *P, uint32_t key, uint32_t stack, uint64_t ns) {
-    uint32_t seen = draw_seen(e, P, 0);
-    add_cpu(e, key, seen ? seen : stack, ns);
-}
-
-/* How long CPU of a thread without a Python frame waits to be told where it went: a thread of a
- * thread-per-request server is read before its first frame and again after its last, its
- * request run between two samples; one that keeps using CPU this long with no frame runs C. */
-#define HOLD_MAX_NS 500000000ull
-
-/* CPU a thread used that no sample saw it use: if it has been running all along, where it is (a
- * call that let the GIL go: hashing, compressing); if it sleeps now, or has just woken, it ran
- * before it went to sleep, and its stack then is best told by what its process was seen running
- * from the same caller lately, else by where a sample last saw it run, not by the call it sleeps
- * in (a request thread that computed, then waited 5 ms on a database, had its CPU put on the
- * wait). A thread without a Python frame holds its CPU until it is seen running Python, ends, or
- * has had no frame for HOLD_MAX_NS (a Flask app under Werkzeug's thread-per-request server had
- * 7% of its CPU on "(no Python frame)": requests run between a sample before their thread's
- * first frame and one after its last). `settle`: the last sample, nothing held. */
-static void give_cpu(pytop_engine *e, engine_process *P, engine_thread *t, uint64_t ns, bool running, uint64_t now,
-                     bool settle) {
-    drop_waiting(t);
-    ns += t->held_ns;
-    t->held_ns = 0;
-    if (t->pending_total) split(e, t->key, t->pending, t->pending_count, t->pending_total, ns);
-    else if (frameless(&e->stacks, t->stack)) {
-        if (!t->held_since) t->held_since = now;
-        if (settle) give_like_process(e, P, t->key, t->stack, ns);
-        else if (now - t->held_since < HOLD_MAX_NS) t->held_ns = ns;
-        else add_cpu(e, t->key, t->stack, ns); /* no Python frame for that long: C code */
-    } else if (running) add_cpu(e, t->key, t->stack, ns);
-    else if (!give_like_seen(e, P, t, ns)) add_cpu(e, t->key, t->run_stack ? t->run_stack : t->stack, ns);
-    if (!t->held_ns) t->held_since = 0;
-    pending_clear(t);
 }
 
 /* The CPU a thread born since the previous sample used before it was first read: its whole
@@ -352,6 +189,7 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
     P->d_gc_known += s->gc_collecting >= 0;
     P->d_gc += s->gc_collecting == 1;
     if (first_sample) P->cpu_known = tasks_process_cpu(&P->u->os, &P->cpu_clock) == PYTOP_OK;
+    if (first_sample && P->whole_life) P->cpu_clock = 0; /* all it used is the run's */
     for (uint32_t i = 0; i < s->thread_count; i++) {
         const pytop_thread *pt = &s->threads[i];
         if (pt->flags & PYTOP_THREAD_UNCLAIMED) {
@@ -362,7 +200,8 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         bool created;
         engine_thread *t = account_thread(e, p, false, pt->serial, &created);
         if (!t) continue;
-        bool ran_before = !created && t->gil && t->seen + 1 == P->sample_no; /* with the GIL, last sample */
+        bool seen_before = !created && t->seen + 1 == P->sample_no; /* in the previous sample */
+        bool ran_before = seen_before && t->running, gil_before = seen_before && t->gil;
         uint32_t stack_before = t->stack;
         t->thread_id = pt->thread_id;
         t->native_id = pt->native_id;
@@ -385,27 +224,33 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         t->acc_samples++;
         t->d_wall += dt;
         t->d_samples++;
-        /* Between two samples the stack changed at an unknown moment: each end's stack gets half
-         * of the interval (a late sample, 17 ms after the one before, split a function's last
-         * 7 ms and the next one's first 10 ms 17 to 0 when the later stack took it all). */
-        if (ran_before) pending_add(t, stack_before, span / 2);
-        if (pt->flags & PYTOP_THREAD_GIL) { /* the thread that runs Python code now */
+        /* Between two samples the stack changed at an unknown moment: each end's stack that
+         * found the thread running gets half of the interval (a late sample, 17 ms after the
+         * one before, split a function's last 7 ms and the next one's first 10 ms 17 to 0 when
+         * the later stack took it all). Running: it holds the GIL (it runs Python), or its
+         * letter says it is on a CPU (C code that let the GIL go); the letter only for an
+         * interval with the thread running at both ends: a thread found R once, between two
+         * samples that found it asleep, has just woken in the call it slept in, and its CPU
+         * goes to what it runs next (a pool's worker, woken from its nap to compute 1 ms). */
+        bool gil = pt->flags & PYTOP_THREAD_GIL;
+        t->running = pt->flags & (PYTOP_THREAD_GIL | PYTOP_THREAD_ON_CPU);
+        if (ran_before && (t->running || gil_before)) attribute_running(e, t, stack_before, span / 2);
+        if (t->running && (ran_before || gil)) attribute_running(e, t, t->stack, span - span / 2);
+        if (gil) {
             t->acc_gil += dt;
             t->d_gil++;
-            pending_add(t, t->stack, span - span / 2);
         }
         if (pt->flags & PYTOP_THREAD_ACTIVE) t->acc_running++;
-        if (pt->flags & (PYTOP_THREAD_GIL | PYTOP_THREAD_ACTIVE)) t->run_stack = t->stack;
-        if (pt->flags & PYTOP_THREAD_GIL) note_running(e, P, t->stack, dt); /* Python runs there */
         if (!(pt->flags & PYTOP_THREAD_CHECKED)) continue;
         uint64_t cpu = pt->cpu_delta_ns;
         /* Read for the first time: a thread born since the previous sample brings its whole
          * life; one known before (its files were reopened) brings nothing new. */
-        if (pt->flags & PYTOP_THREAD_NEW_TASK) cpu = created && !first_sample ? born_cpu(P, pt) : 0;
+        if (pt->flags & PYTOP_THREAD_NEW_TASK)
+            cpu = created && (!first_sample || P->whole_life) ? born_cpu(P, pt) : 0;
         t->d_wait += pt->wait_delta_ns;
         t->pending_wait += pt->wait_delta_ns;
         if (cpu || (t->held_ns && P->u->os.last)) {
-            give_cpu(e, P, t, cpu, pt->flags & (PYTOP_THREAD_GIL | PYTOP_THREAD_BUSY), now, P->u->os.last);
+            attribute_cpu(e, t, cpu, now, P->u->os.last);
             t->d_cpu += cpu;
             t->period_cpu += cpu;
             P->period_attributed += cpu;
@@ -444,12 +289,9 @@ void account_ends(pytop_engine *e, uint32_t p) {
         t->ended = true;
         t->dirty = true;
         account_flush(e, t);
-        if (t->held_ns) { /* it ran Python between two samples, none with a frame of its */
-            give_like_process(e, P, t->key, t->stack, t->held_ns);
-            t->held_ns = t->held_since = 0;
-        }
+        attribute_held(e, t); /* it ran between two samples, none with a frame of its */
         remember_ended(P, t);
-        pending_clear(t);
+        attribute_pending_clear(t);
     }
 }
 
@@ -537,7 +379,7 @@ static void visit_other(void *ctx, const other_task *o, uint64_t delta, bool fir
     uint32_t stack = frames ? stacks_intern(&e->stacks, &e->functions, c->p, PYTOP_STACK_FRAMES, frames, count, NULL)
                             : 0;
     if (stack) t->stack = stack;
-    add_cpu(e, t->key, t->stack, delta);
+    attribute_add(e, t->key, t->stack, delta);
     t->d_cpu += delta;
     t->dirty = true;
     e->processes[c->p].period_attributed += delta;
@@ -606,7 +448,7 @@ static void place_rest(pytop_engine *e, uint32_t p, uint64_t rest) {
             if (!mine) continue;
             uint64_t share = (uint64_t)((double)rest * (double)mine / (double)runs);
             if (share > left) share = left;
-            split(e, P->ended[i].key, P->ended[i].pending, P->ended[i].pending_count, mine, share);
+            attribute_split(e, P->ended[i].key, P->ended[i].pending, P->ended[i].pending_count, mine, share);
             left -= share;
         }
         rest = left;
@@ -616,19 +458,18 @@ static void place_rest(pytop_engine *e, uint32_t p, uint64_t rest) {
             double part = cpu ? (double)P->ended[i].cpu / (double)cpu : 1.0 / P->ended_count;
             uint64_t share = i + 1 == P->ended_count ? left : (uint64_t)((double)rest * part);
             if (share > left) share = left;
-            if (frameless(&e->stacks, P->ended[i].stack))
-                give_like_process(e, P, P->ended[i].key, P->ended[i].stack, share);
-            else if (P->ended[i].stack) add_cpu(e, P->ended[i].key, P->ended[i].stack, share);
+            if (P->ended[i].stack) attribute_unplaced(e, P->ended[i].key, P->ended[i].stack, share);
             left -= share;
         }
         rest = left;
     }
-    if (rest) {
+    if (rest) { /* threads no sample saw at all */
         engine_thread *t = unseen_thread(e, p);
         if (!t) return;
-        add_cpu(e, t->key, t->stack, rest);
+        attribute_add(e, t->key, t->stack, rest);
         t->d_cpu += rest;
         t->dirty = true;
+        P->d_unseen += rest;
     }
 }
 
@@ -658,7 +499,6 @@ void account_period(pytop_engine *e, uint32_t p) {
                            (int64_t)P->held_ns;
             if (rest >= lag_allowance(e, p)) {
                 place_rest(e, p, (uint64_t)rest);
-                P->d_unseen += (uint64_t)rest;
                 P->carry_ns = 0;
             } else {
                 P->carry_ns = rest < -CARRY_MAX_NS ? -CARRY_MAX_NS : rest;
@@ -690,7 +530,8 @@ static void pin_stacks(pytop_engine *e) {
     for (uint32_t i = 0; i < e->thread_count; i++) {
         const engine_thread *t = &e->threads[i];
         stacks_pin(&e->stacks, t->stack);
-        stacks_pin(&e->stacks, t->run_stack);
+        stacks_pin(&e->stacks, t->read_stack);
+        stacks_pin(&e->stacks, t->held_anchor);
         for (uint32_t k = 0; k < t->pending_count; k++) stacks_pin(&e->stacks, t->pending[k].stack);
     }
     for (uint32_t p = 0; p < e->process_count; p++) {

@@ -19,7 +19,7 @@ NATIVE = Path(__file__).resolve().parent
 SOURCES = ["status.c", "image.c", "remote.c", "linetable.c", "text.c", "objects.c", "names.c", "codes.c",
            "asyncio.c", "samplebuf.c", "frames.c", "tasks.c", "pidns.c", "tracking.c", "blocking.c", "natives.c",
            "threads.c", "unwinder.c", "functions.c", "stacks.c", "aggregate.c", "weights.c", "schedule.c",
-           "account.c", "drain.c", "engine.c"]
+           "attribute.c", "account.c", "drain.c", "engine.c"]
 CFLAGS = ["-std=gnu11", "-O2", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 # Warnings are errors in CI (and with PYTOP_WERROR=1), not in a user's `pip install`: a newer
 # compiler's new warning, or CFLAGS such as -Wconversion, must not break the install.

@@ -48,7 +48,7 @@ static uint32_t count_dirty(const pytop_engine *e) {
 /* Anything but more wall time and samples on the same stack since it was last handed over (a
  * new state letter is news for the threads panel only, which shows whole drains). */
 static bool has_news(const engine_thread *t) {
-    return t->d_cpu || t->d_wait || t->d_gil || t->d_errors || !t->alive || t->stack != t->sent_stack ||
+    return t->d_cpu || t->d_wait || t->d_unplaced || t->d_gil || t->d_errors || !t->alive || t->stack != t->sent_stack ||
            t->gil != t->sent_gil || (t->name && !t->name_sent);
 }
 
@@ -62,6 +62,7 @@ static void drain_threads(pytop_engine *e, pytop_drain *out, bool whole) {
         pytop_drain_thread *o = &e->out_threads[n++];
         *o = (pytop_drain_thread){
             .thread_id = t->thread_id, .cpu_ns = t->d_cpu, .wall_ns = t->d_wall, .wait_ns = t->d_wait,
+            .unplaced_ns = t->d_unplaced,
             .thread = t->key, .process = t->process, .native_id = t->native_id,
             .flags = (t->alive ? PYTOP_DRAIN_ALIVE : 0u) | (t->native ? PYTOP_DRAIN_NATIVE : 0u) |
                      (t->gil ? PYTOP_DRAIN_GIL : 0u),
@@ -72,7 +73,7 @@ static void drain_threads(pytop_engine *e, pytop_drain *out, bool whole) {
             o->flags |= PYTOP_DRAIN_NAMED;
             t->name_sent = o->name_at != UINT32_MAX;
         }
-        t->d_cpu = t->d_wall = t->d_wait = 0;
+        t->d_cpu = t->d_wall = t->d_wait = t->d_unplaced = 0;
         t->d_samples = t->d_gil = t->d_errors = 0;
         t->dirty = false;
         t->sent_stack = t->stack;

@@ -57,7 +57,6 @@ pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status) {
     if (e->cfg.realtime_budget <= 0) e->cfg.realtime_budget = 0.5;
     if (e->cfg.min_rate <= 0) e->cfg.min_rate = DEFAULT_MIN_RATE;
     e->rate_now = e->cfg.rate;
-    e->draws = 0x9E3779B97F4A7C15ull; /* any odd seed: a draw only spreads time, it decides nothing else */
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -83,7 +82,7 @@ pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status) {
     return e;
 }
 
-int pytop_engine_add(pytop_engine *e, pytop_unwinder *u, uint32_t *process) {
+int pytop_engine_add(pytop_engine *e, pytop_unwinder *u, int32_t whole_life, uint32_t *process) {
     if (!e || !u || !process || !u->pid) return PYTOP_ERR_ARGS; /* an image is read, not sampled */
     pthread_mutex_lock(&e->lock);
     int status = PYTOP_OK;
@@ -92,6 +91,7 @@ int pytop_engine_add(pytop_engine *e, pytop_unwinder *u, uint32_t *process) {
     else if (!(adding = grow_array(e->adding, &e->adding_cap, e->adding_count + 1ull, sizeof *adding, 4))) status = PYTOP_ERR_NOMEM;
     if (status == PYTOP_OK) {
         e->adding = adding;
+        u->whole_life = whole_life != 0;
         e->adding[e->adding_count++] = u;
         *process = e->next_process++;
         pthread_cond_broadcast(&e->wake);
@@ -145,6 +145,7 @@ static void take_up(pytop_engine *e) {
         P->u = u;
         P->pid = u->pid;
         P->active = true;
+        P->whole_life = u->whole_life;
         set_idle_check(e, P);
         if (e->cfg.blocking) pytop_set_option(u, PYTOP_OPT_BLOCKING, 1); /* ptrace belongs to this thread */
         /* libdw missing or the process unreadable to it: its Python frames alone (the caller

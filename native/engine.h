@@ -14,10 +14,11 @@
 #include "schedule.h"
 
 #define PENDING_RUNS 32        /* stacks a thread was seen running with, awaiting its CPU count */
+#define THREAD_RUNS 16         /* stacks a thread was lately seen running with, for CPU no sample saw */
 #define MAX_ENDED 4096         /* threads that ended in one period, kept for the remainder */
 
-/* Time in which a thread was seen running Python with one stack: each interval between two
- * samples counts half for the stack at either end (see account.c). */
+/* Time in which a thread was seen running with one stack (holding the GIL, or on a CPU): each
+ * interval between two samples counts half for the stack at either end (see attribute.c). */
 typedef struct pending_run {
     uint32_t stack;
     uint64_t weight_ns;
@@ -29,6 +30,7 @@ typedef struct engine_thread {
     uint32_t ident;            /* the unwinder's serial, or the TID of a native task */
     bool native;               /* a task of the process that is not a Python thread */
     bool alive, ended, gil;
+    bool running;              /* its latest sample saw it run: the GIL, or on a CPU */
     bool name_sent;
     uint64_t thread_id;
     int32_t native_id;
@@ -36,7 +38,7 @@ typedef struct engine_thread {
     uint32_t name_tries;
     uint64_t name_retry_at;    /* monotonic ns */
     uint32_t stack;            /* its stack in its latest sample (the stack tree's leaf) */
-    uint32_t run_stack;        /* ... in the latest sample that saw it run (the GIL, or on a CPU) */
+    uint32_t read_stack;       /* ... when its CPU count was last read */
     stack_path path;           /* ... as a path, for interning the next one from where they differ */
     uint32_t seen;             /* its process's sample number when last seen */
     /* Time for `stack` not yet added to the weight map. */
@@ -48,10 +50,14 @@ typedef struct engine_thread {
     uint64_t pending_total;
     uint64_t pending_wait;     /* run-queue wait the kernel told of since, not yet taken off */
     uint64_t period_cpu;       /* CPU attributed to it in the current period */
-    uint64_t held_ns;          /* CPU used with no Python frame seen, not yet placed (give_cpu) */
+    uint64_t held_ns;          /* CPU used unseen, waiting for a sample to see it run (attribute.c) */
     uint64_t held_since;       /* monotonic ns: since when it has held some */
+    uint32_t held_anchor;      /* the frames it was used in (0: anywhere in the thread) */
+    /* The stacks it was lately seen running with, by time (a ring), in the tree's epoch. */
+    pending_run runs[THREAD_RUNS];
+    uint32_t runs_count, runs_next, runs_epoch;
     /* Since the previous drain. */
-    uint64_t d_cpu, d_wall, d_wait;
+    uint64_t d_cpu, d_wall, d_wait, d_unplaced;
     uint32_t d_samples, d_gil, d_errors;
     int32_t last_error;
     bool dirty;
@@ -69,20 +75,12 @@ typedef struct ended_thread {
     uint32_t pending_count;
 } ended_thread;
 
-/* Stacks a process's threads were lately seen running with (the GIL, or on a CPU), and for how
- * long: where CPU that no sample saw a sleeping thread use most likely went (account.c). */
-#define SEEN_RUNNING 128
-typedef struct seen_running {
-    pending_run runs[SEEN_RUNNING]; /* a ring: the oldest is overwritten */
-    uint32_t next, count;
-    uint32_t epoch;            /* the stack tree's epoch they were seen in: ids of another are not trusted */
-} seen_running;
-
 typedef struct engine_process {
     pytop_unwinder *u;         /* NULL once its process ended: freed by the sampling thread */
     int pid;
     bool active;
     bool retired;              /* pytop_engine_retire(): ends like an exit at its next tick */
+    bool whole_life;           /* its CPU before its first sample counts (pytop_engine_add) */
     int32_t status;
     char error[ERROR_TEXT_BYTES];
     bool error_new;
@@ -97,7 +95,6 @@ typedef struct engine_process {
     ended_thread *ended;
     uint32_t ended_count, ended_cap;
     uint32_t unseen_thread;    /* key of its "threads that ended unseen" pseudo-thread, 0 if none */
-    seen_running seen;
     /* Since the previous drain. */
     uint32_t d_samples, d_failed, d_gil, d_gc, d_gc_known, d_torn, threads_now;
     uint32_t starting_now;     /* thread states in the latest sample not yet taken up by their thread */
@@ -124,7 +121,6 @@ struct pytop_engine {
     uint32_t adding_count, adding_cap;
     uint32_t next_process;
     uint32_t threads_seen;     /* thread_count as the sampling thread last saw it, for its own use */
-    uint64_t draws;            /* xorshift state: which stack seen running takes unseen CPU (account.c) */
     engine_process *processes;
     uint32_t process_count, process_cap;
     engine_thread *threads;
@@ -162,6 +158,24 @@ struct pytop_engine {
     growing_text out_text;
     uint32_t out_process_cap, out_thread_cap, out_weight_cap;
 };
+
+/* ---- attribute.c: under the lock, on the sampling thread -------------------------------- */
+
+/* `ns` of CPU to (stack, thread key). */
+void attribute_add(pytop_engine *e, uint32_t key, uint32_t stack, uint64_t ns);
+/* A sample found thread `t` running with `stack`, standing for `ns` of its time. */
+void attribute_running(pytop_engine *e, engine_thread *t, uint32_t stack, uint64_t ns);
+/* Split `ns` of thread `key` over `runs` by their weights (`total` their sum). */
+void attribute_split(pytop_engine *e, uint32_t key, const pending_run *runs, uint32_t count, uint64_t total,
+                     uint64_t ns);
+/* Thread `t`'s count moved by `ns` at `now`: to its stacks (see attribute.c); `settle`: the
+ * run's last sample, nothing is held. */
+void attribute_cpu(pytop_engine *e, engine_thread *t, uint64_t ns, uint64_t now, bool settle);
+/* An ending thread's held CPU: to its own runs, else unplaced. */
+void attribute_held(pytop_engine *e, engine_thread *t);
+/* `ns` of thread `key`, which cannot be placed: unplaced, at the root of `stack`'s tree. */
+void attribute_unplaced(pytop_engine *e, uint32_t key, uint32_t stack, uint64_t ns);
+void attribute_pending_clear(engine_thread *t);
 
 /* ---- account.c: under the lock, on the sampling thread ---------------------------------- */
 

@@ -179,7 +179,7 @@ void functions_release_code(function_table *f, uint32_t process, uint32_t code_i
 uint32_t functions_of_kind(function_table *f, uint32_t process, uint32_t kind) {
     kind &= ~(uint32_t)PYTOP_STACK_INCOMPLETE;
     process_functions *p = process_of(f, process);
-    if (!p || kind > PYTOP_STACK_TORN) return 0;
+    if (!p || kind > PYTOP_STACK_UNPLACED) return 0;
     if (!p->kinds[kind]) p->kinds[kind] = intern(f, process, kind ? kind : PYTOP_STACK_EMPTY, "", "", false, false);
     return p->kinds[kind];
 }

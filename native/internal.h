@@ -25,6 +25,7 @@
  *   weights.c    the engine's time per (stack, thread) since the last drain
  *   schedule.c   when the engine samples: slots, jitter, skipping (schedule.h: no pytop
  *                headers, so that bench/floor.c builds on the same code)
+ *   attribute.c  where a thread's CPU time goes: only to its own stacks
  *   account.c    the engine's per-thread bookkeeping: what each sample's time goes to
  *   drain.c      handing out what is new since the previous drain
  *   engine.c     the engine's thread, CPU budget, lifecycle (its API in pytop.h)
@@ -515,8 +516,9 @@ typedef struct task_report {
     uint64_t cpu_ns, cpu_delta_ns, wait_delta_ns;
     bool checked;           /* figures read this sample */
     bool first;             /* read for the first time (deltas 0) */
-    bool running;           /* its letter, read this sample, says it runs (see tasks.c) */
-    bool busy;              /* ... and it used most of the time since its previous read */
+    bool running;           /* its letter says it runs (read this sample, or R and counts that
+                               moved lately: see tasks.c) */
+    bool on_cpu;            /* its letter, read this sample, says it is on a CPU now */
     bool ran;               /* its counts moved since the previous check: it has run */
 } task_report;
 
@@ -538,6 +540,8 @@ typedef struct task {
     bool read_idle;
     uint64_t state_at;      /* monotonic ns when `state` was read */
     bool on_cpu;            /* the last check found it running, not waiting for a CPU */
+    bool watched;           /* its last letter read was R, or its counts had moved: letter and counts
+                               read every sample */
     bool fresh;             /* read ahead for this sample (blocking mode): `ahead` is its report */
     task_report ahead;
     task_report last;       /* this sample's report, if it was asked already (reported_in) */
@@ -548,8 +552,9 @@ typedef struct task {
 
 enum task_how {
     TASK_WHEN_DUE = 0,      /* figures when due (idle tasks are read less often), state if needed */
-    TASK_NOW = 1,           /* figures now, state if needed */
-    TASK_ALL = 2            /* figures and state now */
+    TASK_NOW = 1,           /* figures now, state if needed (the GIL's holder) */
+    TASK_ALL = 2,           /* figures and state now */
+    TASK_AFTER_GIL = 3      /* figures now, state if they moved (the GIL's holder until lately) */
 };
 
 typedef struct tasks {
@@ -590,6 +595,8 @@ void tasks_begin_sample(tasks *o, uint64_t now, uint32_t threads);
 void tasks_report(tasks *o, int tid, int how, task_report *out);
 /* Is a thread without the GIL due for a read of its counts this sample? */
 bool tasks_due(const tasks *o, int tid);
+/* Was `tid` last found R (running or waiting for a CPU)? Such a thread is read every sample. */
+bool tasks_watched(const tasks *o, int tid);
 /* Hand back what this sample read of `tid`'s figures, as if they had not been read: the next
  * read reports that CPU time again (its stack could not be read again this sample). Returns
  * that time. */
@@ -769,6 +776,7 @@ struct pytop_unwinder {
     bool reuse_stacks;
     bool depth_changed;     /* the previous sample's stacks were cut at another depth: not reused */
     bool hold_stopped;      /* blocking: threads stay stopped after a sample (PYTOP_OPT_HOLD_STOPPED) */
+    bool whole_life;        /* as handed to pytop_engine_add(), for the engine's thread to take up */
     remote mem;
     code_cache codes;
     tasks os;               /* the kernel's figures of each thread (tasks.c) */
@@ -812,7 +820,7 @@ typedef struct function_entry {
 typedef struct process_functions {
     uint32_t *of_code;      /* code id -> function id (0: not yet known) */
     uint32_t code_count, code_cap;
-    uint32_t kinds[PYTOP_STACK_TORN + 1]; /* a stack kind's function, 0 until first needed */
+    uint32_t kinds[PYTOP_STACK_UNPLACED + 1]; /* a stack kind's function, 0 until first needed */
 } process_functions;
 
 typedef struct function_table {
@@ -930,6 +938,9 @@ static inline void stacks_touch(stack_table *t, uint32_t id) {
 static inline void stacks_pin(stack_table *t, uint32_t id) {
     if (id >= 1 && id <= t->count) t->nodes[id - 1].flags |= NODE_PINNED;
 }
+/* The child of node `parent` that stands for CPU time a thread used inside its frames where no
+ * sample saw it (PYTOP_STACK_UNPLACED's row), made the first time; 0 when there is no room. */
+uint32_t stacks_unplaced(stack_table *t, function_table *f, uint32_t parent);
 /* Past the bound: evict nodes without children, unpinned and not seen since `since` (a clock
  * value), least recently seen first, until the tree is back to `keep_share` of its bound. Pins
  * are cleared. Returns how many were evicted. */

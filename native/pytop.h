@@ -92,8 +92,9 @@ enum pytop_thread_flags {
                                     its whole life so far, cpu_delta_ns is 0 */
     PYTOP_THREAD_UNCLAIMED = 256, /* a thread state its new thread has not taken up yet: it carries
                                     no ids of its own (3.12+) or its creator's (before) */
-    PYTOP_THREAD_BUSY = 512      /* it runs now (ACTIVE) and was on a CPU for most of the time
-                                    since its counts were last read: not a thread just woken */
+    PYTOP_THREAD_ON_CPU = 512    /* its state letter, read in this sample, says it is on a CPU
+                                    (R, and it ran since it was last found asleep or waiting):
+                                    C code that let the GIL go runs here, at this stack */
 };
 
 /* One frame: which code object (an id, stable while the object lives) and which line. */
@@ -275,6 +276,8 @@ enum pytop_stack_kind {
     PYTOP_STACK_UNSEEN = 3,      /* CPU of threads that started and ended between samples */
     PYTOP_STACK_OVERFLOW = 4,    /* stacks past the bound on unique stacks */
     PYTOP_STACK_TORN = 5,        /* a thread whose stack changed under every read before one was whole */
+    PYTOP_STACK_UNPLACED = 6,    /* not a root: a node under a thread's frames for CPU time it used
+                                    there between samples, where no sample saw it */
     PYTOP_STACK_INCOMPLETE = 8   /* flag: outer frames are missing (cut or torn): no caller edges */
 };
 
@@ -290,7 +293,8 @@ typedef struct pytop_drain_process {
     uint32_t gc_known;       /* ... in which the target said whether it did */
     uint32_t torn;           /* thread stacks that could not be read in full */
     uint64_t cpu_ns;         /* the kernel's CPU time of the whole process in the same time */
-    uint64_t unseen_cpu_ns;  /* ... of which by threads that ended between samples */
+    uint64_t unseen_cpu_ns;  /* ... of which by threads no sample saw (they started and ended
+                                between two): their row's, "threads that ended between samples" */
     uint32_t error_at;       /* offset in `text` of its latest error, or UINT32_MAX */
     uint32_t reserved;
 } pytop_drain_process;
@@ -308,6 +312,7 @@ typedef struct pytop_drain_thread {
                                 of the time of threads that ended unseen) */
     uint64_t wall_ns;        /* time it was sampled over */
     uint64_t wait_ns;        /* time runnable but waiting for a CPU */
+    uint64_t unplaced_ns;    /* of cpu_ns, what it used where no sample saw it (an unplaced row) */
     uint32_t thread;         /* the engine's key for it, never reused */
     uint32_t process;
     int32_t native_id;
@@ -432,8 +437,10 @@ typedef struct pytop_drain {
 pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status);
 /* Hand an unwinder to the engine (from any thread, before or while it runs): from the call on,
  * only the engine's thread uses it, and frees it when its process ends or the engine stops.
+ * With `whole_life`, the CPU its process used before its first sample counts too (a child
+ * started since sampling began: all its time is the run's); else it counts from there.
  * *process is the engine's index for it. */
-int pytop_engine_add(pytop_engine *e, pytop_unwinder *u, uint32_t *process);
+int pytop_engine_add(pytop_engine *e, pytop_unwinder *u, int32_t whole_life, uint32_t *process);
 /* Stop sampling `process` from its next tick on, as if it had exited, with `why` as its error
  * (a process that exec'd another program: its unwinder reads a memory that is no longer
  * there). PYTOP_ERR_STATE while the sampling thread has not taken the process up yet. */

@@ -269,6 +269,21 @@ uint32_t stacks_intern(stack_table *t, function_table *f, uint32_t process, uint
     return node;
 }
 
+/* Not a code object's id: the code cache's ids are small and dense. */
+#define UNPLACED_CODE UINT32_MAX
+
+uint32_t stacks_unplaced(stack_table *t, function_table *f, uint32_t parent) {
+    const stack_node *up = stacks_get(t, parent);
+    if (!up) return 0;
+    uint32_t slot, process = up->process, id = find(t, parent, UNPLACED_CODE, 0, process, &slot);
+    if (!id) {
+        uint32_t function = functions_of_kind(f, process, PYTOP_STACK_UNPLACED);
+        id = make(t, parent, UNPLACED_CODE, 0, process, function, NODE_FIRST_FUNCTION | NODE_FIRST_LINE, up->kind);
+    }
+    stacks_touch(t, id);
+    return id;
+}
+
 /* ---- eviction ----------------------------------------------------------------------------- */
 
 static bool evictable(const stack_node *n, uint32_t since) {

@@ -29,11 +29,17 @@
  *   - A thread whose counts have not moved since its previous read has not run: its stack is
  *     unchanged. Counts move only at the scheduler's ticks and at switches, so a thread that
  *     runs on without a switch can show no move: the caller treats the GIL holder as running.
- *   - The state letter is for display and --dump: read every STATE_REFRESH_NS per thread (longer
- *     past THREADS_PER_ROUND threads, in proportion), or
- *     always when asked (TASK_ALL). Running, or waiting for a CPU? Both read "R": a thread
- *     found R whose counts have not moved since a read that found it asleep or waiting has
- *     not been on a CPU yet (it waits in the run queue, its stack still at the call that slept).
+ *   - The state letter says whether a thread without the GIL is on a CPU at this sample (C code
+ *     that let the GIL go: compressing, hashing), which only the GIL tells of a thread that
+ *     runs Python. It is read when asked (TASK_ALL: every thread in blocking mode); when a
+ *     thread without the GIL had its counts move and was R, or busy (a share of the time since
+ *     its last read on a CPU); and at every sample while the last letter read was R or the
+ *     thread was busy (a thread "watched": it may be waiting for the GIL between two calls that
+ *     let it go). So a thread running C is seen running at each sample, and a sleeper costs
+ *     nothing. Otherwise it is read every STATE_REFRESH_NS per thread (longer past
+ *     THREADS_PER_ROUND threads, in proportion), for display and --dump. Running, or waiting for a CPU? Both read "R": a thread found R whose
+ *     counts have not moved since a read that found it asleep or waiting has not been on a
+ *     CPU yet (it waits in the run queue, its stack still at the call that slept).
  * When the kernel keeps no schedstat, the times come from stat (utime + stime, in ticks).
  */
 #define _GNU_SOURCE
@@ -53,6 +59,7 @@
 #define UNEXPLAINED_SHARE 0.02 /* rounds are read while more than this share of a core is unexplained, */
 #define FOUND_SHARE 0.1        /* ... or the last round found its threads used more than this share */
 #define THREADS_PER_ROUND 50   /* past this many threads, a round of count reads takes longer */
+#define BUSY_PARTS 10          /* a thread that used 1/BUSY_PARTS of the time since its last read is busy */
 
 void tasks_init(tasks *o, int pid) {
     memset(o, 0, sizeof *o);
@@ -255,8 +262,12 @@ static bool read_figures(tasks *o, task *t, bool with_state, bool letter_if_move
     t->now.switches = switches;
     t->now.known = true;
     if (moved) t->now.changed_at = o->now;
-    /* (An old letter other than R says "not running" already: only an R is read again.) */
-    bool recheck = moved && letter_if_moved && t->state == 'R';
+    /* A thread that ran since its last read may be running now: read again if it was R, or
+     * if it used a share of the time since (C code between waits for the GIL); not for a
+     * sleeper that woke a moment (a pool's 2,000 threads wake ~730 times a second). */
+    uint64_t since = known_before && o->now > t->now.read_at ? o->now - t->now.read_at : 0;
+    bool busy = since && out->cpu_delta_ns * BUSY_PARTS >= since;
+    bool recheck = moved && letter_if_moved && (t->state == 'R' || busy);
     if (!state_read && (with_state || recheck || o->now - t->state_at >= state_refresh_ns(o))) {
         uint64_t ignored;
         state_read = read_stat(o, t->stat_fd, &state, &ignored);
@@ -265,16 +276,16 @@ static bool read_figures(tasks *o, task *t, bool with_state, bool letter_if_move
         t->state = state;
         t->state_at = o->now;
         t->on_cpu = state == 'R' && (moved || t->on_cpu);
+        /* R: on a CPU, or about to be. A thread that ran much since its last read and sleeps
+         * now may be waiting for the GIL between two calls that let it go: read again next time. */
+        t->watched = state == 'R' || (moved && busy);
     } else if (moved) {
         t->on_cpu = false; /* it switched since: whether it runs now is not known */
     }
     /* Without a fresh letter: R as last read, and counts that moved lately. */
     out->running = state_read ? t->on_cpu : t->state == 'R' && o->now - t->now.changed_at < RUNNING_NS;
+    out->on_cpu = state_read && t->on_cpu;
     out->ran = moved;
-    /* Running now, and for most of the time since the previous read: a long call without the
-     * GIL (hashing), not a thread just woken whose CPU went to what it did before it slept. */
-    uint64_t since = known_before && o->now > t->now.read_at ? o->now - t->now.read_at : 0;
-    out->busy = out->running && since && out->cpu_delta_ns * 2 >= since;
     t->now.read_at = o->now;
     return true;
 }
@@ -306,13 +317,16 @@ void tasks_report(tasks *o, int tid, int how, task_report *out) {
     }
     if (o->mode == 2) how = TASK_ALL;
     bool idle = how == TASK_WHEN_DUE; /* not the GIL's holder, nor its last */
+    bool letter_if_moved = idle || how == TASK_AFTER_GIL;
+    if (how == TASK_AFTER_GIL) how = TASK_NOW;
     if (o->check_all && how == TASK_WHEN_DUE) how = TASK_NOW;
-    bool due = how != TASK_WHEN_DUE || !t->now.known || tasks_due(o, tid);
+    bool due = how != TASK_WHEN_DUE || !t->now.known || t->watched || tasks_due(o, tid);
     /* A thread without the GIL whose counts moved may have run a moment and gone back to
      * sleep: an old R and a recent move said "running" of a pool's worker asleep again after a
-     * 1 ms burst, and its CPU went to the call it slept in. Its letter is read again. */
+     * 1 ms burst, and its CPU went to the call it slept in. Its letter is read again; and read
+     * at every sample while it says R (see the top of the file). */
     t->read_idle = false;
-    if (due && read_figures(o, t, how == TASK_ALL, idle, out)) {
+    if (due && read_figures(o, t, how == TASK_ALL || (letter_if_moved && t->watched), letter_if_moved, out)) {
         out->checked = true;
         t->read_idle = idle;
         if (idle) o->idle_found_ns += out->cpu_delta_ns;
@@ -331,10 +345,15 @@ uint64_t tasks_defer(tasks *o, int tid) {
     t->now = t->undo;
     o->explained_ns = o->explained_ns > delta ? o->explained_ns - delta : 0;
     if (t->read_idle) o->idle_found_ns = o->idle_found_ns > delta ? o->idle_found_ns - delta : 0;
-    t->last.checked = t->last.ran = t->last.first = t->last.busy = false;
+    t->last.checked = t->last.ran = t->last.first = t->last.on_cpu = false;
     t->last.cpu_delta_ns = t->last.wait_delta_ns = 0;
     o->deferred_ns += delta;
     return delta;
+}
+
+bool tasks_watched(const tasks *o, int tid) {
+    uint32_t at = task_slot(o, tid);
+    return at < o->count && o->items[at].tid == tid && o->items[at].watched;
 }
 
 bool tasks_due(const tasks *o, int tid) {

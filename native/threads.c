@@ -155,12 +155,14 @@ static bool check_task(pytop_unwinder *u, pytop_thread *t, bool gil, bool held_l
     task_report r;
     const pytop_thread *old = samples_previous(&u->samples, t); /* the GIL's last holder ran since */
     bool now = gil || held_last || (old && old->serial == t->serial && (old->flags & PYTOP_THREAD_GIL));
-    tasks_report(&u->os, t->native_id, now ? TASK_NOW : TASK_WHEN_DUE, &r);
+    /* The holder of a moment ago without the GIL now: in C code that let it go (on a CPU), or
+     * waiting, or asleep? Its letter says. */
+    tasks_report(&u->os, t->native_id, gil ? TASK_NOW : now ? TASK_AFTER_GIL : TASK_WHEN_DUE, &r);
     t->os_state = r.state;
     t->cpu_ns = r.cpu_ns;
     if (r.state != '?') t->flags |= PYTOP_THREAD_OS_KNOWN;
     if (r.running) t->flags |= PYTOP_THREAD_ACTIVE;
-    if (r.busy) t->flags |= PYTOP_THREAD_BUSY;
+    if (r.on_cpu) t->flags |= PYTOP_THREAD_ON_CPU;
     if (r.ran) t->flags |= PYTOP_THREAD_RAN;
     if (r.first) t->flags |= PYTOP_THREAD_NEW_TASK;
     if (r.checked) {
@@ -516,7 +518,7 @@ static bool as_before(pytop_unwinder *u, uint64_t ts, const pytop_thread *old, c
     }
     if (r && r->checked) {
         t->flags |= PYTOP_THREAD_CHECKED | PYTOP_THREAD_OS_KNOWN | (r->running ? PYTOP_THREAD_ACTIVE : 0u) |
-                    (r->busy ? PYTOP_THREAD_BUSY : 0u);
+                    (r->on_cpu ? PYTOP_THREAD_ON_CPU : 0u);
         t->cpu_ns = r->cpu_ns;
         t->cpu_delta_ns = r->cpu_delta_ns;
         t->wait_delta_ns = r->wait_delta_ns;
@@ -562,9 +564,9 @@ static void check_known(pytop_unwinder *u, uint32_t i, bool held_last, known_che
     const pytop_thread *old = known_before(u, i);
     if (!old) return;
     bool last_holder = held_last || (old->flags & PYTOP_THREAD_GIL);
-    bool due = tasks_due(&u->os, old->native_id) || last_holder;
+    bool due = tasks_due(&u->os, old->native_id) || last_holder || tasks_watched(&u->os, old->native_id);
     if (!due && !u->os.check_all) return;
-    tasks_report(&u->os, old->native_id, last_holder ? TASK_NOW : TASK_WHEN_DUE, &c->counts);
+    tasks_report(&u->os, old->native_id, last_holder ? TASK_AFTER_GIL : TASK_WHEN_DUE, &c->counts);
     c->asked = true;
     c->moved = c->counts.ran || c->counts.first; /* read for the period too: a move is a move */
 }

@@ -89,7 +89,7 @@ class RunningTarget:
     script_path: str
 
 
-def _read_line(proc: subprocess.Popen[str], timeout: float) -> str:
+def read_line(proc: subprocess.Popen[str], timeout: float) -> str:
     assert proc.stdout is not None
     deadline = time.monotonic() + timeout
     buffer = b""
@@ -149,7 +149,7 @@ def running(interp: dict[str, Any], script: str, *args: str, timeout: float = 60
     proc = subprocess.Popen([*wrapper, *interp["argv"], path, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env={**target_env(), **(env or {})}, cwd=cwd)
     try:
-        line = _read_line(proc, timeout)
+        line = read_line(proc, timeout)
         if not line:
             proc.kill()
             _, err = proc.communicate(timeout=10)

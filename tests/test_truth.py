@@ -23,6 +23,7 @@ import helpers
 import kernel
 import pytop.demo
 from pytop.core.model import Snapshot
+from pytop.core.records import PSEUDO_FUNCTIONS, STACK_UNPLACED
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.target.attach import attach
@@ -121,17 +122,30 @@ def test_the_demo_shows_work_first(interp: dict[str, Any], saturated: bool) -> N
     assert {row.function for row in top} <= COMPUTING, [(row.function, row.own_time) for row in top]
 
 
+UNPLACED = PSEUDO_FUNCTIONS[STACK_UNPLACED]
+
+
+def check_unseen(final: Snapshot, burst_share: float) -> None:
+    """A pool's CPU: on burst() where samples saw each thread compute, else unplaced, shown as
+    each thread's own; never on the call the threads nap in (it took 45% there once), nor on
+    another thread's function: a thread no sample saw computing has nothing to place it by."""
+    own = {row.function: row.own_time for row in final.rows}
+    top = sorted(own.items(), key=lambda kv: -kv[1])[:5]
+    assert own.get("worker", 0.0) <= 0.05 * final.attributed, top
+    assert own.get("burst", 0.0) + own.get(UNPLACED, 0.0) >= 0.93 * final.attributed, top
+    assert own.get("burst", 0.0) >= burst_share * final.attributed, top
+    by_threads = sum(row.unplaced_time for row in final.thread_rows)
+    assert by_threads == pytest.approx(own.get(UNPLACED, 0.0), abs=0.001), (by_threads, top)
+
+
 def test_a_pool_of_short_bursts_at_a_low_rate(some_interp: dict[str, Any], saturated: bool) -> None:
     """64 threads nap, then compute for 1 ms: at 50 samples/s (a CPU budget's rate) few bursts
-    are seen, and the CPU read after them must not go to the call the threads nap in (it took
-    45% there), but to what they were seen running. (Over 4 s: until some samples have seen
-    the bursts, in the first few tenths of a second, there is nothing better than the nap: up
-    to 11.5% of the window on a machine loaded three times over, 0-5% otherwise.)"""
+    are seen. Each thread's CPU goes where samples saw that thread compute, held up to 2 s until
+    one does: each thread is seen computing about once in two seconds, so 30-65% of the CPU
+    stays unseen."""
     final, usage, _ = measure(some_interp, "bursty_pool.py", load=saturated, rate=50.0, window=4.0)
     assert final.attributed == pytest.approx(usage.process, rel=0.10), (final.attributed, usage.process)
-    own = {row.function: row.own_time for row in final.rows}
-    assert own.get("burst", 0.0) >= 0.80 * final.attributed, sorted(own.items(), key=lambda kv: -kv[1])[:5]
-    assert own.get("worker", 0.0) <= 0.15 * final.attributed, sorted(own.items(), key=lambda kv: -kv[1])[:5]
+    check_unseen(final, 0.25)
 
 
 def test_a_large_pool_whose_stacks_are_read_a_few_at_a_time(some_interp: dict[str, Any], saturated: bool) -> None:
@@ -141,5 +155,4 @@ def test_a_large_pool_whose_stacks_are_read_a_few_at_a_time(some_interp: dict[st
     against the kernel's."""
     final, usage, _ = measure(some_interp, "bursty_pool.py", "300", load=saturated, rate=20.0)
     check_threads_and_total(final, usage)
-    own = {row.function: row.own_time for row in final.rows}
-    assert own.get("burst", 0.0) >= 0.70 * final.attributed, sorted(own.items(), key=lambda kv: -kv[1])[:5]
+    check_unseen(final, 0.05)  # 40 samples for 300 threads: most are never seen computing

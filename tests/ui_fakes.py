@@ -48,7 +48,8 @@ THREADS = (
     ThreadRow(3, 4242, 0x7F03, 4251, "handler-1", 5012, 58.3, 37.9, "handle_request", True, cpu_time=29.2,
               errors=3, last_error="inconsistent memory"),
     ThreadRow(4, 4242, 0x7F04, 4252, "reports", 5012, 35.0, 34.7, "is_prime", True, cpu_time=17.5),
-    ThreadRow(5, 4242, 0x7F05, 4253, "cache-janitor", 5012, 0.4, 0.2, "Event.wait", True, cpu_time=0.2),
+    ThreadRow(5, 4242, 0x7F05, 4253, "cache-janitor", 5012, 0.4, 0.2, "Event.wait", True, cpu_time=0.2,
+              unplaced_time=0.05),
     ThreadRow(6, 4242, 0x7F06, 4260, "Thread-7 (process_request_thread)", 120, 80.0, 10.0, None, False,
               cpu_time=0.9),
 )

@@ -13,11 +13,11 @@ kernel preempt the thread, and a clock read every millisecond made the line of t
 the threads were preempted most (a thread's own clock read is also where a profiler finds it
 waiting for a CPU).
 
-Every timed call appends (function, wall start, wall end, total, own) to the log: wall times on
-CLOCK_MONOTONIC, total the calling thread's CPU time over the call (CLOCK_THREAD_CPUTIME_ID, the
-kernel's count for that thread), own the total less that of the timed calls it made. On SIGUSR2
-the main thread prints the last minute's log as one JSON line. Arguments: `gated` (the work
-starts on SIGUSR1), and the names of the threads to run (all by default). Runs under 2.7 too (its clocks through ctypes).
+Every timed call appends (function, TID, CPU at its start, CPU at its end, own) to the log: CPU
+times are the calling thread's clock (CLOCK_THREAD_CPUTIME_ID, the kernel's count for that
+thread, in seconds), own is the call's CPU less that of the timed calls it made. On SIGUSR2
+the main thread prints the log as one JSON line. Arguments: the names of the threads to run
+(all by default). Runs under 2.7 too (its clock through ctypes).
 """
 
 import collections
@@ -33,12 +33,9 @@ import zlib
 
 from report import daemon_thread, ready, thread_info
 
-GATED = "gated" in sys.argv[1:]
-
 if hasattr(time, "clock_gettime"):
-    # C callables: reading a clock makes no Python frame of its own to be sampled in.
+    # A C callable: reading the clock makes no Python frame of its own to be sampled in.
     thread_cpu = functools.partial(time.clock_gettime, time.CLOCK_THREAD_CPUTIME_ID)
-    monotonic = functools.partial(time.clock_gettime, time.CLOCK_MONOTONIC)
 else:  # 2.7
     import ctypes
 
@@ -55,32 +52,32 @@ else:  # 2.7
     def thread_cpu():
         return _clock(3)  # CLOCK_THREAD_CPUTIME_ID
 
-    def monotonic():
-        return _clock(1)  # CLOCK_MONOTONIC
 
-
-LOG = collections.deque(maxlen=400000)
+LOG = collections.deque(maxlen=100000)  # ten times what a test's window makes
 local = threading.local()
-go = threading.Event()
+DONE = {}  # TID -> calls of its outermost timed function finished
+DATA = b"".join(str(i * 7919 % 10007).encode() for i in range(200000))  # the compressor's
 
 
 def enter():
-    """Start timing the caller: (wall, cpu), and room for its timed callees' totals."""
+    """Start timing the caller: its thread's CPU time now, and room for its timed callees'."""
     stack = getattr(local, "children", None)
     if stack is None:
         stack = local.children = []
+        local.tid = thread_info()["native_id"]
     stack.append(0.0)
-    return monotonic(), thread_cpu()
+    return thread_cpu()
 
 
-def leave(function, mark):
-    cpu = thread_cpu()
-    wall = monotonic()
-    total = cpu - mark[1]
+def leave(function, start):
+    end = thread_cpu()
+    total = end - start
     children = local.children.pop()
     if local.children:
         local.children[-1] += total
-    LOG.append((function, mark[0], wall, total, total - children))
+    LOG.append((function, local.tid, start, end, total - children))
+    if not local.children:
+        DONE[local.tid] = DONE.get(local.tid, 0) + 1
 
 
 def compress_block(data):
@@ -90,10 +87,8 @@ def compress_block(data):
 
 
 def compressor():
-    data = b"".join(str(i * 7919 % 10007).encode() for i in range(200000))
-    go.wait()
     while True:
-        compress_block(data)
+        compress_block(DATA)
 
 
 def sign_payload(payload):
@@ -103,7 +98,6 @@ def sign_payload(payload):
 
 
 def signer():
-    go.wait()
     while True:
         sign_payload(b"payload")
 
@@ -117,7 +111,6 @@ def spin_python():
 
 
 def pyloop():
-    go.wait()
     while True:
         spin_python()
 
@@ -161,7 +154,6 @@ def handle_request(count):
 
 
 def worker():
-    go.wait()
     while True:
         handle_request(10000)
 
@@ -173,33 +165,34 @@ def tick():
 
 
 def napper():
-    go.wait()
     while True:
         time.sleep(0.002)
         tick()
 
 
 def dump(*_):
-    """The last minute's calls (a test's window and then some)."""
-    since = monotonic() - 60
-    ready({"log": [entry for entry in list(LOG) if entry[2] >= since]})
+    """The log, once every call under way has finished: the last calls of a test's window may
+    still be running when it asks (the target was frozen in their middle)."""
+    asked = dict(DONE)
+    while any(DONE.get(tid, 0) <= count for tid, count in asked.items()):
+        time.sleep(0.01)
+    ready({"log": list(LOG)})
 
 
-signal.signal(signal.SIGUSR1, lambda *_: go.set())
 signal.signal(signal.SIGUSR2, dump)
-threads = {}
 WORKERS = (compressor, signer, pyloop, worker, napper)
 chosen = [w for w in WORKERS if w.__name__ in sys.argv[1:]] or WORKERS
 for run in chosen:
     daemon_thread(run, name=run.__name__)
     if run is worker:  # two request workers
         daemon_thread(run, name="worker-2")
-for thread in threading.enumerate():
-    threads[thread.name] = {"thread_id": thread.ident}
-threads["MainThread"] = thread_info()
-ready({"threads": threads, "version": list(sys.version_info[:3])})
-if not GATED:
-    go.set()
+while len(set(entry[1] for entry in list(LOG))) < len(chosen) + (worker in chosen):
+    time.sleep(0.01)  # every thread at work
+own_is_whole = {  # the function's callees are all C: its own time is all of its time
+    "sign_payload": type(hashlib.pbkdf2_hmac) is type(len),  # 2.7 and early 3: Python, without OpenSSL's
+}
+ready({"threads": [thread.name for thread in threading.enumerate()], "version": list(sys.version_info[:3]),
+       "own_is_whole": own_is_whole})
 # Short naps: a signal the kernel gives another thread (one still waking from a SIGSTOP) runs
 # its Python handler only when the main thread wakes.
 while True:

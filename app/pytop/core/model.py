@@ -88,6 +88,7 @@ class ThreadRow:
     cpu_time: float = 0.0  # seconds of CPU the kernel counted for it
     own_time: float = 0.0  # seconds pytop attributed to its stacks in the snapshot's mode
     wait_time: float = 0.0  # seconds it was runnable but waiting for a CPU
+    unplaced_time: float = 0.0  # of cpu_time, seconds it ran where no sample saw it (not placed)
     errors: int = 0  # samples in which its stack could not be read
     last_error: str | None = None
     native: bool = False  # a thread of the process that runs no Python

@@ -82,6 +82,8 @@ class ProcessStacks:
 # Kinds of stack without frames of their own, each shown as one pseudo-function; INCOMPLETE is
 # a flag: outer frames are missing (cut at the depth limit, or torn), so no caller edges.
 STACK_FRAMES, STACK_EMPTY, STACK_NATIVE, STACK_UNSEEN, STACK_OVERFLOW, STACK_TORN = 0, 1, 2, 3, 4, 5
+# Not a root: a node under a thread's frames for CPU it used there where no sample saw it.
+STACK_UNPLACED = 6
 STACK_INCOMPLETE = 8
 # The file the native core gives an asyncio task's pseudo-frame (PYTOP_OPT_TASKS).
 TASK_FILENAME = "<asyncio task>"
@@ -91,6 +93,7 @@ PSEUDO_FUNCTIONS = {
     STACK_UNSEEN: "(threads that ended between samples)",
     STACK_OVERFLOW: "(stacks past pytop's memory bound)",  # only when memory runs out
     STACK_TORN: "(stack not read: it changed under every read)",  # a thread's first reads, torn
+    STACK_UNPLACED: "(ran between samples, not seen)",
 }
 
 # Status codes of the native core, and what they mean to a reader.
@@ -179,6 +182,7 @@ class ThreadUpdate(NamedTuple):
     last_error: int  # status of the latest
     stack: int  # its stack in its latest sample
     os_state: str
+    unplaced_ns: int = 0  # of cpu_ns, what it used where no sample saw it (the unplaced row)
 
     @property
     def alive(self) -> bool:

@@ -109,7 +109,8 @@ def thread_rows(figures: Figures, mode: Mode, elapsed: float, only: ThreadKey | 
             samples=t.samples, active_pct=100.0 * t.cpu_ns / span if span else 0.0,
             gil_pct=100.0 * t.gil_samples / t.samples if t.samples else 0.0,
             top_frame=top[0] if top else None, alive=t.alive, cpu_time=t.cpu_ns / 1e9,
-            own_time=own.get(t.key, 0) / 1e9, wait_time=t.wait_ns / 1e9, errors=t.errors,
+            own_time=own.get(t.key, 0) / 1e9, wait_time=t.wait_ns / 1e9, unplaced_time=t.unplaced_ns / 1e9,
+            errors=t.errors,
             last_error=t.last_error_text, native=t.native, threads=t.threads, os_state=t.os_state,
             folded=t.key < 0)
 

@@ -37,6 +37,7 @@ class ThreadState:
     cpu_ns: int = 0  # the kernel's count since the reset
     wall_ns: int = 0
     wait_ns: int = 0
+    unplaced_ns: int = 0  # of cpu_ns, what no sample could place on a stack of its own
     samples: int = 0
     gil_samples: int = 0
     errors: int = 0
@@ -52,6 +53,7 @@ class ThreadState:
         self.cpu_ns += more.cpu_ns
         self.wall_ns += more.wall_ns
         self.wait_ns += more.wait_ns
+        self.unplaced_ns += more.unplaced_ns
         self.samples += more.samples
         self.gil_samples += more.gil_samples
         self.errors += more.errors

@@ -105,9 +105,9 @@ def _threads(out: Any, text: _Text) -> tuple[ThreadUpdate, ...]:
     rows = _DRAIN_THREAD.iter_unpack(_array(out.threads, out.thread_count, _DRAIN_THREAD))
     return tuple(
         ThreadUpdate(key, process, thread_id, native_id, flags, text.at(name_at), cpu, wall, wait, samples, gil,
-                     errors_, last_error, stack, state.decode("latin-1"))
-        for thread_id, cpu, wall, wait, key, process, native_id, flags, samples, gil, errors_, last_error, stack,
-        name_at, state in rows)
+                     errors_, last_error, stack, state.decode("latin-1"), unplaced)
+        for thread_id, cpu, wall, wait, unplaced, key, process, native_id, flags, samples, gil, errors_, last_error,
+        stack, name_at, state in rows)
 
 
 def _functions(out: Any, text: _Text) -> tuple[Function, ...]:
@@ -196,10 +196,12 @@ class Engine:
     def is_open(self) -> bool:
         return self._handle is not None
 
-    def add(self, unwinder: Unwinder) -> int:
-        """Sample `unwinder`'s process from the next tick on; returns the engine's index for it."""
+    def add(self, unwinder: Unwinder, whole_life: bool = False) -> int:
+        """Sample `unwinder`'s process from the next tick on; returns the engine's index for it.
+        whole_life: the CPU it used before then counts too (a child started since sampling
+        began); else its CPU counts from its first sample."""
         process = ffi.new("uint32_t *")
-        status = lib.pytop_engine_add(self.handle, unwinder.handle, process)
+        status = lib.pytop_engine_add(self.handle, unwinder.handle, int(whole_life), process)
         if status != lib.PYTOP_OK:
             raise RuntimeError(f"the sampling engine takes no more processes ({STATUS_NAMES.get(status)})")
         unwinder.detach()

@@ -66,6 +66,7 @@ def thread_record(t: ThreadRow) -> dict[str, Any]:
             "name": t.label if t.folded else t.name, "alive": t.alive, "native": t.native, "threads": t.threads,
             "folded": t.folded, "samples": t.samples,
             "cpu_time": round(t.cpu_time, 6), "own_time": round(t.own_time, 6), "wait_time": round(t.wait_time, 6),
+            "unplaced_time": round(t.unplaced_time, 6),
             "active_pct": round(t.active_pct, 3), "gil_pct": round(t.gil_pct, 3), "errors": t.errors,
             "last_error": t.last_error}
 

@@ -1,5 +1,6 @@
 """The thread panel: every thread with its name, TID, the CPU time the kernel counted for it,
-how much of its time it ran and held the GIL, its unreadable stacks, and where it is now.
+how much of its time it ran and held the GIL, the share of its CPU that it used where no sample
+saw it (the "(ran between samples, not seen)" row), its unreadable stacks, and where it is now.
 Enter on a thread narrows the function table to it. Drawn through the Line API (LineTable): a
 process of 2,000 threads costs a sort a refresh, and only the lines in sight are drawn."""
 
@@ -13,7 +14,8 @@ from .linetable import Column, LineTable, Row
 
 NAME_WIDTH = 48  # the most the names' column takes
 COLUMNS = [Column("Thread", NAME_WIDTH), Column("TID", 8, right=True), Column("CPU", 8, right=True),
-           Column("Active", 7, right=True), Column("GIL", 7, right=True), Column("Torn", 5, right=True),
+           Column("Active", 7, right=True), Column("GIL", 7, right=True), Column("Unseen", 7, right=True),
+           Column("Torn", 5, right=True),
            Column("Now in", 0)]
 
 
@@ -39,10 +41,11 @@ class ThreadTable(LineTable):
         else:
             name = (row.name or "") + (" (no Python)" if row.native else "") + ("" if row.alive else " (finished)")
         errors = f"{row.errors}" if row.errors else ""
+        unseen = fmt.percent(100.0 * row.unplaced_time / row.cpu_time) if row.unplaced_time and row.cpu_time else ""
         cells = (("▶ " if selected else "") + (f"[{row.pid}] " if show_pids else "") + name.strip(),
                  "" if row.folded else str(row.native_id or "?"), fmt.seconds(row.cpu_time),
-                 fmt.percent(row.active_pct), fmt.percent(row.gil_pct), errors, row.top_frame or "")
-        return Row(row.key, cells, style, ("", "", "", "", "", "red" if errors else ""))
+                 fmt.percent(row.active_pct), fmt.percent(row.gil_pct), unseen, errors, row.top_frame or "")
+        return Row(row.key, cells, style, ("", "", "", "", "", "", "red" if errors else ""))
 
     def selected_key(self) -> ThreadKey | None:
         key = self.cursor_key

@@ -1,0 +1,249 @@
+/*
+ * Where a thread's CPU time goes: only ever to that thread's own stacks. Runs on the sampling
+ * thread, under the engine's lock (account.c calls it).
+ *
+ * The kernel counts each thread's CPU time; the samples only say how it splits over the
+ * thread's stacks. A sample is evidence of where the thread spends CPU only if it finds the
+ * thread running: holding the GIL (it runs Python, or is about to), or on a CPU by its state
+ * letter (C code that let the GIL go: compressing, hashing). A thread waiting for the GIL, or
+ * asleep, is where it will run next, not where it ran. So:
+ *
+ *   - each interval between two samples counts half for the stack at either end that found the
+ *     thread running (the trapezoid rule: a late sample no longer hands the whole gap to the
+ *     stack it found); these runs wait (`pending`) until the thread's count moves, and its
+ *     CPU since the last move is split over them by time;
+ *   - CPU that no sample saw the thread use (it ran between two samples and slept again) was
+ *     used inside the frames its stacks had in common before and after (their deepest common
+ *     node, the anchor): it goes to the stacks the thread itself was lately seen running with
+ *     through that same function, else (see below) to a pseudo-frame "(ran between samples,
+ *     not seen)" under the anchor: shown, with the thread, never given to another thread's
+ *     function;
+ *   - when the thread has no such runs yet (a pool's worker that naps and computes a
+ *     millisecond, at a low rate; a thread-per-request server's thread, read before its first
+ *     frame and after its last), the CPU is held until a sample sees the thread run, and goes
+ *     with that; unplaced if none does within HOLD_MAX_NS or before the thread ends. A thread
+ *     with no Python frame all that while runs C code: its CPU goes to its own frameless stack.
+ *
+ * (An earlier rule gave unseen CPU to stacks any thread of the process was seen running under
+ * the same caller: for threads started by threading that caller is Thread.run, so a thread
+ * compressing in C had its CPU shown on another thread's Python loop.)
+ */
+#include "engine.h"
+
+/* Frames looked through between an anchor and the runs under it, and between two stacks and
+ * their common node: deeper differences count as having nothing in common. */
+#define MAX_DESCENT 4096
+
+void attribute_add(pytop_engine *e, uint32_t key, uint32_t stack, uint64_t ns) {
+    weight *w = weights_at(&e->weights, stack, key);
+    if (w) w->cpu_ns += ns;
+}
+
+/* Runs are kept in time order, so that time the thread spent waiting for a CPU can be taken
+ * off the oldest (see drop_waiting). */
+static void pending_add(engine_thread *t, uint32_t stack, uint64_t ns) {
+    if (!ns) ns = 1; /* a sample with no time before it still says the stack ran */
+    t->pending_total += ns;
+    if (t->pending_count && t->pending[t->pending_count - 1].stack == stack) {
+        t->pending[t->pending_count - 1].weight_ns += ns;
+        return;
+    }
+    if (t->pending_count < PENDING_RUNS) t->pending[t->pending_count++] = (pending_run){stack, ns};
+    else t->pending[PENDING_RUNS - 1].weight_ns += ns; /* full: the last one stands for the rest */
+}
+
+/* The thread's own recent runs, kept past its count's moves: where its unseen CPU likely went. */
+static void remember_run(const stack_table *s, engine_thread *t, uint32_t stack, uint64_t ns) {
+    if (t->runs_epoch != s->epoch) { /* evictions since: the ids may name other stacks now */
+        t->runs_count = t->runs_next = 0;
+        t->runs_epoch = s->epoch;
+    }
+    for (uint32_t i = 0; i < t->runs_count; i++)
+        if (t->runs[i].stack == stack) {
+            t->runs[i].weight_ns += ns ? ns : 1;
+            return;
+        }
+    t->runs[t->runs_next] = (pending_run){stack, ns ? ns : 1};
+    t->runs_next = (t->runs_next + 1) % THREAD_RUNS;
+    if (t->runs_count < THREAD_RUNS) t->runs_count++;
+}
+
+void attribute_running(pytop_engine *e, engine_thread *t, uint32_t stack, uint64_t ns) {
+    pending_add(t, stack, ns);
+    remember_run(&e->stacks, t, stack, ns);
+}
+
+/* Split `ns` over runs by their weights (the last gets what rounding leaves). */
+void attribute_split(pytop_engine *e, uint32_t key, const pending_run *runs, uint32_t count, uint64_t total,
+                     uint64_t ns) {
+    uint64_t left = ns;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t share = i + 1 == count ? left : (uint64_t)((double)ns * (double)runs[i].weight_ns / (double)total);
+        if (share > left) share = left;
+        attribute_add(e, key, runs[i].stack, share);
+        left -= share;
+    }
+}
+
+/* A thread that holds the GIL but was preempted keeps being seen with its stack while it does
+ * not run. The kernel counts that time as run-queue wait, told when the thread gets a CPU
+ * again; the wait came right after its count last moved (a switch moves it), so it is taken
+ * off the oldest runs: else a function preempted 15 ms just before it returned got 15 ms of
+ * weight against the next function's 1 ms, and most of the CPU that followed. */
+static void drop_waiting(engine_thread *t) {
+    uint64_t wait = t->pending_wait;
+    for (uint32_t i = 0; i < t->pending_count && wait; i++) {
+        uint64_t cut = t->pending[i].weight_ns < wait ? t->pending[i].weight_ns : wait;
+        t->pending[i].weight_ns -= cut;
+        t->pending_total -= cut;
+        wait -= cut;
+    }
+}
+
+void attribute_pending_clear(engine_thread *t) {
+    t->pending_count = 0;
+    t->pending_total = t->pending_wait = 0;
+}
+
+/* `stack`'s node at `depth` (its ancestor there, or itself), within MAX_DESCENT steps; 0 if
+ * it is not that deep or too far down. */
+static uint32_t ancestor_at(const stack_table *s, uint32_t stack, uint32_t depth) {
+    for (uint32_t steps = 0; steps <= MAX_DESCENT; steps++) {
+        const stack_node *n = stacks_get(s, stack);
+        if (!n || n->depth < depth) return 0;
+        if (n->depth == depth) return stack;
+        stack = n->parent;
+    }
+    return 0;
+}
+
+/* The deepest node two stacks share (the frames a thread stayed in between them); 0 if none
+ * within MAX_DESCENT steps. */
+static uint32_t common_node(const stack_table *s, uint32_t a, uint32_t b) {
+    const stack_node *na = stacks_get(s, a), *nb = stacks_get(s, b);
+    if (!na || !nb) return 0;
+    if (na->depth > nb->depth) a = ancestor_at(s, a, nb->depth);
+    else if (nb->depth > na->depth) b = ancestor_at(s, b, na->depth);
+    for (uint32_t steps = 0; a && b && a != b && steps <= MAX_DESCENT; steps++) {
+        a = s->nodes[a - 1].parent;
+        b = s->nodes[b - 1].parent;
+    }
+    return a == b ? a : 0;
+}
+
+/* Does `stack` run through the same call of the same function as `anchor`: the same caller
+ * node, the same code, at any line (a thread naps at one line of a function and computes at
+ * another)? Every stack does for anchor 0. */
+static bool through(const stack_table *s, uint32_t stack, uint32_t anchor) {
+    if (!anchor) return true;
+    const stack_node *a = stacks_get(s, anchor);
+    uint32_t at = a ? ancestor_at(s, stack, a->depth) : 0;
+    if (!at) return false;
+    const stack_node *n = &s->nodes[at - 1];
+    return at == anchor || (n->parent == a->parent && n->code_id == a->code_id && n->process == a->process &&
+                            n->kind == a->kind);
+}
+
+/* The root of `stack`'s tree (its kind's), 0 past any real depth. */
+static uint32_t root_of_stack(const stack_table *s, uint32_t stack) {
+    for (uint32_t steps = 0; steps <= DEFAULT_MAX_DEPTH + 1; steps++) {
+        const stack_node *n = stacks_get(s, stack);
+        if (!n) return 0;
+        if (!n->parent) return stack;
+        stack = n->parent;
+    }
+    return 0;
+}
+
+/* Split `ns` like the thread's own recent runs through `anchor` (0: any); false if it has none. */
+static bool give_like_runs(pytop_engine *e, engine_thread *t, uint32_t anchor, uint64_t ns) {
+    const stack_table *s = &e->stacks;
+    pending_run matching[THREAD_RUNS];
+    uint32_t count = 0;
+    uint64_t total = 0;
+    if (t->runs_epoch == s->epoch)
+        for (uint32_t i = 0; i < t->runs_count; i++)
+            if (through(s, t->runs[i].stack, anchor)) {
+                matching[count++] = t->runs[i];
+                total += t->runs[i].weight_ns;
+            }
+    if (total) attribute_split(e, t->key, matching, count, total, ns);
+    return total != 0;
+}
+
+/* `ns` no sample of the thread can place: a pseudo-frame under `anchor` (0: the root of the
+ * thread's stack), counted as the thread's unplaced time. */
+static void give_unplaced(pytop_engine *e, engine_thread *t, uint32_t anchor, uint64_t ns) {
+    uint32_t under = anchor ? anchor : root_of_stack(&e->stacks, t->stack);
+    uint32_t unplaced = under ? stacks_unplaced(&e->stacks, &e->functions, under) : 0;
+    attribute_add(e, t->key, unplaced ? unplaced : t->stack, ns);
+    t->d_unplaced += ns;
+}
+
+/* Has the stack no Python frame (a thread state whose thread is in C: starting, ending)? */
+static bool frameless(const stack_table *s, uint32_t stack) {
+    const stack_node *n = stacks_get(s, stack);
+    return n && (n->kind & 7) == PYTOP_STACK_EMPTY;
+}
+
+/* The frames a thread stayed in between its previous count read and now: where CPU it used
+ * unseen meanwhile was spent. 0: nothing known (no Python frame at either end, or only the
+ * root in common). */
+static uint32_t anchor_of(const stack_table *s, const engine_thread *t) {
+    if (frameless(s, t->stack)) return 0;
+    uint32_t before = t->read_stack && !frameless(s, t->read_stack) ? t->read_stack : t->stack;
+    uint32_t anchor = common_node(s, before, t->stack);
+    const stack_node *n = stacks_get(s, anchor);
+    return n && n->parent ? anchor : 0;
+}
+
+/* Held CPU (unseen, and none of the thread's own runs to place it by yet) waits this long for a
+ * sample to see the thread run: a pool's worker that naps and computes for a millisecond is
+ * seen computing a few times a minute at 50 samples/s. Past it, the CPU is unplaced; a thread
+ * with no Python frame all that while (HOLD_FRAMELESS_NS) is running C code, on its own stack. */
+#define HOLD_MAX_NS 2000000000ull
+#define HOLD_FRAMELESS_NS 500000000ull
+
+static void hold(engine_thread *t, uint32_t anchor, uint64_t ns, uint64_t now) {
+    if (!t->held_ns) t->held_since = now;
+    t->held_ns += ns;
+    t->held_anchor = anchor; /* the latest: a thread that moved on ran inside its new frames */
+}
+
+/* Held CPU, past its wait: like the thread's runs through its anchor, else unplaced there. */
+static void release(pytop_engine *e, engine_thread *t) {
+    if (!t->held_ns) return;
+    if (!give_like_runs(e, t, t->held_anchor, t->held_ns)) give_unplaced(e, t, t->held_anchor, t->held_ns);
+    t->held_ns = t->held_since = 0;
+    t->held_anchor = 0;
+}
+
+void attribute_cpu(pytop_engine *e, engine_thread *t, uint64_t ns, uint64_t now, bool settle) {
+    const stack_table *s = &e->stacks;
+    drop_waiting(t);
+    if (t->pending_total) { /* seen running: held CPU goes with it, where the thread is seen now */
+        attribute_split(e, t->key, t->pending, t->pending_count, t->pending_total, ns + t->held_ns);
+        t->held_ns = t->held_since = 0;
+        t->held_anchor = 0;
+    } else {
+        /* It ran and slept again between samples: within the frames it kept meanwhile. */
+        uint32_t anchor = anchor_of(s, t);
+        if (!give_like_runs(e, t, anchor, ns)) hold(t, anchor, ns, now);
+        if (t->held_ns && frameless(s, t->stack) && !settle && now - t->held_since >= HOLD_FRAMELESS_NS) {
+            attribute_add(e, t->key, t->stack, t->held_ns); /* no Python frame for that long: C code */
+            t->held_ns = t->held_since = 0;
+            t->held_anchor = 0;
+        }
+        if (settle || now - t->held_since >= HOLD_MAX_NS) release(e, t);
+    }
+    t->read_stack = t->stack;
+    attribute_pending_clear(t);
+}
+
+void attribute_held(pytop_engine *e, engine_thread *t) { release(e, t); }
+
+void attribute_unplaced(pytop_engine *e, uint32_t key, uint32_t stack, uint64_t ns) {
+    uint32_t root = root_of_stack(&e->stacks, stack);
+    uint32_t unplaced = root ? stacks_unplaced(&e->stacks, &e->functions, root) : 0;
+    attribute_add(e, key, unplaced ? unplaced : stack, ns);
+}

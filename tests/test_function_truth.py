@@ -1,0 +1,155 @@
+"""Each function's time against its own clock: a thread's CPU goes to that thread's own stacks.
+
+pytop's totals agree with the kernel's (test_truth.py); here the split among functions does too,
+with more threads wanting a CPU than there are cores. The target's functions time themselves
+with their thread's CPU clock (targets/self_timed.py: a thread compressing in zlib and one
+hashing with pbkdf2, both letting the GIL go; a pure Python loop; two request workers whose
+steps are wrapped by a decorator that does nothing; a napper), and each function's own and
+total time in pytop's table must agree with what it measured over the same window: within 15%
+or 0.15 s. The decorator's wrapper, which does nothing, stays under 2% of the time.
+
+A thread in C code without the GIL is running wherever its stack is, whatever share of a core
+the machine gives it; CPU that no sample saw a thread use is never handed to another thread's
+function (it once was: the compressor's CPU went to the Python loop of another thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from typing import Any
+
+import pytest
+import self_timing
+
+import helpers
+import kernel
+from pytop.run import info_of
+from pytop.sampling.sampler import Sampler, Settings
+from pytop.target.attach import attach
+
+WINDOW = 2.0
+TIMED = ("compress_block", "sign_payload", "spin_python", "query_orders", "encode_orders", "handle_request",
+         "wrapper")
+OWN_WHOLE = ("compress_block", "spin_python", "query_orders", "encode_orders")  # only C below them
+
+
+def check(own: dict[str, float], total: dict[str, float], info: dict[str, Any], attributed: float,
+          truth: tuple[dict[str, float], dict[str, float]]) -> None:
+    true_own, true_total = truth
+    assert true_total.get("compress_block", 0) > 0.05 and true_total.get("handle_request", 0) > 0.05, truth
+
+    def near(seen: float, expected: float) -> bool:
+        return abs(seen - expected) <= max(0.15 * expected, 0.15)
+
+    wrong = []
+    for name in TIMED:
+        if not near(total.get(name, 0.0), true_total.get(name, 0.0)):
+            wrong.append(f"{name} total {total.get(name, 0.0):.3f} s, its clock {true_total.get(name, 0.0):.3f} s")
+    whole = OWN_WHOLE + tuple(name for name, is_whole in info["own_is_whole"].items() if is_whole)
+    for name in whole:
+        if not near(own.get(name, 0.0), true_own.get(name, 0.0)):
+            wrong.append(f"{name} own {own.get(name, 0.0):.3f} s, its clock {true_own.get(name, 0.0):.3f} s")
+    assert not wrong, (wrong, sorted(own.items(), key=lambda kv: -kv[1])[:12])
+    assert own.get("wrapper", 0.0) <= 0.02 * attributed, own
+
+
+def sampled(interp: dict[str, Any], settings: Settings, load: bool) -> None:
+    """The sampler over a frozen window of the target (as test_truth.measure), checked."""
+    with helpers.running(interp, "self_timed.py") as t:
+        target = attach(t.pid)
+        with kernel.frozen(t.pid):
+            sampler = Sampler(target.unwinder, info_of(target), settings)
+            with helpers.sampling(sampler, lambda snapshot: None):
+                helpers.wait_samples(sampler, 30)  # pytop's first samples, of the frozen target
+                with kernel.saturated() if load else contextlib.nullcontext():
+                    window = self_timing.run_window(t.pid, WINDOW)
+                helpers.wait_samples(sampler, sampler.samples_taken + 30)  # the kernel's counts are final
+        final = sampler.final_snapshot()
+        log = self_timing.read_log(t)
+    assert final.attributed == pytest.approx(window.process, rel=0.10), (final.attributed, window.process)
+    check(*self_timing.pytop_figures(final.rows), t.info, final.attributed, self_timing.inside(log, window))
+
+
+@pytest.fixture(params=[(False, 1000.0), (True, 100.0)], ids=["idle-default-rate", "saturated-100"])
+def load_and_rate(request: pytest.FixtureRequest) -> tuple[bool, float]:
+    return request.param  # type: ignore[no-any-return]
+
+
+def test_each_function_against_its_own_clock(interp: dict[str, Any], load_and_rate: tuple[bool, float]) -> None:
+    load, rate = load_and_rate
+    sampled(interp, Settings(rate=rate, delay=3600, quick_start=False, cpu_budget=0), load)
+
+
+@pytest.mark.parametrize("load, rate", [(True, 1000.0), (False, 100.0)], ids=["saturated-default-rate", "idle-100"])
+def test_the_other_two_corners(some_interp: dict[str, Any], load: bool, rate: float) -> None:
+    sampled(some_interp, Settings(rate=rate, delay=3600, quick_start=False, cpu_budget=0), load)
+
+
+@pytest.mark.parametrize("load", [False, True], ids=["idle", "saturated"])
+def test_blocking(some_interp: dict[str, Any], load: bool) -> None:
+    """--blocking: the threads stopped while each sample reads them."""
+    sampled(some_interp, Settings(rate=100.0, delay=3600, quick_start=False, cpu_budget=0, blocking=True), load)
+
+
+def test_batch(some_interp: dict[str, Any]) -> None:
+    """`pytop --batch --json` as a user runs it, at its defaults (the CPU budget on), ended by
+    Ctrl-C once the window has passed; the machine saturated."""
+    with helpers.running(some_interp, "self_timed.py") as t:
+        with kernel.frozen(t.pid):
+            pytop = subprocess.Popen([*helpers.PYTOP, "--batch", "--duration", "inf", "--json", str(t.pid)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                helpers.sampling_started(pytop.pid)
+                time.sleep(0.5)  # its first samples, of the frozen target
+                with kernel.saturated():
+                    window = self_timing.run_window(t.pid, WINDOW)
+                time.sleep(0.5)  # the kernel's counts are final: pytop's catch up
+                pytop.send_signal(signal.SIGINT)
+                out, err = pytop.communicate(timeout=120)
+            finally:
+                if pytop.poll() is None:
+                    pytop.kill()
+        log = self_timing.read_log(t)
+    assert pytop.returncode == 0, err
+    report = json.loads(out)
+    assert report["attributed_time"] == pytest.approx(window.process, rel=0.10), (report["attributed_time"], window)
+    check(*self_timing.pytop_figures(report["functions"]), t.info, report["attributed_time"],
+          self_timing.inside(log, window))
+
+
+async def test_live(some_interp: dict[str, Any]) -> None:
+    """The live view, at its defaults (the CPU budget on, a refresh a second), the machine
+    saturated: the same sampler, drained by the app."""
+    from pytop.ui.app import PytopApp
+
+    with helpers.running(some_interp, "self_timed.py") as t:
+        target = attach(t.pid)
+        with kernel.frozen(t.pid):
+            sampler = Sampler(target.unwinder, info_of(target), Settings())
+            app = PytopApp(sampler)
+            async with app.run_test(size=(120, 30)) as pilot:
+                while sampler.samples_taken < 30:
+                    await pilot.pause(0.05)
+                with kernel.saturated():
+                    window = await _run_window_async(pilot, t.pid)
+                await pilot.pause(0.5)  # the kernel's counts are final: pytop's catch up
+            final = sampler.final_snapshot()
+        log = self_timing.read_log(t)
+    assert final.attributed == pytest.approx(window.process, rel=0.10), (final.attributed, window.process)
+    check(*self_timing.pytop_figures(final.rows), t.info, final.attributed, self_timing.inside(log, window))
+
+
+async def _run_window_async(pilot: Any, pid: int) -> self_timing.Window:
+    """run_window, with the app's loop running meanwhile."""
+    before = kernel.read(pid)
+    os.kill(pid, signal.SIGCONT)
+    await pilot.pause(WINDOW)
+    os.kill(pid, signal.SIGSTOP)
+    kernel.all_stopped(pid)
+    after = kernel.read(pid)
+    return self_timing.Window(before[1], after[1], after[0] - before[0])
