@@ -8,6 +8,8 @@ anew at every exec (with the stack's random bytes and the new program's entry po
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable
 
 import psutil
@@ -35,6 +37,15 @@ def command_of(pid: int) -> str:
         return f"pid {pid}"
 
 
+def _started_after(process: psutil.Process, when: float) -> bool:
+    """Whether `process` started after `when` (wall-clock seconds; the kernel counts start times
+    in clock ticks: a process started in the same tick is not)."""
+    try:
+        return process.create_time() > when + 0.02
+    except psutil.Error:
+        return False
+
+
 def _process(pid: int) -> psutil.Process | None:
     try:
         return psutil.Process(pid)
@@ -43,10 +54,16 @@ def _process(pid: int) -> psutil.Process | None:
 
 
 class ProcessSet:
-    def __init__(self, root: int, attach: Attach | None = None, follow: Follow | None = None):
+    def __init__(self, root: int, attach: Attach | None = None, follow: Follow | None = None,
+                 since_start: bool = False):
         """attach: how to start watching a new descendant (None: only the root is watched).
-        follow: how to read the program a watched process exec'd (None: it is not followed)."""
+        follow: how to read the program a watched process exec'd (None: it is not followed).
+        since_start: the run began when the root did (pytop started it), not now."""
         self.root = root
+        self.made_at = time.time()
+        if since_start:
+            with contextlib.suppress(psutil.Error):
+                self.made_at = min(self.made_at, psutil.Process(root).create_time() - 0.02)
         self.attach = attach
         self.follow = follow
         self.watched: dict[int, psutil.Process | None] = {root: _process(root)}
@@ -69,8 +86,10 @@ class ProcessSet:
         except psutil.Error:
             return False
 
-    def discover(self) -> list[tuple[int, Unwinder]]:
-        """Attach to descendants that are new and Python; returns them."""
+    def discover(self) -> list[tuple[int, Unwinder, bool]]:
+        """Attach to descendants that are new and Python; returns them, each with whether it
+        started since the run began (all its CPU time is then the run's: a worker that computed
+        before it was found is counted whole, not from then on)."""
         if self.attach is None:
             return []
         try:
@@ -91,7 +110,7 @@ class ProcessSet:
                 continue  # exited, or not started far enough yet: try again next time
             self.watched[pid] = _process(pid)
             self._images[pid] = _auxv(pid)
-            found.append((pid, unwinder))
+            found.append((pid, unwinder, _started_after(child, self.made_at)))
         return found
 
     def execs(self) -> list[tuple[int, tuple[Unwinder, TargetInfo] | None, str]]:

@@ -96,7 +96,8 @@ class Sampler:
             self._add_process(unwinder, target.pid)
         else:
             self.engine.wait_for_processes(True)
-        self.processes = ProcessSet(target.pid, attach, follow)
+        # A program pytop started is the run's from its start: so are all its children.
+        self.processes = ProcessSet(target.pid, attach, follow, since_start=exit_status is not None)
         self.view = View(mode=settings.mode, by_line=settings.by_line, tasks=settings.tasks)
         self.exported: tuple[str, ...] = ()
         self.failure: str | None = None
@@ -386,12 +387,13 @@ class Sampler:
             self.end = d.end  # every process has gone (not: pytop was asked to stop)
         return d
 
-    def _add_process(self, unwinder: Unwinder, pid: int) -> None:
-        """Hand a process to the engine. Its asyncio tasks are always recorded where the target
-        says which task runs (3.14+): the view shows or hides them (cheap: no read without a
-        running loop, and a task's name is read once)."""
+    def _add_process(self, unwinder: Unwinder, pid: int, whole_life: bool = False) -> None:
+        """Hand a process to the engine (whole_life: its CPU before its first sample counts).
+        Its asyncio tasks are always recorded where the target says which task runs (3.14+):
+        the view shows or hides them (cheap: no read without a running loop, and a task's name
+        is read once)."""
         unwinder.set_tasks(True)
-        process = self.engine.add(unwinder)
+        process = self.engine.add(unwinder, whole_life)
         self.figures.book.pids[process] = pid
         self._process_of[pid] = process
 
@@ -413,9 +415,9 @@ class Sampler:
                 self.engine.retire(process, why)
 
     def _discover(self) -> None:
-        for pid, unwinder in self.processes.discover():
+        for pid, unwinder, whole_life in self.processes.discover():
             try:
-                self._add_process(unwinder, pid)
+                self._add_process(unwinder, pid, whole_life)
             except RuntimeError:
                 unwinder.close()  # the engine has ended: nothing more to sample
         if self._parent_only and not self.processes.root_alive():
