@@ -147,6 +147,13 @@ void blocking_resume_all(blocking *b) {
     b->stopped = false;
 }
 
+bool blocking_holds(const blocking *b, int tid) {
+    if (!b->stopped || tid <= 0) return false;
+    for (uint32_t i = 0; i < b->count; i++)
+        if (b->tracees[i].tid == tid) return !b->tracees[i].group_stop;
+    return false;
+}
+
 void blocking_detach_all(blocking *b) {
     blocking_resume_all(b);
     for (uint32_t i = 0; i < b->count; i++) {

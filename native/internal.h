@@ -3,6 +3,7 @@
  * only the files listed before it (no circles):
  *
  *   status.c     error text and status codes
+ *   guard.c      the terminal given back when pytop dies of a fatal signal
  *   image.c      a memory image (a core file's segments) read like a live process
  *   remote.c     reading target memory: direct reads, the per-sample arena and prefetch
  *   linetable.c  line-table decoders (pure: bytes in, line ranges out)
@@ -685,6 +686,8 @@ int blocking_seize_new(blocking *b);
 int blocking_stop_all(blocking *b);
 void blocking_resume_all(blocking *b);
 void blocking_detach_all(blocking *b);
+/* Is thread `tid` stopped by this sample's blocking_stop_all(), in a stop of ours? */
+bool blocking_holds(const blocking *b, int tid);
 
 /* ---- natives.c -------------------------------------------------------------------------- */
 
@@ -710,6 +713,7 @@ typedef struct natives {
     struct libdw_api *api;
     struct dwfl_callbacks *callbacks;
     void *dwfl;
+    bool stale;             /* libdw's state for the process may be broken: made anew before use */
     uint64_t reported_at;
     native_slot *by_pc, *by_start;
     uint32_t pc_cap, pc_count, start_cap, start_count;
@@ -723,13 +727,14 @@ bool natives_available(char *why, size_t why_len);
 /* Ready to unwind process `pid`'s threads (which the calling thread will hold stopped). */
 int natives_open(natives *n, int pid, char *why, size_t why_len);
 void natives_close(natives *n);
-/* Thread `tid`'s return addresses, innermost first (it must be stopped by this thread). */
-uint32_t natives_stack(natives *n, int tid, uint64_t *pcs, uint32_t max);
+/* Thread `tid`'s return addresses, innermost first; none unless `held` holds it stopped. */
+uint32_t natives_stack(natives *n, const blocking *held, int tid, uint64_t *pcs, uint32_t max);
 /* The code id of the native function at `pc` (named once), and whether it is the eval loop. */
 int natives_code(natives *n, code_cache *codes, uint64_t pc, uint64_t now, uint32_t *id, uint8_t *eval_loop);
 /* Thread `t`'s stack, just read at the end of the sample's frames, with its native frames:
  * each call of the eval loop stands for the run of Python frames it runs. */
-int natives_merge(natives *n, sample_pair *s, code_cache *codes, pytop_thread *t, uint64_t now);
+int natives_merge(natives *n, const blocking *held, sample_pair *s, code_cache *codes, pytop_thread *t,
+                  uint64_t now);
 /* The native stacks of the stopped threads that are none of this sample's Python threads. */
 int natives_read_others(natives *n, code_cache *codes, const blocking *stop, const sample_buf *cur, uint64_t now);
 /* Thread `tid`'s native stack as the latest sample read it (NULL: not read lately). */

@@ -88,6 +88,17 @@ bool natives_available(char *why, size_t why_len) {
     return true;
 }
 
+/* libdw's state for process n->pid, made anew: modules reported, threads "attached" (they are
+ * stopped by the caller). */
+static bool attach_state(natives *n) {
+    if (n->dwfl) n->api->end(n->dwfl);
+    n->dwfl = n->api->begin(n->callbacks);
+    bool ok = n->dwfl && n->api->proc_report(n->dwfl, n->pid) == 0 && n->api->report_end(n->dwfl, NULL, NULL) == 0 &&
+              n->api->proc_attach(n->dwfl, n->pid, true) == 0; /* the threads are stopped by us: no attach */
+    n->stale = !ok;
+    return ok;
+}
+
 int natives_open(natives *n, int pid, char *why, size_t why_len) {
     memset(n, 0, sizeof *n);
     n->api = calloc(1, sizeof *n->api);
@@ -103,10 +114,7 @@ int natives_open(natives *n, int pid, char *why, size_t why_len) {
     n->callbacks->find_elf = n->api->find_elf;
     n->callbacks->find_debuginfo = n->api->find_debuginfo;
     n->pid = pid;
-    n->dwfl = n->api->begin(n->callbacks);
-    bool ok = n->dwfl && n->api->proc_report(n->dwfl, pid) == 0 && n->api->report_end(n->dwfl, NULL, NULL) == 0 &&
-              n->api->proc_attach(n->dwfl, pid, true) == 0; /* the threads are stopped by us: no attach */
-    if (!ok) {
+    if (!attach_state(n)) {
         snprintf(why, why_len, "libdw cannot read process %d", pid);
         natives_close(n);
         return PYTOP_ERR_READ;
@@ -144,10 +152,19 @@ static int on_frame(void *state, void *arg) {
     return w->count < w->max ? 0 : 1;
 }
 
-uint32_t natives_stack(natives *n, int tid, uint64_t *pcs, uint32_t max) {
+/* libdw asserts, and so aborts pytop, when it is asked for a thread after it failed to read an
+ * earlier thread's registers (elfutils' pid_set_initial_registers marks the thread attached
+ * before reading them, and nothing clears the mark when the read fails). A thread that is not
+ * stopped by us (one started since this sample's threads were seized, or ended since: a
+ * thread-per-request server starts hundreds a second) fails that read: libdw is only asked
+ * for threads we hold stopped, and after any thread of which it read nothing, its state is
+ * made anew before the next one. */
+uint32_t natives_stack(natives *n, const blocking *held, int tid, uint64_t *pcs, uint32_t max) {
     walk w = {n, pcs, 0, max};
-    if (!n->dwfl || !max) return 0;
+    if (!n->api || !max || !blocking_holds(held, tid)) return 0;
+    if ((n->stale || !n->dwfl) && !attach_state(n)) return 0;
     n->api->getthread_frames(n->dwfl, tid, on_frame, &w); /* ends early (-1) at a frame it cannot unwind */
+    if (!w.count) n->stale = true; /* its registers were not read: libdw's mark may be left set */
     return w.count;
 }
 
@@ -294,12 +311,13 @@ static int push_python(sample_pair *s, const raw_frame *raw, const pytop_frame *
     return PYTOP_OK;
 }
 
-int natives_merge(natives *n, sample_pair *s, code_cache *codes, pytop_thread *t, uint64_t now) {
+int natives_merge(natives *n, const blocking *held, sample_pair *s, code_cache *codes, pytop_thread *t,
+                  uint64_t now) {
     uint64_t pcs[MAX_NATIVE_FRAMES];
     uint32_t ids[MAX_NATIVE_FRAMES];
     uint8_t loops[MAX_NATIVE_FRAMES];
     if (!t->native_id || t->first_frame + t->frame_count != s->cur->frame_count) return PYTOP_OK;
-    uint32_t count = natives_stack(n, (int)t->native_id, pcs, MAX_NATIVE_FRAMES);
+    uint32_t count = natives_stack(n, held, (int)t->native_id, pcs, MAX_NATIVE_FRAMES);
     if (!count) return PYTOP_OK; /* not unwound: the Python frames alone */
     /* Where both the loop and 2.7's name (3.6-3.10's wrapper) are on a stack, the loop runs them. */
     uint8_t loop_kind = 2;
@@ -372,7 +390,7 @@ int natives_read_others(natives *n, code_cache *codes, const blocking *stop, con
     for (uint32_t i = 0; i < stop->count; i++) {
         int tid = stop->tracees[i].tid;
         if (stop->tracees[i].group_stop || is_python_thread(cur, tid)) continue;
-        uint32_t count = natives_stack(n, tid, pcs, MAX_NATIVE_FRAMES);
+        uint32_t count = natives_stack(n, stop, tid, pcs, MAX_NATIVE_FRAMES);
         native_other *o = count ? other_of(n, tid) : NULL;
         if (!o) continue;
         pytop_frame *frames = realloc(o->frames, count * sizeof *frames);

@@ -354,7 +354,7 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
     if (!seen_before) check_task(u, t, t->flags & PYTOP_THREAD_GIL, false);
     /* --native: the C frames around the Python ones, while the thread is stopped */
     if (status == PYTOP_OK && u->native_frames.dwfl && u->stop.stopped &&
-        (status = natives_merge(&u->native_frames, &u->samples, &u->codes, t, monotonic_ns())) != PYTOP_OK &&
+        (status = natives_merge(&u->native_frames, &u->stop, &u->samples, &u->codes, t, monotonic_ns())) != PYTOP_OK &&
         fatal_status(status))
         return fail(u->error, status, "merging the native frames of thread %llu", (unsigned long long)thread_id);
     return PYTOP_OK;

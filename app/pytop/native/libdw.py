@@ -129,13 +129,12 @@ class NativeStacks:
         callbacks.find_debuginfo = _ffi.cast("void *", lib.dwfl_standard_find_debuginfo)
         self._callbacks = callbacks  # libdw keeps a pointer to it
         self._core_fd, self._elf = -1, _ffi.NULL
+        self._pid, self._stale = pid if core is None else 0, False
         self._dwfl = lib.dwfl_begin(self._callbacks)
         if self._dwfl == _ffi.NULL:
             raise OSError(f"libdw: {_text(lib.dwfl_errmsg(-1))}")
         if core is None:
-            reported = lib.dwfl_linux_proc_report(self._dwfl, pid) == 0
-            attached = reported and lib.dwfl_report_end(self._dwfl, _ffi.NULL, _ffi.NULL) == 0 \
-                and lib.dwfl_linux_proc_attach(self._dwfl, pid, True) == 0  # 0, else an errno
+            attached = self._attach_live()
         else:
             lib.elf_version(EV_CURRENT)
             self._core_fd = os.open(core, os.O_RDONLY | os.O_CLOEXEC)
@@ -148,6 +147,21 @@ class NativeStacks:
             message = _text(lib.dwfl_errmsg(-1))
             self.close()
             raise OSError(f"libdw cannot read {'core file ' + core if core else f'process {pid}'}: {message}")
+
+    def _attach_live(self) -> bool:
+        """Report the process's modules to the current Dwfl and attach (its threads are held
+        stopped by the caller)."""
+        lib = self._lib
+        return bool(lib.dwfl_linux_proc_report(self._dwfl, self._pid) == 0
+                    and lib.dwfl_report_end(self._dwfl, _ffi.NULL, _ffi.NULL) == 0
+                    and lib.dwfl_linux_proc_attach(self._dwfl, self._pid, True) == 0)  # 0, else an errno
+
+    def _renew(self) -> bool:
+        """libdw's state for the process made anew (see addresses())."""
+        self._lib.dwfl_end(self._dwfl)
+        self._dwfl = self._lib.dwfl_begin(self._callbacks)
+        self._stale = self._dwfl == _ffi.NULL or not self._attach_live()
+        return not self._stale
 
     def __enter__(self) -> NativeStacks:
         return self
@@ -177,9 +191,14 @@ class NativeStacks:
 
     def addresses(self, tid: int) -> tuple[int, ...]:
         """Thread `tid`'s frames as code addresses, innermost first (the part that needs the
-        thread stopped: its registers and stack are read)."""
+        thread stopped: its registers and stack are read). After a thread of which libdw read
+        nothing (not stopped: started since the threads were, or ended), its state is made
+        anew: elfutils marks a thread attached before it reads its registers and leaves the
+        mark when the read fails, and asserts (aborting pytop) at the next thread."""
         lib = self._lib
         pcs: list[int] = []
+        if self._stale and not self._renew():
+            return ()
 
         @_ffi.callback("int(Dwfl_Frame *, void *)")
         def on_frame(state: Any, _arg: Any) -> int:
@@ -191,6 +210,8 @@ class NativeStacks:
             return 0 if len(pcs) < MAX_FRAMES else 1
 
         lib.dwfl_getthread_frames(self._dwfl, tid, on_frame, _ffi.NULL)
+        if not pcs and self._pid:
+            self._stale = True
         return tuple(pcs)
 
     def _symbol(self, pc: int) -> list[NativeFrame]:

@@ -49,7 +49,7 @@ def stacks_of(target: Target, sample: Sample, with_locals: bool = False,
     if core is None:
         return ProcessStacks(target.pid, target.cmdline, str(target.version), sample.gc_collecting, threads)
     return ProcessStacks(target.pid, target.cmdline, str(target.version), sample.gc_collecting, threads,
-                         core.path, core.signal, core.first_tid if core.signal else 0)
+                         core.path, core.signal, core.first_tid if core.signal else 0, core.cut)
 
 
 def look(target: Target, where: str, blocking: bool = False, tasks: bool = False,
@@ -82,7 +82,7 @@ def look(target: Target, where: str, blocking: bool = False, tasks: bool = False
             raise errors.AttachFailed(f"cannot read the stacks of {where}: {last}")
         native_stacks = None
         if reader is not None:  # only the unwinding while stopped: names and lines after they go on
-            tids = _tids(target.pid) if target.core is None else sorted(target.core.task_ids())
+            tids = _stopped_tids(target.pid) if target.core is None else sorted(target.core.task_ids())
             addresses = {tid: reader.addresses(tid) for tid in tids}
             if not core:
                 target.unwinder.hold_stopped(False)
@@ -116,11 +116,22 @@ def _native_reader(target: Target) -> libdw.NativeStacks:
         raise errors.AttachFailed(f"cannot read the native stacks of {where}: {exc}") from None
 
 
-def _tids(pid: int) -> list[int]:
+def _stopped_tids(pid: int) -> list[int]:
+    """The threads of `pid` in a tracing stop ('t'): those the unwinder holds stopped (a thread
+    started since, running, has no registers to read)."""
     try:
-        return sorted(int(name) for name in os.listdir(f"/proc/{pid}/task"))
+        names = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return []
+    found = []
+    for name in names:
+        try:
+            with open(f"/proc/{pid}/task/{name}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "t":
+                    found.append(int(name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return sorted(found)
 
 
 def _comm(pid: int, tid: int) -> str | None:
