@@ -227,6 +227,12 @@ void pytop_close(pytop_unwinder *u);
 /* One read of target memory, for attach-time work done in Python. */
 int pytop_read_memory(int pid, uint64_t address, void *buffer, size_t length);
 
+/* The terminal on `fd` given back (its settings as now, the live view's modes undone) if the
+ * process dies of a fatal signal (SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL), which then does
+ * what it did before; pytop_unguard_terminal() stops that (see guard.c). */
+int pytop_guard_terminal(int fd);
+void pytop_unguard_terminal(void);
+
 /* Line-table decoding, exposed for tests with random and truncated input. Returns the line for
  * byte offset `offset` or -1; never reads outside table[0..length). */
 int32_t pytop_decode_line(int format, const uint8_t *table, size_t length, int32_t firstlineno,

@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 import helpers
+from conftest import available
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None and not helpers.IN_CI, reason="tmux not installed")
 
@@ -131,6 +132,21 @@ def test_ctrl_c_and_sigterm_restore_the_terminal(terminal: Terminal, some_interp
         assert len(pytop) == 1
         os.kill(pytop[0].pid, signal.SIGTERM)
         assert_terminal_restored(terminal, "after-sigterm")
+
+
+@pytest.mark.parametrize("sig", ["SIGABRT", "SIGSEGV"])
+def test_a_fatal_signal_gives_the_terminal_back(terminal: Terminal, sig: str) -> None:
+    """pytop dying in C code (a library's failed assertion: SIGABRT; a crash: SIGSEGV) leaves no
+    alternate screen, no mouse reporting, no raw mode behind (it once left all three: typed
+    commands were invisible until `reset`)."""
+    with helpers.running(available("pyenv-3.12"), "stacks.py") as t:
+        start_pytop(terminal, t.pid)
+        assert terminal.tmux("display-message", "-p", "#{alternate_on} #{mouse_any_flag}").split() == ["1", "1"]
+        pytop = [p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[-2:] == ["pytop", str(t.pid)]]
+        assert len(pytop) == 1
+        os.kill(pytop[0].pid, getattr(signal, sig))
+        assert_terminal_restored(terminal, f"after-{sig}")
+        assert terminal.tmux("display-message", "-p", "#{alternate_on} #{mouse_any_flag}").split() == ["0", "0"]
 
 
 def test_target_exit_keeps_the_results(terminal: Terminal, some_interp: dict[str, Any]) -> None:

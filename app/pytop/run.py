@@ -20,7 +20,7 @@ import psutil
 from . import errors
 from .core.model import Snapshot, TargetInfo
 from .core.records import ProcessStacks
-from .native import Unwinder, libdw
+from .native import Unwinder, libdw, terminal_guarded
 from .report import dump as report_dump
 from .report import pprof, table
 from .sampling import priority
@@ -125,7 +125,7 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
                    delay=settings.delay, last_words=lambda: last_words(sampler, child), tasks=settings.tasks,
                    tune_gc=True)
     try:
-        with terminal_on_stderr():
+        with terminal_on_stderr(), terminal_guarded(2):
             app.run()
     finally:
         sampler.stop()

@@ -7,7 +7,7 @@ codes into errors; stateless.py holds the calls that need no handle.
 """
 
 from .engine import Engine, EngineConfig
-from .stateless import decode_line, decode_text, read_memory
+from .stateless import decode_line, decode_text, read_memory, terminal_guarded
 from .status import Closed, SampleError
 from .unwinder import (
     OS_STATE_EXACT,
@@ -23,4 +23,4 @@ from .unwinder import (
 
 __all__ = ["OS_STATE_EXACT", "OS_STATE_FAST", "OS_STATE_OFF", "UNKNOWN", "Closed", "CodeInfo", "Engine",
            "EngineConfig", "ImageRegion", "Sample", "SampleError", "ThreadSample", "Unwinder", "decode_line",
-           "decode_text", "read_memory"]
+           "decode_text", "read_memory", "terminal_guarded"]
