@@ -110,13 +110,13 @@ class TaskReader(RemoteObjects):
         waiter = self.u64(task + L["task_awaited_by"])
         if not waiter:
             return ()
-        if not self.source.read(task + L["task_awaited_by_is_set"], 1)[0]:
+        if not self.bytes_at(task + L["task_awaited_by_is_set"], 1)[0]:
             return (waiter,)
         mask, table = self.i64(waiter + L["set_mask"]), self.u64(waiter + L["set_table"])
         if not 0 <= mask < MAX_SET_SLOTS or not table:
             return ()
         size = L["set_entry_size"]
-        raw = self.source.read(table, (mask + 1) * size)
+        raw = self.bytes_at(table, (mask + 1) * size)
         found = []
         for at in range(0, len(raw), size):
             key = int.from_bytes(raw[at:at + 8], "little")

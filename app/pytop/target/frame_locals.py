@@ -52,7 +52,7 @@ class FrameLocals(RemoteObjects):
             names_tuple = self.u64(code + L["co_localsplusnames"])
             kinds_object = self.u64(code + L["co_localspluskinds"])
             count = self.size(names_tuple)
-            kinds = self.source.read(kinds_object + L["bytes_sval"], max(0, min(count, MAX_LOCALS)))
+            kinds = self.bytes_at(kinds_object + L["bytes_sval"], max(0, min(count, MAX_LOCALS)))
             names = [(names_tuple, i) for i in range(len(kinds))]
         elif flags & L["co_flag_optimized"]:  # before 3.11: locals, then cells, then free variables
             tuples = [self.u64(code + L[field]) for field in ("co_varnames", "co_cellvars", "co_freevars")]
@@ -66,7 +66,7 @@ class FrameLocals(RemoteObjects):
             return ()  # a module or class body: its variables are in a dict
         if not 0 <= count <= MAX_LOCALS or count != len(kinds):
             raise OSError(f"a code object with {count} locals")
-        values = self.source.read(frame + L["fr_header_size"], 8 * count) if count else b""
+        values = self.bytes_at(frame + L["fr_header_size"], 8 * count) if count else b""
         hidden = max(L.get("fast_kind_hidden", -1), 0)
         cells = L["fast_kind_cell"] | L["fast_kind_free"] if L.get("fast_kind_cell", -1) >= 0 else CELL
         found: list[LocalVariable] = []
@@ -110,7 +110,7 @@ class FrameLocals(RemoteObjects):
             return f"<str at {obj:#x}>" if text is None else self._cut(repr(text), self.text_length(obj))
         if kind == "bytes":
             size = self.size(obj)
-            return self._cut(repr(self.source.read(obj + self.L["bytes_sval"], max(0, min(size, MAX_TEXT)))), size)
+            return self._cut(repr(self.bytes_at(obj + self.L["bytes_sval"], max(0, min(size, MAX_TEXT)))), size)
         if kind in ("tuple", "list", "dict", "set", "frozenset"):
             return self._container(obj, kind, nesting)
         return f"<{kind} at {obj:#x}>"
@@ -135,7 +135,7 @@ class FrameLocals(RemoteObjects):
             return f"<{kind} of {size:,} item{'' if size == 1 else 's'}>"
         shown = min(size, MAX_ITEMS)
         if kind in ("tuple", "list"):
-            raw = self.source.read(items, 8 * shown) if shown else b""
+            raw = self.bytes_at(items, 8 * shown) if shown else b""
             parts = [self.repr(int.from_bytes(raw[8 * i:8 * i + 8], "little"), nesting + 1) for i in range(shown)]
         elif kind == "dict":
             parts = [f"{self.repr(key, nesting + 1)}: {self.repr(value, nesting + 1)}"
@@ -164,7 +164,7 @@ class FrameLocals(RemoteObjects):
         for slot in range(mask + 1):
             if len(keys) >= wanted:
                 break
-            entry = self.source.read(table + slot * size, size)
+            entry = self.bytes_at(table + slot * size, size)
             key = int.from_bytes(entry[L["set_entry_key"]:L["set_entry_key"] + 8], "little")
             hashed = int.from_bytes(entry[L["set_entry_hash"]:L["set_entry_hash"] + 8], "little", signed=True)
             if key and hashed != -1:  # -1: a dummy left by a removed key
@@ -180,9 +180,9 @@ class FrameLocals(RemoteObjects):
                                  L["dict_entry_value"], 0, wanted)
         keys, values = self.u64(obj + L["dict_ma_keys"]), self.u64(obj + L["dict_ma_values"])
         if L["dk_log2_size"] >= 0:  # 3.11+
-            log2_size = self.source.read(keys + L["dk_log2_size"], 1)[0]
-            log2_index_bytes = self.source.read(keys + L["dk_log2_index_bytes"], 1)[0]
-            unicode_keys = self.source.read(keys + L["dk_kind"], 1)[0] != 0
+            log2_size = self.bytes_at(keys + L["dk_log2_size"], 1)[0]
+            log2_index_bytes = self.bytes_at(keys + L["dk_log2_index_bytes"], 1)[0]
+            unicode_keys = self.bytes_at(keys + L["dk_kind"], 1)[0] != 0
             if log2_size > 30 or log2_index_bytes > 33:
                 raise OSError("a dict of impossible size")
             entries = keys + L["dk_indices"] + (1 << log2_index_bytes)
@@ -210,7 +210,7 @@ class FrameLocals(RemoteObjects):
         for i in range(first, count):
             if len(found) >= wanted:
                 break
-            entry = self.source.read(table + i * size, size)
+            entry = self.bytes_at(table + i * size, size)
             key = int.from_bytes(entry[key_at:key_at + 8], "little")
             value = self.u64(split + 8 * i) if split else int.from_bytes(entry[value_at:value_at + 8], "little")
             if key and value:

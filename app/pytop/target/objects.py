@@ -15,6 +15,8 @@ from .memory import MemorySource
 
 MAX_DIGITS = 64  # an int of more 30-bit digits (~580 decimal ones) is shown by its size
 TYPE_NAME_BYTES = 64
+MAX_READ = 16 << 20  # no one read of an object is larger (the native reader's own bound)
+ADDRESS_END = 1 << 64
 
 
 class RemoteObjects:
@@ -26,17 +28,25 @@ class RemoteObjects:
 
     # ---- memory --------------------------------------------------------------------------
 
+    def bytes_at(self, address: int, length: int) -> bytes:
+        """`length` bytes at `address`, an address computed from what the target holds: a
+        torn pointer plus an offset can pass 2**64, a torn size be negative or huge. Every
+        such read is an OSError, the reprs' "unreadable", never another exception."""
+        if not (0 < address and 0 <= length <= MAX_READ and address + length <= ADDRESS_END):
+            raise OSError(14, f"cannot read {length} bytes at {address:#x}: not an address")
+        return self.source.read(address, length)
+
     def u64(self, address: int) -> int:
-        return int.from_bytes(self.source.read(address, 8), "little")
+        return int.from_bytes(self.bytes_at(address, 8), "little")
 
     def i64(self, address: int) -> int:
-        return int.from_bytes(self.source.read(address, 8), "little", signed=True)
+        return int.from_bytes(self.bytes_at(address, 8), "little", signed=True)
 
     def i32(self, address: int) -> int:
-        return int.from_bytes(self.source.read(address, 4), "little", signed=True)
+        return int.from_bytes(self.bytes_at(address, 4), "little", signed=True)
 
     def i8(self, address: int) -> int:
-        return int.from_bytes(self.source.read(address, 1), "little", signed=True)
+        return int.from_bytes(self.bytes_at(address, 1), "little", signed=True)
 
     # ---- objects -------------------------------------------------------------------------
 
@@ -46,7 +56,7 @@ class RemoteObjects:
     def type_name(self, obj: int) -> str:
         kind = self.u64(obj + self.L["ob_type"])
         if kind not in self._type_names:
-            raw = self.source.read(self.u64(kind + self.L["tp_name"]), TYPE_NAME_BYTES)
+            raw = self.bytes_at(self.u64(kind + self.L["tp_name"]), TYPE_NAME_BYTES)
             self._type_names[kind] = raw.split(b"\0", 1)[0].decode("ascii", "replace")
         return self._type_names[kind]
 
@@ -58,13 +68,13 @@ class RemoteObjects:
         """A str object's text, cut at `max_chars`; a 2.7 str's bytes as UTF-8, else Latin-1."""
         L = self.L
         if L["str_state"] < 0:
-            raw = self.source.read(obj + L["bytes_sval"], max(0, min(self.size(obj), max_chars)))
+            raw = self.bytes_at(obj + L["bytes_sval"], max(0, min(self.size(obj), max_chars)))
             try:
                 return raw.decode("utf-8")
             except UnicodeDecodeError:
                 return raw.decode("latin-1")
         length = self.i64(obj + L["str_length"])
-        state = int.from_bytes(self.source.read(obj + L["str_state"], 4), "little")
+        state = int.from_bytes(self.bytes_at(obj + L["str_state"], 4), "little")
 
         def bits(name: str) -> int:
             return state >> L[f"str_{name}_shift"] & ((1 << L[f"str_{name}_width"]) - 1)
@@ -73,7 +83,7 @@ class RemoteObjects:
         if length < 0 or kind not in (1, 2, 4) or not compact:
             return None
         count = min(length, max_chars)
-        data = self.source.read(obj + (L["str_ascii_size"] if ascii else L["str_compact_size"]), count * kind)
+        data = self.bytes_at(obj + (L["str_ascii_size"] if ascii else L["str_compact_size"]), count * kind)
         return decode_text(kind, data, count)
 
     def text_length(self, obj: int) -> int:
@@ -91,7 +101,7 @@ class RemoteObjects:
             return None
         shift = L["long_shift"]
         width = 4 if shift == 30 else 2
-        raw = self.source.read(obj + L["long_digits"], width * ndigits)
+        raw = self.bytes_at(obj + L["long_digits"], width * ndigits)
         digits: tuple[int, ...] = struct.unpack(f"<{ndigits}{'I' if width == 4 else 'H'}", raw)
         value = sum(d << (shift * i) for i, d in enumerate(digits))
         return -value if negative else value
@@ -106,4 +116,4 @@ class RemoteObjects:
         return abs(size), size < 0
 
     def real(self, obj: int) -> float:
-        return float(struct.unpack("<d", self.source.read(obj + self.L["float_value"], 8))[0])
+        return float(struct.unpack("<d", self.bytes_at(obj + self.L["float_value"], 8))[0])
