@@ -74,6 +74,7 @@ class ProcessStacks:
     core_file: str | None = None  # read from this core file, not from the live process
     core_signal: int = 0  # the signal the core was dumped on (0: none, as with gcore)
     core_signal_tid: int = 0  # ... taken by this thread
+    core_cut: tuple[int, int] | None = None  # a core cut short: (its size, what its headers need)
     tasks: tuple[AsyncTask, ...] | None = None  # with --async: every asyncio task
 
 

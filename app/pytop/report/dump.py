@@ -61,6 +61,8 @@ def document(stacks: ProcessStacks) -> dict[str, Any]:
         document["core_file"] = stacks.core_file
         document["core_signal"] = _signal_name(stacks.core_signal) if stacks.core_signal else None
         document["core_signal_thread"] = stacks.core_signal_tid or None
+        document["core_truncated"] = {"size": stacks.core_cut[0], "needed": stacks.core_cut[1]} \
+            if stacks.core_cut else None
     return document
 
 
@@ -87,7 +89,13 @@ def _heading(stacks: ProcessStacks) -> list[str]:
     if not stacks.core_file:
         return [f"Process {stacks.pid}: {stacks.command}"]
     how = f", dumped on {_signal_name(stacks.core_signal)}" if stacks.core_signal else ""
-    return [f"Process {stacks.pid}: {stacks.command}", f"From core file {stacks.core_file}{how}"]
+    lines = [f"Process {stacks.pid}: {stacks.command}", f"From core file {stacks.core_file}{how}"]
+    if stacks.core_cut:
+        size, needed = stacks.core_cut
+        lines.append(f"The core file is truncated: {size:,} bytes of the {needed:,} its headers need. Memory past "
+                     "the cut is read from the files the process had mapped where they hold it; what needs the "
+                     "rest is shown as unreadable.")
+    return lines
 
 
 def _several_interpreters(stacks: ProcessStacks) -> bool:

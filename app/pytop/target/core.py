@@ -73,6 +73,9 @@ def _cut(start: int, end: int, covered: list[tuple[int, int]]) -> list[tuple[int
     return pieces
 
 
+PT_NOTE = 4
+
+
 class Truncated(ValueError):
     """The file ends before what its headers say it holds."""
 
@@ -112,8 +115,12 @@ class CoreFile:
     # ---- parsing ----------------------------------------------------------------------------
 
     def _check_headers_whole(self) -> None:
-        """A core cut before the end of its ELF header or its program headers (a disk that
-        filled up while it was written) is said to be cut, not left to the parser's words."""
+        """A core cut short (a disk that filled up while it was written) is said to be cut, with
+        its size against what its program headers need, not left to the parser's words: cut
+        before the end of its headers or in its notes (the threads, the mapped files), nothing
+        of the process can be read; cut in its memory, what lies before the cut is read, and
+        the rest where the mapped files have it (`self.cut`)."""
+        self.cut: tuple[int, int] | None = None  # (its size, what its headers need)
         size = len(self._core)
         if size < 4 or self._core[:4] != b"\x7fELF":
             return  # not ELF at all: the parser says so
@@ -125,6 +132,21 @@ class CoreFile:
         if phoff + phentsize * phnum > size:
             raise Truncated(f"{size:,} bytes, cut before the end of its program headers (at "
                             f"{phoff + phentsize * phnum:,}); the disk may have filled up while it was written")
+        needed, notes_end = 0, 0
+        for i in range(phnum if phentsize >= 56 else 0):
+            at = phoff + i * phentsize
+            kind = int.from_bytes(self._core[at:at + 4], "little")
+            offset = int.from_bytes(self._core[at + 8:at + 16], "little")
+            stored = int.from_bytes(self._core[at + 32:at + 40], "little")
+            needed = max(needed, offset + stored)
+            if kind == PT_NOTE:
+                notes_end = max(notes_end, offset + stored)
+        if notes_end > size:
+            raise Truncated(f"{size:,} bytes of the {needed:,} its program headers need, cut in its notes (the "
+                            "threads and the files it had mapped): nothing of the process can be read; the disk "
+                            "may have filled up while it was written")
+        if needed > size:
+            self.cut = (size, needed)
 
     def _parse(self, elf: ELFFile) -> None:
         if elf["e_type"] != "ET_CORE":
