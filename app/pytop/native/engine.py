@@ -25,6 +25,7 @@ from ..core.records import (
     ThreadUpdate,
     Weight,
 )
+from ..core.visible import visible
 from .mirror import mirror
 from .status import Closed
 from .unwinder import Unwinder
@@ -88,9 +89,10 @@ class _Text:
         self.data = data
 
     def at(self, offset: int) -> str | None:
+        """Names from the target (functions, files, threads): shown, never acted on."""
         if offset == NO_TEXT or offset >= len(self.data):
             return None
-        return self.data[offset:self.data.index(b"\0", offset)].decode("utf-8", "replace")
+        return visible(self.data[offset:self.data.index(b"\0", offset)].decode("utf-8", "replace"))
 
 
 def _processes(out: Any, text: _Text) -> tuple[ProcessUpdate, ...]:

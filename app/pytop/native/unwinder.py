@@ -10,6 +10,7 @@ from typing import Any, NamedTuple, Protocol
 from .. import errors
 from .._native import ffi, lib
 from ..core.records import FRAME, STATUS_NAMES
+from ..core.visible import visible
 from .mirror import mirror
 from .status import Closed, status_error
 
@@ -260,10 +261,10 @@ class Unwinder:
             c_info = ffi.new("pytop_code_info *")
             if lib.pytop_describe_code(self.handle, code_id, c_info) != lib.PYTOP_OK:
                 return UNKNOWN
-            info = CodeInfo(
-                ffi.string(c_info.name).decode("utf-8", "replace"),
-                ffi.string(c_info.qualname).decode("utf-8", "replace"),
-                ffi.string(c_info.filename).decode("utf-8", "replace"),
+            info = CodeInfo(  # names the target chose: shown, never acted on (core/visible.py)
+                visible(ffi.string(c_info.name).decode("utf-8", "replace")),
+                visible(ffi.string(c_info.qualname).decode("utf-8", "replace")),
+                visible(ffi.string(c_info.filename).decode("utf-8", "replace")),
                 c_info.firstlineno,
             )
             self._codes[code_id] = info
@@ -282,7 +283,7 @@ class Unwinder:
         out = ffi.new("char[]", 1024)
         if lib.pytop_thread_name(self.handle, thread_id, out, 1024) != lib.PYTOP_OK:
             return None
-        return str(ffi.string(out).decode("utf-8", "replace"))
+        return visible(ffi.string(out).decode("utf-8", "replace"))
 
     def process_cpu(self) -> int:
         """The whole process's CPU time so far (ended threads included), in nanoseconds."""

@@ -19,6 +19,7 @@ from .. import __version__
 from ..core.aggregate import MODE_INDEX, Counts, StackBook
 from ..core.model import Mode
 from ..core.profile import Profile
+from ..core.visible import visible
 
 Frame = tuple[str, str, int]  # function, filename, line
 
@@ -30,11 +31,13 @@ def frames_of(book: StackBook, stack: int) -> list[Frame]:
 
 
 def frame_label(frame: Frame) -> str:
+    """A frame of collapsed stacks. ';' separates frames, a line ends a stack and its last ' '
+    starts the count: names hold no newline (core/visible.py made them visible as they came
+    in), and a ';' is written as the escape visible() uses, \x3b. (A native function's "file"
+    is its library, and it has no line: "deflate (libz.so.1)".)"""
     function, filename, line = frame
-    # ';' separates frames and the last ' ' the count: keep them out of names.
-    # (a native function's "file" is its library, and it has no line: "deflate (libz.so.1)")
     label = (f"{function} ({filename}:{line})" if line else f"{function} ({filename})") if filename else function
-    return label.replace(";", ":")
+    return visible(label).replace(";", "\\x3b")
 
 
 def collapsed(counts: Counts, book: StackBook, mode: Mode) -> Iterator[str]:

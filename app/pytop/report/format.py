@@ -6,6 +6,7 @@ import re
 import signal
 
 from ..core.model import FunctionRow, Snapshot
+from ..core.visible import visible_command
 
 # Where a file lives inside an installation: shown from there on ("json/decoder.py").
 STALL_SECONDS = 0.02  # a sample that began this late (a stall of pytop's sampling) is named in the samples line
@@ -60,8 +61,9 @@ def clock(value: float) -> str:
 
 
 def one_line(text: str) -> str:
-    """A command line for one screen line: a `-c` script's newlines and tabs shown, not done."""
-    return text.replace("\r\n", "\n").replace("\n", " ⏎ ").replace("\t", " ")
+    """A command line for one screen line: a `-c` script's newlines and tabs shown, not done
+    (a target's command line is made so as it enters pytop: visible_command())."""
+    return visible_command(text)
 
 
 def threads_line(s: Snapshot) -> str:

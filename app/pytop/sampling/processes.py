@@ -16,6 +16,7 @@ import psutil
 
 from .. import errors
 from ..core.model import TargetInfo
+from ..core.visible import visible_command
 from ..native import Unwinder
 
 Attach = Callable[[int], Unwinder]
@@ -32,7 +33,7 @@ def _auxv(pid: int) -> bytes | None:
 
 def command_of(pid: int) -> str:
     try:
-        return " ".join(psutil.Process(pid).cmdline()) or f"pid {pid}"
+        return visible_command(" ".join(psutil.Process(pid).cmdline())) or f"pid {pid}"
     except psutil.Error:
         return f"pid {pid}"
 

@@ -15,6 +15,7 @@ set is bounded; memory that does not make sense ends that part of the walk, not 
 from __future__ import annotations
 
 from ..core.records import AsyncTask, Frame
+from ..core.visible import visible
 from ..native import Unwinder
 from .attach import interpreter_states, thread_states
 from .memory import MemorySource
@@ -44,7 +45,7 @@ class TaskReader(RemoteObjects):
         obj = self.u64(task + self.L["task_name"])
         flags = self.type_flags(obj)
         if flags & self.L["tpflags_unicode_subclass"]:
-            return self.text(obj, MAX_NAME_CHARS) or "?"
+            return visible(self.text(obj, MAX_NAME_CHARS) or "?")  # the program's to choose: shown, never acted on
         if flags & self.L["tpflags_long_subclass"]:
             number = self.integer(obj, max_digits=4)
             return f"Task-{number}" if number is not None else "Task-?"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from .. import errors
+from ..core.visible import visible_command
 from ..native import Unwinder
 from . import layouts
 from .core import CoreFile
@@ -46,7 +47,7 @@ def command_line(pid: int) -> str:
         parts = psutil.Process(pid).cmdline()
     except (psutil.Error, OSError):
         parts = []
-    return " ".join(parts) if parts else f"pid {pid}"
+    return visible_command(" ".join(parts)) if parts else f"pid {pid}"
 
 
 def _u64(source: MemorySource, address: int) -> int:

@@ -25,6 +25,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.segments import NoteSegment
 
 from .. import errors
+from ..core.visible import visible_command
 from .procmaps import Mapping
 
 PF_X, PF_W, PF_R = 1, 2, 4
@@ -181,7 +182,8 @@ class CoreFile:
             self._tids.append(int.from_bytes(desc[32:36], "little", signed=True))  # pr_pid
         elif kind == "NT_PRPSINFO":
             self.pid = int(desc["pr_pid"])  # type: ignore[index]
-            self.command = bytes(desc["pr_psargs"]).split(b"\0", 1)[0].decode(errors="replace").strip()  # type: ignore[index]
+            self.command = visible_command(bytes(desc["pr_psargs"]).split(b"\0", 1)[0]  # type: ignore[index]
+                                           .decode(errors="replace").strip())
         elif kind == "NT_FILE":
             page = int(desc["page_size"])  # type: ignore[index]
             entries = desc["Elf_Nt_File_Entry"][:MAX_FILE_MAPPINGS]  # type: ignore[index]

@@ -15,6 +15,7 @@ other object as `<type at 0x...>`. Every read is bounded, and what cannot be rea
 from __future__ import annotations
 
 from ..core.records import LocalVariable
+from ..core.visible import visible
 from .memory import MemorySource
 from .objects import RemoteObjects
 
@@ -79,7 +80,7 @@ class FrameLocals(RemoteObjects):
                 if not value:
                     continue
             names_tuple, at = names[i]
-            name = self.text(self.u64(names_tuple + L["tuple_items"] + 8 * at), MAX_TEXT) or "?"
+            name = visible(self.text(self.u64(names_tuple + L["tuple_items"] + 8 * at), MAX_TEXT) or "?")
             found.append(LocalVariable(name, self.repr(value), i < arguments))
         return tuple(found)
 

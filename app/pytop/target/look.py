@@ -10,6 +10,7 @@ from dataclasses import replace
 from .. import errors
 from ..core.mixed_stacks import mixed
 from ..core.records import Frame, LocalVariable, ProcessStacks, ThreadStack
+from ..core.visible import visible
 from ..native import OS_STATE_EXACT, Sample, SampleError, ThreadSample, libdw
 from . import asyncio_tasks
 from .attach import Target
@@ -137,6 +138,6 @@ def _stopped_tids(pid: int) -> list[int]:
 def _comm(pid: int, tid: int) -> str | None:
     try:
         with open(f"/proc/{pid}/task/{tid}/comm") as f:
-            return f.read().strip() or None
+            return visible(f.read().strip()) or None
     except OSError:
         return None

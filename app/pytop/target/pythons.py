@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from ..core.visible import visible, visible_command
+
 _PYTHON_NAME = re.compile(r"^python\d*(\.\d+)?[a-z]*$")
 
 
@@ -45,5 +47,7 @@ def python_processes(exclude: set[int] | None = None) -> list[PythonProcess]:
         except psutil.Error:
             continue
         command = " ".join(process.info["cmdline"] or []) or process.info.get("name") or "?"
-        found.append(PythonProcess(process.pid, process.info["username"] or "?", command, cpu))
+        # another user's choosing: shown as text, never markup, never control characters
+        user = visible(process.info["username"] or "?")
+        found.append(PythonProcess(process.pid, user, visible_command(command), cpu))
     return sorted(found, key=lambda p: (-p.cpu_pct, p.pid))

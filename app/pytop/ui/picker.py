@@ -74,8 +74,10 @@ class PickerApp(App[int]):
         table.clear()
         self.pids = [p.pid for p in processes]
         for p in processes:
-            table.add_row(Text(str(p.pid), justify="right"), p.user, Text(f"{p.cpu_pct:.0f}%", justify="right"),
-                          p.command, key=str(p.pid))
+            # Text, not str: a str cell is read as markup, and a command line is any user's ("[/]"
+            # once crashed root's picker, "[white on white]" hid text)
+            table.add_row(Text(str(p.pid), justify="right"), Text(p.user), Text(f"{p.cpu_pct:.0f}%", justify="right"),
+                          Text(p.command), key=str(p.pid))
         if not processes:
             self.query_one("#intro", Static).update(Text("No Python process found (yet); q quits.", style="bold"))
         elif keep in self.pids:

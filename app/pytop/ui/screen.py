@@ -189,7 +189,8 @@ class MainScreen(Screen[None]):
                 panel.focus_first()
         if s.run.exported and s.run.exported != self._announced:
             self._announced = s.run.exported
-            self.notify("\n".join(s.run.exported), title="Exported" if len(s.run.exported) > 1 else "Export")
+            self.notify("\n".join(s.run.exported), title="Exported" if len(s.run.exported) > 1 else "Export",
+                        markup=False)  # paths are the user's: "[/]" in one froze the screen
 
     def show_detail(self) -> None:
         """The row under the cursor over the last minute."""
