@@ -7,7 +7,8 @@ the parts below it. Read from the source with `ast`, so it holds for imports ins
     report    text, JSON and export formats: core only
     sampling  the sampling thread and snapshot publishing: native, target, core, report
     ui        the Textual app: core, report, and target's process list for the picker
-    (errors, the exceptions pytop raises, any part may import)
+    (errors, the exceptions pytop raises, and files, how pytop writes a file: any part but core
+    may import them)
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ PACKAGE = helpers.ROOT / "app" / "pytop"
 ALLOWED = {
     "core": {"core"},
     "native": {"native", "_native", "core", "errors"},
-    "target": {"target", "native", "core", "errors"},
-    "report": {"report", "core", "errors"},
-    "sampling": {"sampling", "native", "target", "core", "report", "errors"},
-    "ui": {"ui", "core", "report", "target.pythons", "errors"},
+    "target": {"target", "native", "core", "errors", "files"},
+    "report": {"report", "core", "errors", "files"},
+    "sampling": {"sampling", "native", "target", "core", "report", "errors", "files"},
+    "ui": {"ui", "core", "report", "target.pythons", "errors", "files"},
 }
 
 

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import cores
 import pytest
 
+import cores
 import helpers
 import kernel
 from conftest import available

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import psutil
 
-from . import errors
+from . import errors, files
 from .core.model import Snapshot, TargetInfo
 from .core.records import ProcessStacks
 from .native import Unwinder, libdw, terminal_guarded
@@ -226,8 +226,7 @@ def write_report(data: bytes) -> None:
 
 def write_statistics(path: str, statistics: dict[str, float]) -> None:
     try:
-        with open(path, "w") as f:
-            json.dump(statistics, f, indent=1)
+        files.write_file(path, json.dumps(statistics, indent=1).encode())
     except OSError as exc:
         raise errors.PytopError(f"cannot write {path}: {exc.strerror}") from None
 
@@ -293,8 +292,7 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
                 report = table.render(snapshot, sampler.profile(), form, sort, args.full_filenames).encode()
             if args.output:
                 try:
-                    with open(args.output, "wb") as f:
-                        f.write(report)
+                    files.write_file(args.output, report)
                 except OSError as exc:
                     raise errors.UsageError(f"cannot write {args.output}: {exc.strerror}") from None
                 errors.say(f"pytop: wrote {args.output}")

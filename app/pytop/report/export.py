@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .. import __version__
+from .. import __version__, files
 from ..core.aggregate import MODE_INDEX, Counts, StackBook
 from ..core.model import Mode
 from ..core.profile import Profile
@@ -94,13 +94,13 @@ def speedscope(counts: Counts, book: StackBook, mode: Mode, thread_label: Callab
 
 
 def write_files(stem: str, profile: Profile, mode: Mode) -> tuple[str, str]:
-    """`stem`.collapsed.txt and `stem`.speedscope.json; raises OSError."""
+    """`stem`.collapsed.txt and `stem`.speedscope.json, new files (names pytop chose: created
+    where nothing is, never through a link planted in their place); raises errors.UsageError."""
     collapsed_path, speedscope_path = f"{stem}.collapsed.txt", f"{stem}.speedscope.json"
-    with open(collapsed_path, "w") as f:
-        f.writelines(line + "\n" for line in collapsed(profile.counts, profile.book, mode))
+    lines = "".join(line + "\n" for line in collapsed(profile.counts, profile.book, mode))
+    files.write_file(collapsed_path, lines.encode(), new=True)
     labels = profile.thread_labels()
     document = speedscope(profile.counts, profile.book, mode, lambda thread: labels.get(thread, f"thread {thread}"),
                           profile.title)
-    with open(speedscope_path, "w") as f:
-        json.dump(document, f)
+    files.write_file(speedscope_path, json.dumps(document).encode(), new=True)
     return collapsed_path, speedscope_path

@@ -535,8 +535,10 @@ class Sampler:
 
     def write_exports(self, directory: str) -> tuple[str, ...]:
         """Collapsed stacks and speedscope JSON of everything since the last reset."""
-        stem = os.path.join(directory, f"pytop-{self.target.pid}-{time.strftime('%Y%m%d-%H%M%S')}")
+        now = time.time()
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{int(now * 1000) % 1000:03d}"
+        stem = os.path.join(directory, f"pytop-{self.target.pid}-{stamp}")
         try:
             return export.write_files(stem, self.profile(), self.view.mode)
-        except OSError as exc:
+        except errors.PytopError as exc:
             return (f"export failed: {exc}",)

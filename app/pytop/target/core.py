@@ -17,14 +17,13 @@ from __future__ import annotations
 import bisect
 import mmap
 import os
-import stat
 from dataclasses import dataclass
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.segments import NoteSegment
 
-from .. import errors
+from .. import errors, files
 from ..core.visible import visible_command
 from .procmaps import Mapping
 
@@ -94,7 +93,7 @@ class CoreFile:
         if sysroot and not os.path.isdir(sysroot):
             raise errors.UsageError(f"--sysroot: {sysroot} is not a directory")
         try:
-            self._file = open(path, "rb")
+            self._file = files.open_regular(path)
         except OSError as exc:
             raise errors.AttachFailed(f"cannot open the core file {path}: {exc.strerror}") from None
         try:
@@ -223,9 +222,7 @@ class CoreFile:
         path = self._local_path(mapping.path)
         if path not in self._files:
             try:
-                if not stat.S_ISREG(os.stat(path).st_mode):  # a device or such: never opened
-                    raise ValueError(path)
-                with open(path, "rb") as f:
+                with files.open_regular(path) as f:  # a FIFO or a device: never waited on
                     self._files[path] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             except (OSError, ValueError):
                 self._files[path] = None  # gone or empty: its bytes are simply not there

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from .. import files
 from .procmaps import Mapping
 
 PAGE = 4096
@@ -33,7 +34,10 @@ class ElfImage:
 
     @classmethod
     def open(cls, path: str) -> ElfImage:
-        f = open(path, "rb")
+        try:
+            f = files.open_regular(path)
+        except OSError as exc:
+            raise ValueError(f"{path} is not a readable ELF file: {exc.strerror}") from exc
         try:
             elf = ELFFile(f)
             loads = [(s["p_vaddr"], s["p_offset"]) for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]

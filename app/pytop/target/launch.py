@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 
-from .. import errors
+from .. import errors, files
 from .attach import Target, attach
 
 STARTUP_TIMEOUT = 15.0
@@ -37,10 +37,7 @@ class Child:
         self.log_path: str | None = None
         self.temporary_log = False
         if quiet and log:
-            try:
-                fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-            except OSError as exc:
-                raise errors.UsageError(f"cannot write {log}: {exc.strerror}") from None
+            fd = files.open_fd(log)  # 0600, never through a link, never a FIFO
             self.log_path = log
         elif quiet:
             fd, self.log_path = tempfile.mkstemp(prefix="pytop-child-", suffix=".log")

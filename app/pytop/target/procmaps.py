@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +57,8 @@ def open_mapped_file(pid: int, mapping: Mapping) -> str:
         try:
             st = os.stat(candidate)
         except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):  # a FIFO put where a deleted file was would block its reader
             continue
         if st.st_ino == mapping.inode:
             return candidate
