@@ -12,10 +12,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import cores
 import pytest
 from elftools.elf.elffile import ELFFile
 
+import cores
 import helpers
 from conftest import interpreters
 from pytop.target.layouts import ASYNCIO_TASK, layout_for

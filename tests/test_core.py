@@ -11,10 +11,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import cores
 import pytest
 from test_dump import check_sleepers
 
+import cores
 import helpers
 from conftest import available
 

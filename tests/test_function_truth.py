@@ -24,10 +24,10 @@ import time
 from typing import Any
 
 import pytest
-import self_timing
 
 import helpers
 import kernel
+import self_timing
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.target.attach import attach

@@ -15,9 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import cores
 import pytest
 
+import cores
 import helpers
 from conftest import interpreters
 
