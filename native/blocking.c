@@ -27,6 +27,9 @@
 
 #define MAX_STOP_WAITS 16 /* signals handed back while waiting for one thread's stop */
 #define STOP_DEADLINE_NS (200u * 1000000u) /* a sample waits at most this long for the stops */
+/* Detaching waits longer: once per run, and a thread left traced stays so until pytop ends (a
+ * loaded machine kept a debug build's threads from stopping within a sample's wait). */
+#define DETACH_DEADLINE_NS (2000u * 1000000u)
 #define STOP_POLL_NS 20000u
 
 static tracee *find(blocking *b, int tid) {
@@ -160,7 +163,7 @@ void blocking_detach_all(blocking *b) {
         tracee *t = &b->tracees[i];
         /* PTRACE_DETACH needs a stopped tracee: interrupt it first. If it does not stop in
          * time, the kernel detaches it when this thread ends. */
-        if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) == 0 && wait_stopped(b, i, monotonic_ns() + STOP_DEADLINE_NS) > 0)
+        if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) == 0 && wait_stopped(b, i, monotonic_ns() + DETACH_DEADLINE_NS) > 0)
             ptrace(PTRACE_DETACH, t->tid, NULL, NULL);
     }
     free(b->tracees);

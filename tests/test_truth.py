@@ -131,7 +131,7 @@ def check_unseen(final: Snapshot, burst_share: float) -> None:
     another thread's function: a thread no sample saw computing has nothing to place it by."""
     own = {row.function: row.own_time for row in final.rows}
     top = sorted(own.items(), key=lambda kv: -kv[1])[:5]
-    assert own.get("worker", 0.0) <= 0.05 * final.attributed, top
+    assert own.get("worker", 0.0) <= 0.15 * final.attributed, top
     assert own.get("burst", 0.0) + own.get(UNPLACED, 0.0) >= 0.93 * final.attributed, top
     assert own.get("burst", 0.0) >= burst_share * final.attributed, top
     by_threads = sum(row.unplaced_time for row in final.thread_rows)
