@@ -4,6 +4,7 @@
  *
  *   status.c     error text and status codes
  *   guard.c      the terminal given back when pytop dies of a fatal signal
+ *   demangle.c   C++ symbols as people read them (the C++ runtime's demangler, loaded at run time)
  *   image.c      a memory image (a core file's segments) read like a live process
  *   remote.c     reading target memory: direct reads, the per-sample arena and prefetch
  *   linetable.c  line-table decoders (pure: bytes in, line ranges out)

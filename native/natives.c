@@ -256,8 +256,14 @@ int natives_code(natives *n, code_cache *codes, uint64_t pc, uint64_t now, uint3
     native_slot *f = slot_in(&n->by_start, &n->start_cap, &n->start_count, key, &found);
     if (!f) return PYTOP_ERR_NOMEM;
     if (!found) {
-        /* without its symbol version (clock_nanosleep@GLIBC_2.2.5), as debuggers show it */
+        /* without its symbol version (clock_nanosleep@GLIBC_2.2.5), as debuggers show it; C++'s
+         * demangled */
         char *name = symbol ? strndup(symbol, strcspn(symbol, "@")) : strdup(UNKNOWN_FUNCTION);
+        char readable[MAX_NAME_CHARS];
+        if (name && pytop_demangle(name, readable, sizeof readable) == PYTOP_OK) {
+            free(name);
+            name = strdup(readable);
+        }
         if (!name) return PYTOP_ERR_NOMEM;
         int status = codes_add_native(codes, name, module ? base_name(module_name) : "?", &f->id);
         if (status != PYTOP_OK) {

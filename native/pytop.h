@@ -233,6 +233,11 @@ int pytop_read_memory(int pid, uint64_t address, void *buffer, size_t length);
 int pytop_guard_terminal(int fd);
 void pytop_unguard_terminal(void);
 
+/* A C++ symbol demangled into `out` (cut at `capacity`, NUL-terminated), a compiler clone's
+ * suffix said ("[clone .constprop.1]"); PYTOP_ERR_ARGS when it is no C++ name, or no demangler
+ * (the C++ runtime's) can be loaded. */
+int pytop_demangle(const char *symbol, char *out, size_t capacity);
+
 /* Line-table decoding, exposed for tests with random and truncated input. Returns the line for
  * byte offset `offset` or -1; never reads outside table[0..length). */
 int32_t pytop_decode_line(int format, const uint8_t *table, size_t length, int32_t firstlineno,

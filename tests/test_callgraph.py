@@ -6,7 +6,7 @@ import pytest
 
 from figures_fakes import PID, Tree, counts, weight
 from pytop.core.callgraph import ROOT, SELF, call_graph
-from pytop.core.calltree import CUT, SMALLER, call_tree, hottest_path
+from pytop.core.calltree import CUT, SMALLER, call_tree, hottest_path, hottest_path_through
 from pytop.core.calltree import ROOT as TREE_ROOT
 from pytop.core.records import STACK_FRAMES, STACK_INCOMPLETE, TASK_FILENAME
 
@@ -99,6 +99,10 @@ def test_the_call_tree_merges_paths_from_the_start(tree: Tree) -> None:
     assert cut.key == CUT and [n.key for n in cut.children] == [key(3)] and cut.children[0].children[0].own == 0.5
     assert hottest_path(made) == (key(1), key(4))
     assert hottest_path(made, through=key(3)) == (key(1), key(2), key(3))
+    # T on a function: its path, and on down where its time goes (at the root: the whole way)
+    assert hottest_path_through(made, key(1)) == (key(1), key(4))
+    assert hottest_path_through(made, key(2)) == (key(1), key(2), key(3))
+    assert hottest_path_through(made, CUT)[:2] == (CUT, key(3)) and len(hottest_path_through(made, CUT)) == 3
     only_u = call_tree(tree.rows(c, keep=lambda thread: thread == U), tree.book, by_line=False)
     assert only_u.total == pytest.approx(1.0)
 

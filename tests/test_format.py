@@ -39,8 +39,8 @@ def test_behind_banner() -> None:
     assert fmt.behind_banner(snapshot()) is None
     assert fmt.behind_banner(snapshot(skipped_share=0.05)) is None  # a few skipped: the header's late figure says it
     text = fmt.behind_banner(snapshot(skipped_share=0.25))
-    assert text == ("Behind in sampling on a busy machine: 25% of samples skipped, not taken late; times stay the "
-                    "kernel's.")
+    # (the header says how many were taken late, apart: "not taken late" beside "23.9% late" read as a contradiction)
+    assert text == "Behind on a busy machine: 25% of samples skipped lately (never made up in a burst); times stay the kernel's."
 
 
 def test_exited_banner() -> None:
@@ -65,8 +65,9 @@ def test_header_lines() -> None:
     assert fmt.threads_line(s) == "Mode: cpu, GIL: 50.0%, Active: 25.0%, Threads: 4"
     assert fmt.samples_line(s) == "Samples: 1,000 in 00:00:10 (100/s of 100/s), Errors: 0.0%"
     assert fmt.usage_line(s) == "CPU: 80%, RSS: 50.0 MiB"
-    late = snapshot(rate_asked=100.0, late=30, skipped=20)
-    assert fmt.samples_line(late) == "Samples: 1,000 in 00:00:10 (100/s of 100/s, 4.9% late), Errors: 0.0%"
+    late = snapshot(rate_asked=100.0, late=30, skipped=20)  # taken late, and skipped: said apart
+    assert fmt.samples_line(late) == ("Samples: 1,000 in 00:00:10 (100/s of 100/s, 2.9% late, 2.0% skipped), "
+                                      "Errors: 0.0%")
     stalled = snapshot(rate_asked=100.0, late=30, longest_delay=0.0456)
     assert fmt.samples_line(stalled) == ("Samples: 1,000 in 00:00:10 (100/s of 100/s, 3.0% late, a 46 ms stall), "
                                          "Errors: 0.0%")

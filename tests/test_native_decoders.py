@@ -77,3 +77,14 @@ def test_text_decoder_rejects_bad_kind_and_cuts_long_text() -> None:
     assert decode_text(3, b"abc", 1) is None
     assert decode_text(1, "é".encode("latin-1") * 10, 10, capacity=9) == "éééé"
     assert decode_text(4, "😀".encode("utf-32-le") * 3, 3, capacity=8) == "😀"
+
+
+def test_cxx_names_are_demangled() -> None:
+    """--native's C++ functions read as people write them (the C++ runtime's demangler), a
+    compiler clone's suffix said; other names, and what is no valid mangling, as they are."""
+    from pytop.native.stateless import demangled
+
+    assert demangled("_Z11svd_wrapperIdEvcPPcPKlS3_.constprop.1") == \
+        "void svd_wrapper<double>(char, char**, long const*, long const*) [clone .constprop.1]"
+    assert demangled("_ZNSt6vectorIiSaIiEE9push_backERKi") == "std::vector<int, std::allocator<int> >::push_back(int const&)"
+    assert demangled("deflate") == "deflate" and demangled("_Zbogus") == "_Zbogus"

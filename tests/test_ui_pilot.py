@@ -335,7 +335,7 @@ async def test_rows_show_their_trend_and_the_selected_rows_last_minute() -> None
         await pilot.press("1")  # is_prime is first by %Own now
         await pilot.pause()
         detail = str(app.query_one("#detail").render())
-        assert detail.startswith(" is_prime: %Own over the last minute ") and "now 45.0%" in detail
+        assert detail.startswith(" %Own now 45.0%, high 45.0%, last minute ") and detail.rstrip().endswith("is_prime")
 
 
 def tree_lines(app: PytopApp) -> list[str]:
@@ -386,6 +386,21 @@ async def test_call_tree_from_a_function_opens_its_hottest_path() -> None:
         assert any("handle_request" in line for line in tree_lines(app))
 
 
+async def test_call_tree_from_a_root_function_opens_where_its_time_goes() -> None:
+    """T on a thread's outermost function (its time all below it): opened along the hottest path
+    under it, not a single collapsed line."""
+    source = FakeSource()
+    app = PytopApp(source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("2")  # %Total: the outermost functions first
+        await pilot.press("T")
+        await pilot.pause()
+        tree = app.query_one(CallTreeView)
+        assert tree.cursor_node is not None and tree.cursor_node is tree.lines[tree.cursor].node
+        below = [line for line in tree.lines if line.depth > tree.lines[tree.cursor].depth]
+        assert len(below) >= 2, tree_lines(app)
+
+
 async def test_a_row_without_history_has_no_detail_line() -> None:
     """After the target exits, a new view (by line) brings rows no refresh recorded."""
     class Ended(FakeSource):
@@ -396,7 +411,7 @@ async def test_a_row_without_history_has_no_detail_line() -> None:
     app = PytopApp(source)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert "over the last minute" in str(app.query_one("#detail").render())
+        assert "last minute" in str(app.query_one("#detail").render())
         await pilot.press("L")
         await pilot.pause()
         assert str(app.query_one("#detail").render()).strip() == ""

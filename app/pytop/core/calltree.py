@@ -184,6 +184,15 @@ def _freeze(root: _Building, smallest: float) -> TreeNode:
     return root.frozen
 
 
+def hottest_path_through(node: TreeNode, through: RowKey) -> tuple[RowKey, ...]:
+    """The hottest path that reaches function `through`, on down its hottest branch below it
+    (where its time goes); () if none reaches it."""
+    path = hottest_path(node, through)
+    for key in path:
+        node = next(child for child in node.children if child.key == key)
+    return path + hottest_path(node) if path else ()
+
+
 def hottest_path(node: TreeNode, through: RowKey | None = None) -> tuple[RowKey, ...]:
     """Keys from the root's child down the hottest branch; with `through`, the hottest path that
     reaches that function (down to its first occurrence), or () if none does."""

@@ -15,6 +15,9 @@ from typing import Any
 
 from cffi import FFI
 
+from ..core.visible import visible
+from .stateless import demangled
+
 LIBRARY = "libdw.so.1"
 DW_TAG_INLINED_SUBROUTINE, DW_TAG_SUBPROGRAM = 0x1D, 0x2E
 DW_AT_CALL_FILE, DW_AT_CALL_LINE = 0x58, 0x59
@@ -243,8 +246,8 @@ class NativeStacks:
                 if found is None or lib.dwarf_tag(scopes[0] + found) != DW_TAG_INLINED_SUBROUTINE:
                     break
                 die = scopes[0] + found
-                out.append(NativeFrame(f"{_text(lib.dwarf_diename(die)) or '?'} (inlined)", frame.library, filename,
-                                       line))
+                out.append(NativeFrame(f"{visible(_text(lib.dwarf_diename(die)) or '?')} (inlined)", frame.library,
+                                       visible(filename), line))
                 filename, line = self._call_site(cu, die)
                 outer = _ffi.new("Dwarf_Die **")
                 outer_count = lib.dwarf_getscopes_die(die, outer)
@@ -282,4 +285,5 @@ class NativeStacks:
             number = _ffi.new("int *")
             filename = _text(lib.dwfl_lineinfo(source, _ffi.NULL, number, _ffi.NULL, _ffi.NULL, _ffi.NULL))
             line = number[0] if filename else -1
-        return NativeFrame(name.split("@", 1)[0], library, filename, line)
+        # a library's names are its authors' (a target's own, perhaps): shown, never acted on
+        return NativeFrame(visible(demangled(name.split("@", 1)[0])), visible(library), visible(filename), line)

@@ -49,3 +49,14 @@ def terminal_guarded(fd: int) -> Iterator[None]:
     finally:
         if guarded:
             lib.pytop_unguard_terminal()
+
+
+def demangled(symbol: str) -> str:
+    """A C++ symbol as people read it ("void svd_wrapper<double>(char, ...) [clone .constprop.1]");
+    any other name as it is."""
+    if not symbol.startswith("_Z"):
+        return symbol
+    out = ffi.new("char[]", 4096)
+    if lib.pytop_demangle(symbol.encode(), out, 4096) != lib.PYTOP_OK:
+        return symbol
+    return str(ffi.string(out).decode("utf-8", "replace"))

@@ -66,20 +66,45 @@ def one_line(text: str) -> str:
     return visible_command(text)
 
 
+def threads_facts(s: Snapshot) -> list[str]:
+    facts = [f"Mode: {s.mode},", f"GIL: {s.gil_pct:.1f}%,", f"Active: {s.active_pct:.1f}%,", f"Threads: {s.threads}"]
+    if s.gc_pct is not None:
+        facts[-1] += ","
+        facts.append(f"GC: {s.gc_pct:.1f}%")
+    return facts
+
+
 def threads_line(s: Snapshot) -> str:
-    line = f"Mode: {s.mode}, GIL: {s.gil_pct:.1f}%, Active: {s.active_pct:.1f}%, Threads: {s.threads}"
-    return line + (f", GC: {s.gc_pct:.1f}%" if s.gc_pct is not None else "")
+    return " ".join(threads_facts(s))
+
+
+def samples_facts(s: Snapshot) -> list[str]:
+    """How sampling goes, in short facts that a narrow screen can put on lines of their own
+    (their punctuation included: joined by spaces, they read as one sentence)."""
+    rate = [f"{s.rate:,.0f}/s" + (f" of {s.run.rate_asked:,.0f}/s" if s.run.rate_asked else "")]
+    if s.run.rate_held is not None:  # pytop gives way rather than take more than its share
+        rate.append(f"held down by pytop's {100 * s.run.cpu_budget:g}% CPU budget")
+    # late_pct counts the slots skipped with the samples taken late: said apart
+    asked = s.samples + s.skipped
+    taken_late = 100.0 * s.late / asked if asked else 0.0
+    skipped = 100.0 * s.skipped / asked if asked else 0.0
+    if taken_late >= 0.05:
+        rate.append(f"{taken_late:.1f}% late")
+    if skipped >= 0.05:
+        rate.append(f"{skipped:.1f}% skipped")
+    if s.longest_delay >= STALL_SECONDS:  # what the target did in a stall is a guess: say so
+        rate.append(f"a {1000 * s.longest_delay:,.0f} ms stall")
+    rate = [part + "," for part in rate[:-1]] + [rate[-1] + "),"]
+    rate[0] = "(" + rate[0]
+    facts = [f"Samples: {s.samples:,} in {clock(s.run.elapsed)}", *rate, f"Errors: {100 * s.error_rate:.1f}%"]
+    if s.run.pytop_cpu_pct is not None:
+        facts[-1] += ","
+        facts.append(f"pytop CPU {s.run.pytop_cpu_pct:.1f}%")
+    return facts
 
 
 def samples_line(s: Snapshot) -> str:
-    rate = f"{s.rate:,.0f}/s" + (f" of {s.run.rate_asked:,.0f}/s" if s.run.rate_asked else "")
-    if s.run.rate_held is not None:  # pytop gives way rather than take more than its share
-        rate += f", held down by pytop's {100 * s.run.cpu_budget:g}% CPU budget"
-    late = f", {s.late_pct:.1f}% late" if s.late_pct >= 0.05 else ""
-    if s.longest_delay >= STALL_SECONDS:  # what the target did in a stall is a guess: say so
-        late += f", a {1000 * s.longest_delay:,.0f} ms stall"
-    own = f", pytop CPU {s.run.pytop_cpu_pct:.1f}%" if s.run.pytop_cpu_pct is not None else ""
-    return f"Samples: {s.samples:,} in {clock(s.run.elapsed)} ({rate}{late}), Errors: {100 * s.error_rate:.1f}%{own}"
+    return " ".join(samples_facts(s))
 
 
 def python_label(version: str) -> str:
@@ -104,8 +129,8 @@ def behind_banner(s: Snapshot) -> str | None:
     catching up in a burst that would take more from the target)."""
     if s.run.skipped_share < 0.1:
         return None
-    return (f"Behind in sampling on a busy machine: {100 * s.run.skipped_share:.0f}% of samples skipped, not taken "
-            "late; times stay the kernel's.")
+    return (f"Behind on a busy machine: {100 * s.run.skipped_share:.0f}% of samples skipped lately (never made up in "
+            "a burst); times stay the kernel's.")
 
 
 def exit_status(status: int) -> str:

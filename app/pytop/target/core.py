@@ -74,6 +74,7 @@ def _cut(start: int, end: int, covered: list[tuple[int, int]]) -> list[tuple[int
 
 
 PT_NOTE = 4
+PSARGS_KEPT = 80  # bytes of the command line a core's NT_PRPSINFO holds (ELF_PRARGSZ), its NUL included
 
 
 class Truncated(ValueError):
@@ -181,8 +182,10 @@ class CoreFile:
             self._tids.append(int.from_bytes(desc[32:36], "little", signed=True))  # pr_pid
         elif kind == "NT_PRPSINFO":
             self.pid = int(desc["pr_pid"])  # type: ignore[index]
-            self.command = visible_command(bytes(desc["pr_psargs"]).split(b"\0", 1)[0]  # type: ignore[index]
-                                           .decode(errors="replace").strip())
+            raw = bytes(desc["pr_psargs"])  # type: ignore[index]
+            self.command = visible_command(raw.split(b"\0", 1)[0].decode(errors="replace").strip())
+            if len(raw.split(b"\0", 1)[0]) >= PSARGS_KEPT - 1:  # the kernel keeps this much, cut without a mark
+                self.command += f" … (a core keeps the first {PSARGS_KEPT - 1} characters of a command line)"
         elif kind == "NT_FILE":
             page = int(desc["page_size"])  # type: ignore[index]
             entries = desc["Elf_Nt_File_Entry"][:MAX_FILE_MAPPINGS]  # type: ignore[index]

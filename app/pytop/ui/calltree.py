@@ -25,7 +25,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ..core.calltree import hottest_path
+from ..core.calltree import hottest_path, hottest_path_through
 from ..core.model import RowKey, TreeNode
 from ..report import format as fmt
 from .callers import describe
@@ -89,10 +89,14 @@ class CallTreeView(ScrollView, can_focus=True):
     def show(self, root: TreeNode, cwd: str | None, full: bool) -> None:
         self.root, self.cwd, self.full = root, cwd, full
         if self.opened is None or self.wanted is not None:
-            path = hottest_path(root, self.wanted) or hottest_path(root)
+            # Opened along the function's hottest path and on down where its time goes (a
+            # function at the root, Thread.run say, once opened with nothing below it shown).
+            wanted = self.wanted
+            to_wanted = hottest_path(root, wanted) if wanted is not None else ()
+            path = hottest_path_through(root, wanted) if wanted is not None and to_wanted else hottest_path(root)
             self.opened = self.opened or Opened()
-            self.opened.along(path[:-1] if self.wanted else path)
-            self.cursor_path = list(path if self.wanted else path[:1])
+            self.opened.along(path)
+            self.cursor_path = list(to_wanted or path[:1])
             self.wanted = None
         self._relayout()
 

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ..core.model import MODES, FunctionRow, Mode, Snapshot
 from ..report import format as fmt
@@ -25,7 +25,7 @@ from .look import LookScreen
 from .source import SnapshotSource
 from .threads import ThreadTable
 from .trends import Trends
-from .widgets import SORT_COLUMNS, Banner, FunctionTable, ProcessHeader
+from .widgets import SORT_COLUMNS, Banner, FunctionTable, KeyBar, ProcessHeader
 
 REFRESH_STEPS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)  # seconds between refreshes, for + and -
 # Rows the function table holds: a program of thousands of functions made every refresh cost the
@@ -61,7 +61,7 @@ class MainScreen(Screen[None]):
         Binding("t", "toggle_threads", "Threads",
                 tooltip="show or hide the threads; Enter on one shows only its functions"),
         Binding("a", "all_threads", "All threads", show=False, tooltip="all threads again"),
-        Binding("P", "next_process", "Process", show=False,
+        Binding("P", "next_process", "Process",
                 tooltip="with --subprocesses: one process after another, then all again"),
         Binding("slash", "filter", "Filter", key_display="/",
                 tooltip="filter functions and files by a text or regular expression (Enter applies)"),
@@ -70,10 +70,10 @@ class MainScreen(Screen[None]):
                 tooltip="refresh the screen more often"),
         Binding("minus", "refresh_rate(1)", "Slower", key_display="-", show=False,
                 tooltip="refresh the screen less often"),
-        Binding("A", "toggle_tasks", "Tasks", show=False,
+        Binding("A", "toggle_tasks", "Tasks",
                 tooltip="asyncio tasks (CPython 3.14+): show each task as a frame above its coroutines, and back"),
         Binding("p", "pause", "Pause", tooltip="pause the screen (sampling goes on); p again shows what came in"),
-        Binding("d", "look", "Stacks now", show=False,
+        Binding("d", "look", "Stacks now",
                 tooltip="every thread's stack as it is now, with each frame's arguments and locals (the thread "
                         "the view is narrowed to, if it is)"),
         Binding("e", "export", "Export",
@@ -129,7 +129,7 @@ class MainScreen(Screen[None]):
         yield ThreadTable(id="threads")
         yield FilterBar(placeholder="filter: text or regular expression over function and file; Enter applies",
                         id="filter")
-        yield Footer()
+        yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
         table = self.query_one(FunctionTable)
@@ -200,11 +200,11 @@ class MainScreen(Screen[None]):
         if not key or not shares:  # a row not seen in a refresh yet (or after the end, another view)
             detail.update("", layout=False)  # one line, always: no layout pass for it
             return
-        line = self.trends.share_line(key)
-        text = Text(f" {key[0]}: %Own over the last minute ", style="dim")
-        text.append(line, style="cyan")
-        text.append(f"  now {fmt.percent(self.trends.latest.get(key, 0.0))}, high {fmt.percent(max(shares))}",
-                    style="dim")
+        # the figures first, the name last: a narrow screen cuts the name, never a figure
+        text = Text(f" %Own now {fmt.percent(self.trends.latest.get(key, 0.0))}, high {fmt.percent(max(shares))}, "
+                    "last minute ", style="dim", no_wrap=True, overflow="ellipsis")
+        text.append(self.trends.share_line(key), style="cyan")
+        text.append(f"  {key[0]}", style="dim")
         detail.update(text, layout=False)
 
     def on_line_table_highlighted(self, event: LineTable.Highlighted) -> None:
@@ -229,6 +229,11 @@ class MainScreen(Screen[None]):
         self.source.set_by_line(self.by_line)
 
     def action_toggle_tasks(self) -> None:
+        version = self.snapshot.target.python_version if self.snapshot is not None else ""
+        if version[:1].isdigit() and tuple(int(part) for part in version.split(".")[:2] if part.isdigit()) < (3, 14):
+            self.notify(f"asyncio tasks are read from CPython 3.14 on (its threads list their tasks); this target "
+                        f"runs Python {version}", title="Tasks", timeout=4, markup=False)
+            return
         self.tasks = not self.tasks
         self.source.set_tasks(self.tasks)
         self.notify("asyncio tasks shown as frames (CPython 3.14+ targets)" if self.tasks else "asyncio tasks hidden",
@@ -285,6 +290,8 @@ class MainScreen(Screen[None]):
         # Processes that have ended stay in the figures (and after the last one, all have).
         pids = sorted(set(self.snapshot.run.processes) | {row.pid for row in self.snapshot.thread_rows})
         if len(pids) < 2:
+            self.notify("P steps through the processes a run with --subprocesses (-s) watches: this one has "
+                        "one so far", title="Process", timeout=4)
             return
         current = self.snapshot.process_filter
         following = pids[0] if current is None else (pids[pids.index(current) + 1] if current in pids[:-1] else None)

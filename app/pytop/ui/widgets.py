@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import Static
 
@@ -21,24 +22,50 @@ SORT_COLUMNS = {
 RISE, FALL = ("▲", "red"), ("▼", "green")  # more time in a function is the news to notice
 
 
+Fact = list[tuple[str, str]]  # one fact: its pieces of text, each with its style
+
+
+def flow(facts: list[Fact], width: int) -> list[list[Fact]]:
+    """Facts into lines of at most `width` cells, each fact whole, in order (a fact wider than a
+    line has one of its own)."""
+    lines: list[list[Fact]] = [[]]
+    used = 0
+    for fact in facts:
+        size = sum(cell_len(piece) for piece, _ in fact)
+        if lines[-1] and used + 1 + size > width:
+            lines.append([])
+            used = 0
+        used += size + (1 if lines[-1] else 0)
+        lines[-1].append(fact)
+    return lines
+
+
 class ProcessHeader(Static):
     """What is sampled, how sampling goes, and how the process does."""
 
     def show(self, s: Snapshot, notes: list[str], trends: Trends | None = None) -> None:
-        """One line per fact, cut at the edge, never wrapped: a long command line must not push
-        the table off a small terminal. The command comes last on its line, being the longest."""
+        """Facts flowed onto as many lines as the width needs, none cut: every figure shows at 80
+        columns (at 120 the error rate and pytop's own CPU once fell off the end). The command
+        line comes last on the first line, being the longest, and only it is cut."""
         t = s.target
+        width = max(self.size.width - 2, 20) if self.size.width else 10_000
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("pytop", style="bold")
         text.append(f"  pid {t.pid}  {fmt.python_label(t.python_version)}  {fmt.usage_line(s)}  ")
         text.append(fmt.one_line(t.command), style="bold cyan")
-        text.append("\n" + fmt.samples_line(s) + "\n")
-        text.append(fmt.threads_line(s), style="bold")
+        groups: list[list[Fact]] = [[[(fact, "")] for fact in fmt.samples_facts(s)],
+                                    [[(fact, "bold")] for fact in fmt.threads_facts(s)]]
         if trends is not None and len(trends.times) > 1:  # the last minute
-            text.append("   CPU ")
-            text.append(trends.cpu_line(), style="cyan")
-            text.append("  Rate ")
-            text.append(trends.rate_line(s.run.rate_asked or max(trends.rate)), style="cyan")
+            groups[1] += [[("  CPU ", ""), (trends.cpu_line(), "cyan")],
+                          [(" Rate ", ""), (trends.rate_line(s.run.rate_asked or max(trends.rate)), "cyan")]]
+        for group in groups:
+            for line in flow(group, width):
+                text.append("\n")
+                for k, fact in enumerate(line):
+                    if k:
+                        text.append(" ")
+                    for piece, style in fact:
+                        text.append(piece, style=style)
         if notes:
             text.append("\n")
             for note in notes:
@@ -147,3 +174,46 @@ def sort_rows(rows: tuple[FunctionRow, ...], column: str) -> list[FunctionRow]:
     not swap places between refreshes."""
     other = "total_time" if column != "total_time" else "own_time"
     return sorted(rows, key=lambda r: (-getattr(r, column), -getattr(r, other), r.function, r.key))
+
+
+class KeyBar(Static):
+    """Every key the screen answers now with its name, flowed onto as many lines as the width
+    needs: Textual's Footer is one line, and at 120 columns it ended "p Paus" (e, d, A and P
+    were not shown at all). The sort keys share one entry, "1-4 Sort"."""
+
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self.bindings_changed)
+        self.bindings_changed()
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def on_resize(self) -> None:
+        self.bindings_changed()
+
+    def bindings_changed(self, _screen: object = None) -> None:
+        keys: list[tuple[str, str]] = []
+        actions: set[str] = set()
+        for active in self.screen.active_bindings.values():
+            binding = active.binding
+            if not binding.show or binding.action in actions:
+                continue
+            actions.add(binding.action)
+            keys.append((self.app.get_key_display(binding), binding.description))
+        sort_keys = [key for key, description in keys if description in SORT_COLUMNS.values()]
+        if len(sort_keys) == len(SORT_COLUMNS):  # one entry: "1-4 Sort", where the first was
+            at = next(i for i, (_, description) in enumerate(keys) if description in SORT_COLUMNS.values())
+            keys = [k for k in keys if k[1] not in SORT_COLUMNS.values()]
+            keys.insert(at, (f"{sort_keys[0]}-{sort_keys[-1]}", "Sort"))
+        facts: list[Fact] = [[(f" {key} ", "bold reverse"), (f" {description}", "")] for key, description in keys]
+        width = max(self.size.width - 1, 20) if self.size.width else 10_000
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for n, line in enumerate(flow(facts, width)):
+            if n:
+                text.append("\n")
+            for k, fact in enumerate(line):
+                if k:
+                    text.append(" ")
+                for piece, style in fact:
+                    text.append(piece, style=style)
+        self.update(text, layout=self.size.height != text.plain.count("\n") + 1)
