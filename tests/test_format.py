@@ -40,7 +40,8 @@ def test_behind_banner() -> None:
     assert fmt.behind_banner(snapshot(skipped_share=0.05)) is None  # a few skipped: the header's late figure says it
     text = fmt.behind_banner(snapshot(skipped_share=0.25))
     # (the header says how many were taken late, apart: "not taken late" beside "23.9% late" read as a contradiction)
-    assert text == "Behind on a busy machine: 25% of samples skipped lately (never made up in a burst); times stay the kernel's."
+    assert text == ("Behind on a busy machine: 25% of samples skipped lately (never made up in a burst); times stay "
+                    "the kernel's.")
 
 
 def test_exited_banner() -> None:

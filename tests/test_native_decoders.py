@@ -86,5 +86,6 @@ def test_cxx_names_are_demangled() -> None:
 
     assert demangled("_Z11svd_wrapperIdEvcPPcPKlS3_.constprop.1") == \
         "void svd_wrapper<double>(char, char**, long const*, long const*) [clone .constprop.1]"
-    assert demangled("_ZNSt6vectorIiSaIiEE9push_backERKi") == "std::vector<int, std::allocator<int> >::push_back(int const&)"
+    assert demangled("_ZNSt6vectorIiSaIiEE9push_backERKi") == \
+        "std::vector<int, std::allocator<int> >::push_back(int const&)"
     assert demangled("deflate") == "deflate" and demangled("_Zbogus") == "_Zbogus"

@@ -18,9 +18,9 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path.insert(0, str(TESTS))
 
-import cores  # noqa: E402
 from test_sanitizers import MEMORY, MEMORY_ENV, build_sanitized, compiler_file  # noqa: E402
 
+import cores  # noqa: E402
 import helpers  # noqa: E402
 
 
