@@ -1,24 +1,22 @@
 /*
- * What each sample's time goes to. Runs on the sampling thread, under the engine's lock.
+ * What each sample's time goes to, per thread. Runs on the sampling thread, under the engine's
+ * lock.
  *
  * Per thread and sample:
  *   wall  the time since the process's previous sample (skipped slots included, never more than
  *         `cap`), to the stack the thread has now;
  *   gil   the same, when it holds the GIL;
- *   cpu   the kernel's count of the thread's CPU time, each time it moves: split over the stacks
- *         the thread was seen running Python with (holding the GIL) since it last moved
- *         (`pending`), by time: each interval between two samples counts half for the stack at
- *         either end that held the GIL (the trapezoid rule: a late sample no longer hands the
- *         whole gap to the stack it found). If it was never seen running (it ran and slept
- *         between samples, or ran C code that let the GIL go: its stack stays at that call),
- *         the count goes to its latest stack. The count moves only at the scheduler's ticks
- *         and at switches, so samples in between wait for it.
+ *   cpu   the kernel's count of the thread's CPU time, each time it moves, to that thread's
+ *         own stacks as the samples that found it running saw them (attribute.c). The count
+ *         moves only at the scheduler's ticks and at switches, so samples in between wait for it.
  *
  * Per period (every `period` seconds, on a sample that read every thread's figures): the
  * process's own CPU clock counts ended threads too. Its growth, less what was attributed and
- * what non-Python threads used, is the CPU of threads that ended between samples: it goes to
- * the stacks the threads that ended in the period were last seen running with (their tails),
- * else to a row of its own. Small remainders (tick noise) are carried to the next period.
+ * what non-Python threads used, is CPU of threads that ended before their count was read again,
+ * or that no sample saw at all: it goes to the stacks the threads that ended in the period were
+ * last seen running with (their tails, by their weights: which of them used it is not known),
+ * else is unplaced under theirs, else goes to a row of its own ("threads that ended between
+ * samples"). Small remainders (tick noise) are carried to the next period.
  */
 #include <stdio.h>
 #include <string.h>
@@ -433,6 +431,22 @@ static uint64_t ended_weight(const ended_thread *x) {
     return weight;
 }
 
+/* An ended thread still in the table (until a drain hands its end over), by its key. */
+static engine_thread *thread_by_key(pytop_engine *e, uint32_t key) {
+    for (uint32_t i = 0; i < e->thread_count; i++)
+        if (e->threads[i].key == key) return &e->threads[i];
+    return NULL;
+}
+
+/* The CPU an ended thread used after its last count read, estimated: its figures count it. */
+static void count_ended(pytop_engine *e, uint32_t key, uint64_t ns, bool unplaced) {
+    engine_thread *t = thread_by_key(e, key);
+    if (!t) return;
+    t->d_cpu += ns;
+    if (unplaced) t->d_unplaced += ns;
+    t->dirty = true;
+}
+
 /* Where the CPU of threads that ended between samples goes (see the top of the file). */
 static void place_rest(pytop_engine *e, uint32_t p, uint64_t rest) {
     engine_process *P = &e->processes[p];
@@ -449,6 +463,7 @@ static void place_rest(pytop_engine *e, uint32_t p, uint64_t rest) {
             uint64_t share = (uint64_t)((double)rest * (double)mine / (double)runs);
             if (share > left) share = left;
             attribute_split(e, P->ended[i].key, P->ended[i].pending, P->ended[i].pending_count, mine, share);
+            count_ended(e, P->ended[i].key, share, false);
             left -= share;
         }
         rest = left;
@@ -458,7 +473,10 @@ static void place_rest(pytop_engine *e, uint32_t p, uint64_t rest) {
             double part = cpu ? (double)P->ended[i].cpu / (double)cpu : 1.0 / P->ended_count;
             uint64_t share = i + 1 == P->ended_count ? left : (uint64_t)((double)rest * part);
             if (share > left) share = left;
-            if (P->ended[i].stack) attribute_unplaced(e, P->ended[i].key, P->ended[i].stack, share);
+            if (P->ended[i].stack) {
+                attribute_unplaced(e, P->ended[i].key, P->ended[i].stack, share);
+                count_ended(e, P->ended[i].key, share, true);
+            }
             left -= share;
         }
         rest = left;

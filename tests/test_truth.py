@@ -74,6 +74,9 @@ def check_threads_and_total(final: Snapshot, usage: kernel.Usage) -> None:
             assert row.own_time == pytest.approx(used, abs=thread_tolerance(used)), (row, used)
             checked += 1
     assert checked >= 2, (final.thread_rows[:6], usage.threads)
+    # what no sample could place is each thread's own: the threads' parts make up its row
+    unplaced = sum(row.own_time for row in final.rows if row.function == UNPLACED)
+    assert sum(row.unplaced_time for row in final.thread_rows) == pytest.approx(unplaced, abs=0.001)
 
 
 def test_napper_beside_a_bursty_thread(interp: dict[str, Any], saturated: bool) -> None:
