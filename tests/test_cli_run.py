@@ -424,3 +424,19 @@ def test_subprocesses_are_counted_from_their_start(some_interp: dict[str, Any], 
     assert document["attributed_time"] == pytest.approx(family, rel=0.10), (document["attributed_time"], family)
     work = [row for row in document["functions"] if row["function"] == "child_compute"]
     assert len({row["pid"] for row in work}) == 2, work
+
+
+def test_subprocess_runs_name_the_process_in_every_report(some_interp: dict[str, Any]) -> None:
+    """-s: the text report's rows say whose they are (two children's child_work were two rows
+    that looked the same), and collapsed stacks start with their process, as py-spy's do, even
+    when one process was seen."""
+    with helpers.running(some_interp, "parent.py", "2") as t:
+        text = helpers.run_pytop("-s", "--batch", "--duration", "2", str(t.pid))
+    assert text.returncode == 0, text.stderr
+    work = [line for line in text.stdout.splitlines() if "child_work" in line]
+    assert len(work) == 2 and len({line.split("[", 1)[1].split("]")[0] for line in work}) == 2, work
+    with helpers.running(some_interp, "stacks.py") as t:  # no child: one process
+        collapsed = helpers.run_pytop("-s", "--batch", "--duration", "1", "--format", "collapsed", str(t.pid))
+    assert collapsed.returncode == 0, collapsed.stderr
+    lines = collapsed.stdout.splitlines()
+    assert lines and all(line.startswith(f"process {t.pid};") for line in lines), lines[:3]

@@ -15,6 +15,7 @@ from .aggregate import Counts, StackBook
 class ThreadIdentity:
     native_id: int | None  # the kernel's TID, None when unknown
     name: str | None
+    pid: int = 0  # its process
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Profile:
     threads: Mapping[int, ThreadIdentity]  # thread key -> who it was
     pid: int
     command: str
+    subprocesses: bool = False  # the run followed the process's children (-s): reports name processes
 
     def thread_of(self, key: int) -> tuple[int | None, str | None]:
         """A thread key's TID (None if unknown) and name."""
@@ -31,11 +33,12 @@ class Profile:
         return (t.native_id, t.name) if t else (None, None)
 
     def thread_labels(self) -> dict[int, str]:
-        """Each thread as a report names it: "name (TID n)"."""
+        """Each thread as a report names it: "name (TID n)", "pid p: name (TID n)" with -s."""
         labels = {}
         for key, t in self.threads.items():
             tid = f"TID {t.native_id}" if t.native_id else f"thread {key}"
-            labels[key] = f"{t.name} ({tid})" if t.name else tid
+            label = f"{t.name} ({tid})" if t.name else tid
+            labels[key] = f"pid {t.pid}: {label}" if self.subprocesses and t.pid else label
         return labels
 
     @property

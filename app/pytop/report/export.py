@@ -40,8 +40,9 @@ def frame_label(frame: Frame) -> str:
     return visible(label).replace(";", "\\x3b")
 
 
-def collapsed(counts: Counts, book: StackBook, mode: Mode) -> Iterator[str]:
-    """With several processes, each stack starts with a "process PID" frame."""
+def collapsed(counts: Counts, book: StackBook, mode: Mode, processes: bool = False) -> Iterator[str]:
+    """With several processes, or `processes` (a run that followed children: -s), each stack
+    starts with a "process PID" frame, as py-spy's do."""
     index = MODE_INDEX[mode]
     merged: dict[str, int] = {}
     pids = {info.pid for (_, stack) in counts.stacks if (info := book.info(stack))}
@@ -51,7 +52,7 @@ def collapsed(counts: Counts, book: StackBook, mode: Mode) -> Iterator[str]:
         if not micros or info is None:
             continue
         line = ";".join(frame_label(f) for f in frames_of(book, stack))
-        if len(pids) > 1:
+        if processes or len(pids) > 1:
             line = f"process {info.pid};{line}"
         merged[line] = merged.get(line, 0) + micros
     for line in sorted(merged):
@@ -97,7 +98,7 @@ def write_files(stem: str, profile: Profile, mode: Mode) -> tuple[str, str]:
     """`stem`.collapsed.txt and `stem`.speedscope.json, new files (names pytop chose: created
     where nothing is, never through a link planted in their place); raises errors.UsageError."""
     collapsed_path, speedscope_path = f"{stem}.collapsed.txt", f"{stem}.speedscope.json"
-    lines = "".join(line + "\n" for line in collapsed(profile.counts, profile.book, mode))
+    lines = "".join(line + "\n" for line in collapsed(profile.counts, profile.book, mode, profile.subprocesses))
     files.write_file(collapsed_path, lines.encode(), new=True)
     labels = profile.thread_labels()
     document = speedscope(profile.counts, profile.book, mode, lambda thread: labels.get(thread, f"thread {thread}"),

@@ -23,7 +23,9 @@ def ordered(rows: tuple[FunctionRow, ...], sort: str) -> list[FunctionRow]:
     return sorted(rows, key=lambda r: (-getattr(r, sort), -r.total_time, r.function, r.filename, r.line or 0))
 
 
-def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = None) -> str:
+def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = None, pids: bool = False) -> str:
+    """`pids`: each row says whose it is (a run that followed children; rows of several
+    processes say so in any case: forked children's rows were otherwise the same)."""
     t = s.target
     lines = [
         f"pytop: pid {t.pid}, {t.command}, {fmt.python_label(t.python_version)}",
@@ -39,21 +41,24 @@ def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = No
             lines.append(f"The process {fmt.exit_status(s.run.exit_status)} during the run.")
     lines += ["", f"{'%Own':>7} {'%Total':>7} {'OwnTime':>9} {'TotalTime':>10}  Function (filename)"]
     rows = ordered(s.rows, sort)
+    pids = pids or len({row.pid for row in rows}) > 1
     for row in rows[:limit]:
+        whose = f"[{row.pid}] " if pids else ""
         lines.append(f"{fmt.percent(row.own_pct):>7} {fmt.percent(row.total_pct):>7} "
                      f"{fmt.seconds(row.own_time):>9} {fmt.seconds(row.total_time):>10}  "
-                     f"{row.function} ({fmt.where(row, t.cwd, full_filenames)})")
+                     f"{whose}{row.function} ({fmt.where(row, t.cwd, full_filenames)})")
     return "\n".join(lines) + "\n"
 
 
 def render(s: Snapshot, profile: Profile, form: str, sort: str, full_filenames: bool) -> str:
     """The report in one of the --format choices; `profile` holds every stack counted."""
     if form == "text":
-        return as_text(s, sort, full_filenames)
+        return as_text(s, sort, full_filenames, pids=profile.subprocesses)
     if form == "json":
         return as_json(s, sort)
     if form == "collapsed":
-        return "".join(line + "\n" for line in export.collapsed(profile.counts, profile.book, s.mode))
+        return "".join(line + "\n" for line in export.collapsed(profile.counts, profile.book, s.mode,
+                                                                 profile.subprocesses))
     labels = profile.thread_labels()
     document = export.speedscope(profile.counts, profile.book, s.mode, lambda t: labels.get(t, f"thread {t}"),
                                  f"pytop: pid {s.target.pid}, {s.target.command}")

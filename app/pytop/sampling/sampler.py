@@ -530,8 +530,10 @@ class Sampler:
     def profile(self) -> Profile:
         """Everything since the reset (the open window is in it already), for reports: ask
         once sampling has stopped (the sampler's own thread builds one for an export)."""
-        threads = {key: ThreadIdentity(t.native_id or None, t.name) for key, t in self.figures.threads.threads.items()}
-        return Profile(self.figures.total, self.figures.book, threads, self.target.pid, self.target.command)
+        threads = {key: ThreadIdentity(t.native_id or None, t.name, t.pid)
+                   for key, t in self.figures.threads.threads.items()}
+        return Profile(self.figures.total, self.figures.book, threads, self.target.pid, self.target.command,
+                       subprocesses=self.processes.attach is not None)
 
     def write_exports(self, directory: str) -> tuple[str, ...]:
         """Collapsed stacks and speedscope JSON of everything since the last reset."""
