@@ -197,7 +197,10 @@ def _forest(tasks: tuple[AsyncTask, ...]) -> list[str]:
     lines: list[str] = []
 
     def walk(task: AsyncTask, prefix: str, last: bool, path: frozenset[int]) -> None:
-        lines.append(f"{prefix}{'└── ' if last else '├── '}{_task_line(task)}")
+        # A root that awaits tasks no read found: it is not one, and the tree says so.
+        orphan = " (awaited by a task not read: it ended, or moved, while the tasks were read)" \
+            if not path and task.awaited_by else ""
+        lines.append(f"{prefix}{'└── ' if last else '├── '}{_task_line(task)}{orphan}")
         inner = prefix + ("    " if last else "│   ")
         if task.address in path:
             lines.append(f"{inner}└── (a cycle: it awaits a task that awaits it)")

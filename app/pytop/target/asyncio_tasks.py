@@ -172,5 +172,12 @@ class TaskReader(RemoteObjects):
                          self.awaited_by(task), len(chain) >= MAX_CHAIN, torn)
 
 
+def orphans(tasks: list[AsyncTask]) -> int:
+    """Tasks awaited by tasks not among those read (one that ended, or moved, mid-read): the tree
+    would show them as roots."""
+    read = {t.address for t in tasks}
+    return sum(1 for t in tasks if t.awaited_by and not any(w in read for w in t.awaited_by))
+
+
 def read_tasks(source: MemorySource, runtime: int, layout: dict[str, int], unwinder: Unwinder) -> list[AsyncTask]:
     return TaskReader(source, layout, unwinder).read(runtime)

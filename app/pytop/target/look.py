@@ -17,6 +17,7 @@ from .attach import Target
 from .frame_locals import FrameLocals
 from .memory import LiveProcess
 
+TASK_READS = 3  # reads of the tasks while one of them awaits a task no read found
 
 def stacks_of(target: Target, sample: Sample, with_locals: bool = False,
               native: dict[int, tuple[Frame, ...]] | None = None) -> ProcessStacks:
@@ -93,6 +94,11 @@ def look(target: Target, where: str, blocking: bool = False, tasks: bool = False
         if tasks:
             source = target.core or LiveProcess(target.pid)
             found = asyncio_tasks.read_tasks(source, target.runtime.runtime_address, target.layout, target.unwinder)
+            for _ in range(TASK_READS - 1):  # a task that awaits one not read: read them all again
+                if not asyncio_tasks.orphans(found):
+                    break
+                found = asyncio_tasks.read_tasks(source, target.runtime.runtime_address, target.layout,
+                                                 target.unwinder)
             stacks = replace(stacks, tasks=tuple(found))
         return stacks
     finally:
