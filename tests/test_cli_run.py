@@ -440,3 +440,15 @@ def test_subprocess_runs_name_the_process_in_every_report(some_interp: dict[str,
     assert collapsed.returncode == 0, collapsed.stderr
     lines = collapsed.stdout.splitlines()
     assert lines and all(line.startswith(f"process {t.pid};") for line in lines), lines[:3]
+
+
+def test_a_process_whose_work_runs_in_a_child_says_so(some_interp: dict[str, Any]) -> None:
+    """pytop PID on a parent that idles while its Python children compute (Django's autoreloader
+    runs the server in a child): the table would stay empty for ever without a word; it says
+    where the work is and how to see it."""
+    with helpers.running(some_interp, "parent.py", "1") as t:
+        result = helpers.run_pytop("--batch", "--duration", "6", str(t.pid))
+        child = t.info["children"][0]
+    assert result.returncode == 0, result.stderr
+    assert f"pid {t.pid} is idle, and its child {child}" in result.stdout, result.stdout[:1500]
+    assert f"pytop -s {t.pid} watches both, pytop {child} the child" in result.stdout

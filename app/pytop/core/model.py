@@ -126,6 +126,7 @@ class Circumstances:
     stacks_dropped: int = 0  # stacks folded away by the bound on memory
     last_error: str | None = None
     failure: str | None = None  # pytop itself failed: why (the run has ended)
+    work_elsewhere: str | None = None  # the process idles while a child of its computes: where, and how to see it
     window_number: int = 0  # which window the window's figures are of: a view asked for at once shows
     # the last whole window again (same number) rather than a window of a few milliseconds
 

@@ -133,6 +133,11 @@ def behind_banner(s: Snapshot) -> str | None:
             "a burst); times stay the kernel's.")
 
 
+def elsewhere_banner(s: Snapshot) -> str | None:
+    """The process idles and a child of it computes: say so, and how to see it."""
+    return s.run.work_elsewhere
+
+
 def exit_status(status: int) -> str:
     """`exited with status 3`, `was killed by SIGSEGV` (a negative status: the signal)."""
     if status >= 0:

@@ -34,6 +34,8 @@ def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = No
         f"The kernel counted {s.cpu_time:.2f} s of CPU for the process; the table adds up to {s.attributed:.2f} s "
         f"of {s.mode} time",
     ]
+    if s.run.work_elsewhere:
+        lines.append(s.run.work_elsewhere)
     if s.run.exited:
         if s.run.exit_status is None:
             lines.append(f"The process exited during the run ({s.run.exit_reason}).")

@@ -18,6 +18,11 @@ from .. import errors
 from ..core.model import TargetInfo
 from ..core.visible import visible_command
 from ..native import Unwinder
+from ..target.pythons import looks_like_python
+
+HINT_EVERY = 3.0  # seconds between looks at whether the work runs in a child (without -s)
+BUSY_CHILD_PCT = 5.0  # a child using this much of a core is at work
+IDLE_ROOT_PCT = 2.0  # ... while the process watched uses less
 
 Attach = Callable[[int], Unwinder]
 Follow = Callable[[int], "tuple[Unwinder, TargetInfo]"]  # the program a process exec'd, if Python
@@ -61,6 +66,9 @@ class ProcessSet:
         follow: how to read the program a watched process exec'd (None: it is not followed).
         since_start: the run began when the root did (pytop started it), not now."""
         self.root = root
+        self._kids: dict[int, psutil.Process] = {}  # children looked at for where the work runs
+        self._next_look = 0.0
+        self.hint: str | None = None  # the latest work_elsewhere()
         self.made_at = time.time()
         if since_start:
             with contextlib.suppress(psutil.Error):
@@ -113,6 +121,39 @@ class ProcessSet:
             self._images[pid] = _auxv(pid)
             found.append((pid, unwinder, _started_after(child, self.made_at)))
         return found
+
+    def work_elsewhere(self) -> str | None:
+        """Without -s: when the process watched idles while a Python child of it computes (Django's
+        autoreloader runs the server in a child; a supervisor forks its workers), where the work
+        is and how to see it: the table would stay empty for ever without a word."""
+        if self.attach is not None:
+            return None
+        now = time.monotonic()
+        if now < self._next_look:
+            return self.hint
+        self._next_look = now + HINT_EVERY
+        root = self.watched.get(self.root)
+        try:
+            idle = root is None or root.cpu_percent(None) < IDLE_ROOT_PCT
+            children = psutil.Process(self.root).children(recursive=True)
+        except psutil.Error:
+            return None
+        busy: list[tuple[float, int]] = []
+        for child in children:
+            known = self._kids.setdefault(child.pid, child)
+            try:
+                cpu = known.cpu_percent(None)  # since the last look (0 at the first)
+            except psutil.Error:
+                continue
+            if cpu >= BUSY_CHILD_PCT and looks_like_python(known):
+                busy.append((cpu, child.pid))
+        self._kids = {child.pid: self._kids[child.pid] for child in children if child.pid in self._kids}
+        self.hint = None
+        if idle and busy:
+            cpu, pid = max(busy)
+            self.hint = (f"pid {self.root} is idle, and its child {pid} ({command_of(pid)}) uses {cpu:.0f}% of a "
+                          f"core: the work runs there. pytop -s {self.root} watches both, pytop {pid} the child.")
+        return self.hint
 
     def execs(self) -> list[tuple[int, tuple[Unwinder, TargetInfo] | None, str]]:
         """The watched processes that exec'd a program since the last look: (pid, the new

@@ -415,6 +415,7 @@ class Sampler:
                 self.engine.retire(process, why)
 
     def _discover(self) -> None:
+        self.processes.work_elsewhere()  # (it looks only every few seconds)
         for pid, unwinder, whole_life in self.processes.discover():
             try:
                 self._add_process(unwinder, pid, whole_life)
@@ -508,7 +509,7 @@ class Sampler:
             cpu_budget=self.settings.cpu_budget, pytop_cpu_pct=self._pytop_cpu(seconds),
             exported=self.exported, processes=self.processes.alive, sampler_cpu=self._sampler_cpu,
             stacks_dropped=self._dropped, last_error=self.last_error, failure=self.failure, exit_status=self.status,
-            window_number=self._window_number)
+            window_number=self._window_number, work_elsewhere=None if exited else self.processes.hint)
         self._window_number += 1
         snapshot = self._build(circumstances)
         assert f.window_table is not None

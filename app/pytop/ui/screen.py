@@ -121,6 +121,7 @@ class MainScreen(Screen[None]):
         yield ProcessHeader(Text("pytop: waiting for the first samples..."), id="header")
         yield Banner(id="error-banner")
         yield Banner(id="behind-banner")
+        yield Banner(id="elsewhere-banner")
         yield Banner(id="exited-banner")
         yield FunctionTable(id="functions")
         yield Static(id="detail")
@@ -170,6 +171,7 @@ class MainScreen(Screen[None]):
         self.query_one(ProcessHeader).show(s, notes, self.trends)
         self.query_one("#error-banner", Banner).say(fmt.error_banner(s))
         self.query_one("#behind-banner", Banner).say(fmt.behind_banner(s))
+        self.query_one("#elsewhere-banner", Banner).say(fmt.elsewhere_banner(s))
         self.query_one("#exited-banner", Banner).say(fmt.exited_banner(s))
         several = len({row.pid for row in s.rows}) > 1 or len(s.run.processes) > 1
         table.show(shown, s.target.cwd, self.full_filenames, several, self.trends)
