@@ -270,7 +270,7 @@ for _ in range(rounds):
     sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, native=True, cpu_budget=0, delay=3600))
     sampler.start(lambda snapshot: None)
     deadline = time.monotonic() + 60
-    while sampler.samples_taken < 40 and time.monotonic() < deadline:
+    while sampler.samples_taken < 20 and time.monotonic() < deadline:
         time.sleep(0.02)
     sampler.stop()
     native += sum(1 for row in sampler.final_snapshot().rows if row.native and row.own_count)
