@@ -26,19 +26,19 @@ from ..core.records import (
     Weight,
 )
 from ..core.visible import visible
-from .mirror import mirror
+from .mirror import Mirror
 from .status import Closed
 from .unwinder import Unwinder
 
-# The drain's structs as laid out in C (pytop.h), field by field.
-_PROCESS = mirror("pytop_drain_process")
-_DRAIN_THREAD = mirror("pytop_drain_thread")
-_FUNCTION = mirror("pytop_drain_function")
-_NODE = mirror("pytop_drain_node")
-_WEIGHT = mirror("pytop_drain_weight")
-_FUNCTION_ROW = mirror("pytop_function_row")
-_NODE_ROW = mirror("pytop_node_row")
-_LEAF_TALLY = mirror("pytop_leaf_tally")
+# The drain's structs as laid out in C (pytop.h), read by their fields' names.
+_PROCESS = Mirror("pytop_drain_process")
+_DRAIN_THREAD = Mirror("pytop_drain_thread")
+_FUNCTION = Mirror("pytop_drain_function")
+_NODE = Mirror("pytop_drain_node")
+_WEIGHT = Mirror("pytop_drain_weight")
+_FUNCTION_ROW = Mirror("pytop_function_row")
+_NODE_ROW = Mirror("pytop_node_row")
+_LEAF_TALLY = Mirror("pytop_leaf_tally")
 _UINT32 = struct.Struct("<I")
 NO_TEXT = 0xFFFFFFFF
 
@@ -78,7 +78,7 @@ class EngineConfig:
     period: float = 0.0  # seconds between full checks of every thread (0: the default)
 
 
-def _array(pointer: Any, count: int, layout: struct.Struct) -> bytes:
+def _array(pointer: Any, count: int, layout: Mirror | struct.Struct) -> bytes:
     return ffi.buffer(pointer, count * layout.size)[:] if count else b""
 
 
@@ -96,7 +96,9 @@ class _Text:
 
 
 def _processes(out: Any, text: _Text) -> tuple[ProcessUpdate, ...]:
-    rows = _PROCESS.iter_unpack(_array(out.processes, out.process_count, _PROCESS))
+    rows = _PROCESS.rows(_array(out.processes, out.process_count, _PROCESS), "process", "pid", "status", "threads",
+                         "samples", "failed", "gil_samples", "gc_samples", "gc_known", "torn", "cpu_ns",
+                         "unseen_cpu_ns", "error_at")
     return tuple(ProcessUpdate(process, pid, status, threads, samples, failed, gil, gc, gc_known, torn, cpu, unseen,
                                text.at(error_at))
                  for process, pid, status, threads, samples, failed, gil, gc, gc_known, torn, cpu, unseen, error_at
@@ -104,22 +106,28 @@ def _processes(out: Any, text: _Text) -> tuple[ProcessUpdate, ...]:
 
 
 def _threads(out: Any, text: _Text) -> tuple[ThreadUpdate, ...]:
-    rows = _DRAIN_THREAD.iter_unpack(_array(out.threads, out.thread_count, _DRAIN_THREAD))
-    return tuple(
-        ThreadUpdate(key, process, thread_id, native_id, flags, text.at(name_at), cpu, wall, wait, samples, gil,
-                     errors_, last_error, stack, state.decode("latin-1"), unplaced)
-        for thread_id, cpu, wall, wait, unplaced, key, process, native_id, flags, samples, gil, errors_, last_error,
-        stack, name_at, state in rows)
+    rows = _DRAIN_THREAD.rows(_array(out.threads, out.thread_count, _DRAIN_THREAD), "thread", "process",
+                              "thread_id", "native_id", "flags", "name_at", "cpu_ns", "wall_ns", "wait_ns", "samples",
+                              "gil_samples", "errors", "last_error", "stack", "os_state", "unplaced_ns")
+    return tuple(ThreadUpdate(key, process, thread_id, native_id, flags, text.at(name_at), cpu, wall, wait, samples,
+                              gil, errors_, last_error, stack, state.decode("latin-1"), unplaced)
+                 for key, process, thread_id, native_id, flags, name_at, cpu, wall, wait, samples, gil, errors_,
+                 last_error, stack, state, unplaced in rows)
 
 
 def _functions(out: Any, text: _Text) -> tuple[Function, ...]:
-    rows = _FUNCTION.iter_unpack(_array(out.functions, out.function_count, _FUNCTION))
+    rows = _FUNCTION.rows(_array(out.functions, out.function_count, _FUNCTION), "function", "process", "kind", "task",
+                          "qualname_at", "filename_at", "native")
     return tuple(Function(function, process, kind, bool(task), text.at(qualname), text.at(filename), bool(native))
-                 for function, process, kind, task, native, qualname, filename in rows)
+                 for function, process, kind, task, qualname, filename, native in rows)
+
+
+_NODE_FIELDS = ("node", "parent", "code_id", "line", "process", "function", "depth", "flags", "kind")
+assert _NODE_FIELDS == Node._fields, "records.Node's fields are pytop_drain_node's, by name"
 
 
 def _nodes(out: Any) -> tuple[Node, ...]:
-    return tuple(Node(*row) for row in _NODE.iter_unpack(_array(out.nodes, out.node_count, _NODE)))
+    return tuple(map(Node._make, _NODE.rows(_array(out.nodes, out.node_count, _NODE), *_NODE_FIELDS)))
 
 
 def _ids(pointer: Any, count: int) -> tuple[int, ...]:
@@ -127,26 +135,33 @@ def _ids(pointer: Any, count: int) -> tuple[int, ...]:
 
 
 def function_rows(pointer: Any, count: int) -> tuple[FunctionRow, ...]:
-    return tuple(FunctionRow(row[12], row[13], row[:12])
-                 for row in _FUNCTION_ROW.iter_unpack(_array(pointer, count, _FUNCTION_ROW)))
+    rows = _FUNCTION_ROW.rows(_array(pointer, count, _FUNCTION_ROW), "function", "line", "own", "total", "own_hidden")
+    return tuple(FunctionRow(function, line, own + total + hidden) for function, line, own, total, hidden in rows)
 
 
 def node_rows(pointer: Any, count: int) -> tuple[NodeRow, ...]:
     """A tree of 50,000 nodes comes in one go: columns sliced out of the buffer in C, not row by row."""
     if not count:
         return ()
-    words = memoryview(_array(pointer, count, _NODE_ROW)).cast("Q")  # 9 per row: own[4], total[4], (node, 0)
+    words = memoryview(_array(pointer, count, _NODE_ROW)).cast("Q")  # 64-bit words, columns by field offsets
     step = _NODE_ROW.size // 8
-    nodes = [word & 0xFFFFFFFF for word in words[8::step]]
-    own = zip(words[0::step], words[1::step], words[2::step], words[3::step])
-    total = zip(words[4::step], words[5::step], words[6::step], words[7::step])
-    return tuple(map(NodeRow, nodes, own, total))
+    own, total = (_NODE_ROW_WORD[name] for name in ("own", "total"))
+    node_word, node_shift = divmod(ffi.offsetof("pytop_node_row", "node"), 8)
+    nodes = [word >> (8 * node_shift) & 0xFFFFFFFF for word in words[node_word::step]]
+    owns = zip(*(words[own + i::step] for i in range(4)))
+    totals = zip(*(words[total + i::step] for i in range(4)))
+    return tuple(map(NodeRow, nodes, owns, totals))
+
+
+_NODE_ROW_WORD = {name: ffi.offsetof("pytop_node_row", name) // 8 for name in ("own", "total")}
+
+
+_WEIGHT_FIELDS = ("stack", "thread", "samples", "running", "cpu_ns", "wall_ns", "gil_ns")
+assert _WEIGHT_FIELDS == Weight._fields, "records.Weight's fields are pytop_drain_weight's, by name"
 
 
 def _weights(out: Any) -> tuple[Weight, ...]:
-    rows = _WEIGHT.iter_unpack(_array(out.weights, out.weight_count, _WEIGHT))
-    return tuple(Weight(stack, thread, samples, running, cpu, wall, gil)
-                 for cpu, wall, gil, stack, thread, samples, running in rows)
+    return tuple(map(Weight._make, _WEIGHT.rows(_array(out.weights, out.weight_count, _WEIGHT), *_WEIGHT_FIELDS)))
 
 
 @dataclass(frozen=True)
@@ -257,7 +272,8 @@ class Engine:
         """Stacks' time summed over the stack tree: per function and per line (`tables`), per node
         of their paths (`nodes`). tallies: (leaf, samples, cpu ns, wall ns, gil ns). Stacks no
         longer in the tree are left out and counted (`skipped`)."""
-        packed = b"".join(_LEAF_TALLY.pack(cpu, wall, gil, leaf, samples) for leaf, samples, cpu, wall, gil in tallies)
+        packed = b"".join(_LEAF_TALLY.pack(leaf=leaf, samples=samples, cpu_ns=cpu, wall_ns=wall, gil_ns=gil)
+                          for leaf, samples, cpu, wall, gil in tallies)
         count = len(packed) // _LEAF_TALLY.size
         data = ffi.from_buffer("pytop_leaf_tally[]", packed) if count else ffi.NULL
         flags = (lib.PYTOP_AGGREGATE_TABLES if tables else 0) | (lib.PYTOP_AGGREGATE_NODES if nodes else 0)
