@@ -92,12 +92,15 @@ static int wait_stopped(blocking *b, uint32_t i, uint64_t deadline) {
         if ((st >> 16) == PTRACE_EVENT_STOP) {
             int sig = WSTOPSIG(st);
             /* An interrupt stop reports SIGTRAP; a group stop reports the stopping signal. A
-             * thread listening in a group stop reports SIGTRAP too when SIGCONT ends it: not our
-             * stop, which is still to come once it goes on. */
+             * thread listening in a group stop reports SIGTRAP too when SIGCONT ends it, and the
+             * kernel may fold our pending interrupt into that one trap: so it goes on, SIGCONT
+             * is delivered, and it is interrupted again (a second interrupt folds into the
+             * first if that one is still pending: one stop either way). */
             bool group = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
             if (!group && t->group_stop) {
                 t->group_stop = false;
                 ptrace(PTRACE_CONT, t->tid, NULL, NULL);
+                ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL);
                 continue;
             }
             t->group_stop = group;
