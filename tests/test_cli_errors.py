@@ -12,6 +12,8 @@ import pytest
 
 import helpers
 
+pytestmark = pytest.mark.process  # pytop run as its users run it
+
 
 def assert_clean_failure(result: subprocess.CompletedProcess[str], code: int, *phrases: str) -> None:
     assert result.returncode == code, result.stderr

@@ -70,6 +70,7 @@ def test_a_mapped_file_that_became_a_fifo_is_not_opened(tmp_path: Path) -> None:
         open_mapped_file(os.getpid(), Mapping(0x1000, 0x2000, "r-xp", 0, 12345, str(fifo)))
 
 
+@pytest.mark.process  # pytop run with such paths
 def test_command_line_files_refuse_links_and_fifos(planted: tuple[Path, Path], tmp_path: Path) -> None:
     """--output and --stats-file: a clear refusal, status 2, nothing written; --child-output
     (the live view's log of the program it starts): refused before the program starts."""

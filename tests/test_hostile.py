@@ -11,6 +11,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from textual.widgets import DataTable
 
 import helpers
@@ -70,6 +71,7 @@ def test_the_live_view_keeps_the_terminal(some_interp: dict[str, Any]) -> None:
         term.close()
 
 
+@pytest.mark.process  # another program's command line, in the picker
 async def test_the_picker_shows_another_users_command_line_as_text() -> None:
     """A command line is any local user's: "[/]" once crashed root's picker (a markup error) and
     "[white on white]" hid text."""

@@ -25,44 +25,45 @@ SPECIAL = (0, 1, 7, 0xFF, 0x7FFFFFFF, 0xFFFFFFFF, 0x7FFFFFFFFFFFFFFF, 0x80000000
 
 
 class RandomMemory:
-    """Readable memory: a few regions of random words, pointers into themselves among them."""
+    """Readable memory: a few regions of random words, pointers into themselves among them. A
+    word is drawn when first read (from the seed and its address), so an example costs what its
+    reader touches, not the 24,576 words of its regions."""
 
     pid = 0
 
     def __init__(self, seed: int):
-        rng = random.Random(seed)
-        self.regions: list[tuple[int, bytearray]] = []
-        for k in range(3):
-            start = BASE + k * 4 * SIZE
-            self.regions.append((start, bytearray(SIZE)))
-        starts = [start for start, _ in self.regions]
-        for _, data in self.regions:
-            for at in range(0, SIZE, 8):
-                roll = rng.random()
-                if roll < 0.45:  # a pointer into the memory, or to its last bytes
-                    target = rng.choice(starts) + rng.choice((rng.randrange(0, SIZE, 8), SIZE - 8, SIZE - 1))
-                elif roll < 0.65:
-                    target = rng.choice(SPECIAL)
-                elif roll < 0.85:
-                    target = rng.randrange(0, 64)  # small sizes, counts, flags
-                else:
-                    target = rng.getrandbits(64)
-                data[at:at + 8] = target.to_bytes(8, "little")
-        self._starts = starts
+        self._seed = seed
+        self._starts = [BASE + k * 4 * SIZE for k in range(3)]
+        self._words: dict[int, bytes] = {}
 
     def describe(self) -> str:
         return "random memory"
+
+    def _word(self, address: int) -> bytes:
+        word = self._words.get(address)
+        if word is None:
+            rng = random.Random(self._seed * (1 << 64) + address)
+            roll = rng.random()
+            if roll < 0.45:  # a pointer into the memory, or to its last bytes
+                target = rng.choice(self._starts) + rng.choice((rng.randrange(0, SIZE, 8), SIZE - 8, SIZE - 1))
+            elif roll < 0.65:
+                target = rng.choice(SPECIAL)
+            elif roll < 0.85:
+                target = rng.randrange(0, 64)  # small sizes, counts, flags
+            else:
+                target = rng.getrandbits(64)
+            word = self._words[address] = target.to_bytes(8, "little")
+        return word
 
     def read(self, address: int, length: int) -> bytes:
         if not 0 <= address < 1 << 64 or not 0 <= length < 1 << 64:
             raise OverflowError("int too big to convert")  # as the native read's arguments do
         i = bisect.bisect_right(self._starts, address) - 1
-        if i < 0 or length < 0:
+        if i < 0 or address + length > self._starts[i] + SIZE:
             raise OSError(14, "unmapped")
-        start, data = self.regions[i]
-        if address + length > start + SIZE:
-            raise OSError(14, "unmapped")
-        return bytes(data[address - start:address - start + length])
+        first = address & ~7
+        data = b"".join(self._word(at) for at in range(first, address + length, 8))
+        return data[address - first:address - first + length]
 
 
 def layout(version: tuple[int, int]) -> dict[str, int]:

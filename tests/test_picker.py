@@ -6,6 +6,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from textual.widgets import DataTable
 
 import helpers
@@ -13,6 +14,7 @@ from pytop.target.pythons import PythonProcess, python_processes
 from pytop.ui.picker import PickerApp
 
 
+@pytest.mark.process  # a Python and a sleep to tell apart
 def test_python_processes_are_listed_and_others_not() -> None:
     python = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
                               stdout=subprocess.PIPE)
@@ -43,6 +45,7 @@ async def test_choosing_a_process_in_the_picker(some_interp: dict[str, Any]) -> 
         assert app.return_value == t.pid
 
 
+@pytest.mark.ui  # the picker driven by its pilot
 async def test_leaving_the_picker() -> None:
     app = PickerApp(refresh_seconds=60)
     async with app.run_test(size=(100, 20)) as pilot:
@@ -50,6 +53,7 @@ async def test_leaving_the_picker() -> None:
     assert app.return_value is None
 
 
+@pytest.mark.ui  # the picker driven by its pilot
 async def test_a_refresh_does_not_move_rows_under_the_cursor() -> None:
     app = PickerApp(refresh_seconds=60)
     async with app.run_test(size=(100, 20)) as pilot:

@@ -14,6 +14,7 @@ import pytest
 import helpers
 
 
+@pytest.mark.process  # the C schedule compiled and run
 def test_schedule_properties(tmp_path: Path) -> None:
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:

@@ -16,6 +16,7 @@ import helpers
 SOURCES = ["functions.c", "stacks.c", "aggregate.c"]
 
 
+@pytest.mark.process  # the C tree compiled and run
 def test_stack_tree_properties(tmp_path: Path) -> None:
     compiler = shutil.which("gcc") or shutil.which("cc")
     if compiler is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from textual.binding import Binding
 
 from pytop.core.model import FunctionRow, Snapshot
@@ -17,6 +18,8 @@ from pytop.ui.screen import MainScreen
 from pytop.ui.threads import ThreadTable
 from pytop.ui.widgets import FunctionTable, ProcessHeader
 from ui_fakes import TARGET, FakeSource, snapshot
+
+pytestmark = pytest.mark.ui  # the app driven by its pilot
 
 SIZE = (120, 30)
 

@@ -12,6 +12,8 @@ import pytest
 from pytop.ui.app import PytopApp
 from ui_fakes import FakeSource, snapshot
 
+pytestmark = pytest.mark.ui  # the app driven by its pilot, drawn to images
+
 SIZES = [(120, 30), (80, 24)]
 
 
