@@ -18,6 +18,7 @@ from elftools.elf.elffile import ELFFile
 import cores
 import helpers
 from conftest import interpreters
+from pytop.core import commands
 from pytop.target.layouts import ASYNCIO_TASK, layout_for
 
 pytestmark = pytest.mark.target  # real target processes, from the provisioned interpreters
@@ -272,9 +273,9 @@ def test_the_a_key_shows_and_hides_tasks_with_their_history() -> None:
         with helpers.sampling(sampler, got):
             helpers.wait_samples(sampler, 500)
             before = got.last
-            sampler.set_tasks(True)
+            sampler.send(commands.ShowTasks(True))
             shown = wait_for(got, lambda s: "task crunch" in functions(s))
-            sampler.set_tasks(False)
+            sampler.send(commands.ShowTasks(False))
             hidden = wait_for(got, lambda s: s is not shown and "task crunch" not in functions(s))
         target.close()
     assert "task crunch" not in functions(before)

@@ -13,6 +13,7 @@ import pytest
 
 import helpers
 from pytop.core.aggregate import WALL
+from pytop.report import export
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.target.attach import attach
@@ -27,7 +28,7 @@ def sampled(interp: dict[str, Any], tmp_path: Path) -> tuple[Sampler, dict[str, 
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, mode="wall"))
         with helpers.sampling(sampler, lambda snapshot: None):
             helpers.wait_samples(sampler, 300)
-        paths = sampler.write_exports(str(tmp_path))
+        paths = export.write_stamped(str(tmp_path), sampler.profile(), "wall")
     return sampler, t.info, paths
 
 

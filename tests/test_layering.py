@@ -5,7 +5,9 @@ the parts below it. Read from the source with `ast`, so it holds for imports ins
     native    the one FFI boundary: core only
     target    finding and attaching to a process: native, core
     report    text, JSON and export formats: core only
-    sampling  the sampling thread and snapshot publishing: native, target, core, report
+    sampling  the sampling thread and snapshot publishing: native, core, and target's process
+              list (what looks like Python); attaching, reading stacks now and writing
+              exports are handed to it (run.py wires them)
     ui        the Textual app: core, report, and target's process list for the picker
     (errors, the exceptions pytop raises, and files, how pytop writes a file: any part but core
     may import them)
@@ -26,7 +28,7 @@ ALLOWED = {
     "native": {"native", "_native", "core", "errors"},
     "target": {"target", "native", "core", "errors", "files"},
     "report": {"report", "core", "errors", "files"},
-    "sampling": {"sampling", "native", "target", "core", "report", "errors", "files"},
+    "sampling": {"sampling", "native", "target.pythons", "core", "errors", "files"},
     "ui": {"ui", "core", "report", "target.pythons", "errors", "files"},
 }
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import helpers
-from pytop.core import calltree
+from pytop.core import calltree, commands
 from pytop.core.model import Snapshot
 from pytop.core.threads import ThreadBook
 from pytop.run import attach_child, info_of
@@ -105,7 +105,7 @@ def test_the_mode_switches_live_and_keeps_history(some_interp: dict[str, Any]) -
         got = Collected()
         with helpers.sampling(sampler, got):
             helpers.wait_samples(sampler, 200)
-            sampler.set_mode("wall")
+            sampler.send(commands.ChangeMode("wall"))
             wall = wait_for(got, lambda s: s.mode == "wall")
     # The sleeper's second of wall time was counted while the view showed cpu time.
     assert "level_two" in functions(wall) and functions(wall)["level_two"].own_time > 0.8
@@ -121,7 +121,7 @@ def test_a_view_asked_for_right_after_a_refresh_shows_the_last_window_again(some
         with helpers.sampling(sampler, got):
             helpers.wait_samples(sampler, 200)
             before = wait_for(got, lambda s: s.run.window_number > 1)
-            sampler.set_mode("wall")
+            sampler.send(commands.ChangeMode("wall"))
             wall = wait_for(got, lambda s: s.mode == "wall")
     shown_before = [s for s in got.snapshots if s.run.window_number == wall.run.window_number and s.mode == "cpu"]
     assert shown_before and wall.run.window_number >= before.run.window_number
@@ -136,9 +136,9 @@ def test_the_call_tree_of_a_real_target(some_interp: dict[str, Any]) -> None:
         got = Collected()
         with helpers.sampling(sampler, got):
             helpers.wait_samples(sampler, 200)
-            sampler.set_tree(True)
+            sampler.send(commands.ShowTree(True))
             shown = wait_for(got, lambda s: s.call_tree is not None)
-            sampler.set_tree(False)
+            sampler.send(commands.ShowTree(False))
             hidden = wait_for(got, lambda s: s.call_tree is None)
     tree = shown.call_tree
     assert tree is not None and hidden.call_tree is None
@@ -154,7 +154,7 @@ def test_the_refresh_interval_changes_live(some_interp: dict[str, Any]) -> None:
         sampler = Sampler(target.unwinder, info_of(target), Settings(rate=100, delay=30.0, quick_start=False))
         got = Collected()
         with helpers.sampling(sampler, got):
-            sampler.set_delay(0.1)
+            sampler.send(commands.Delay(0.1))
             wait_for(got, lambda s: True)  # the refresh that the change brings at once
             began, before = time.monotonic(), len(got.snapshots)
             wait_for(got, lambda s: len(got.snapshots) >= before + 5, timeout=10)
@@ -169,12 +169,12 @@ def test_by_line_view_and_reset(some_interp: dict[str, Any]) -> None:
         got = Collected()
         with helpers.sampling(sampler, got):
             helpers.wait_samples(sampler, 80)
-            sampler.set_by_line(True)
+            sampler.send(commands.ByLine(True))
             deadline = time.monotonic() + 5
             while not (got.snapshots and got.last.by_line) and time.monotonic() < deadline:
                 time.sleep(0.01)
             by_line = got.last
-            sampler.reset()
+            sampler.send(commands.Reset())
             while got.last is by_line and time.monotonic() < deadline:
                 time.sleep(0.01)
             after_reset = got.last
@@ -195,16 +195,16 @@ def test_target_exit_ends_sampling_with_a_final_snapshot(some_interp: dict[str, 
             assert got.exited.wait(30)
             final = got.last
             # The final figures can still be explored: by line, in another mode, a function's callers.
-            sampler.set_by_line(True)
+            sampler.send(commands.ByLine(True))
             by_line = wait_for(got, lambda s: s.by_line)
-            sampler.set_by_line(False)
-            sampler.set_mode("wall")
+            sampler.send(commands.ByLine(False))
+            sampler.send(commands.ChangeMode("wall"))
             wall = wait_for(got, lambda s: s.mode == "wall" and not s.by_line)
             churn = next(row for row in wall.rows if row.function == "churn")
-            sampler.set_focus(churn.key)
+            sampler.send(commands.Focus(churn.key))
             focused = wait_for(got, lambda s: s.call_graph is not None)
-            sampler.reset()  # would throw the results away: ignored
-            sampler.set_mode("cpu")
+            sampler.send(commands.Reset())  # would throw the results away: ignored
+            sampler.send(commands.ChangeMode("cpu"))
             again = wait_for(got, lambda s: s.mode == "cpu")
     assert not sampler.running
     assert final.run.exited and "exited" in (final.run.exit_reason or "")
@@ -234,7 +234,7 @@ def test_threads_with_names_and_narrowing(some_interp: dict[str, Any]) -> None:
             assert rows["spinner"].active_pct > 10 and rows["sleeper"].active_pct < 1, rows
             assert rows["sleeper"].native_id == t.info["threads"]["sleeper"]["native_id"]
             assert rows["sleeper"].top_frame == "Worker.sleeping" or rows["sleeper"].top_frame == "sleeping"
-            sampler.set_thread(rows["sleeper"].key)
+            sampler.send(commands.NarrowToThread(rows["sleeper"].key))
             deadline = time.monotonic() + 5
             while got.last.thread_filter is None and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -277,7 +277,7 @@ def test_subprocesses_are_followed(some_interp: dict[str, Any]) -> None:
             busy = {r.pid: r for r in both.rows if r.function == "child_work"}
             assert all(row.own_time > 0 for row in busy.values())
             assert {row.pid for row in both.thread_rows} == {t.pid, *children}
-            sampler.set_process(children[0])
+            sampler.send(commands.NarrowToProcess(children[0]))
             narrowed = wait_for(got, lambda s: s.process_filter == children[0])
             assert {row.pid for row in narrowed.rows} == {children[0]}
             os.kill(children[1], signal.SIGKILL)
@@ -331,7 +331,7 @@ def test_a_failure_in_pytop_ends_the_run_with_the_error(some_interp: dict[str, A
             deadline = time.monotonic() + 10
             while sampler.running and time.monotonic() < deadline:
                 time.sleep(0.01)
-    assert not sampler.running and not sampler.engine.is_open  # the engine's thread ended and was freed
+    assert not sampler.running and not sampler.feed.engine.is_open  # the engine's thread ended and was freed
     assert got.last.run.failure == "RuntimeError: figures broke" and got.last.run.exited
 
 
@@ -383,13 +383,13 @@ def test_thread_rows_only_while_the_view_wants_them(some_interp: dict[str, Any])
         got = Collected()
         with helpers.sampling(sampler, got):
             every = wait_for(got, lambda s: len(s.thread_rows) >= 21)
-            sampler.set_threads(False)
+            sampler.send(commands.ShowThreads(False))
             hidden = wait_for(got, lambda s: not s.thread_rows and s.samples > every.samples)
             assert hidden.threads >= 21
             one = next(row for row in every.thread_rows if not row.native)
-            sampler.set_thread(one.key)
+            sampler.send(commands.NarrowToThread(one.key))
             narrowed = wait_for(got, lambda s: s.thread_filter is not None)
             assert [row.key for row in narrowed.thread_rows] == [one.key] and narrowed.thread_filter.key == one.key
-            sampler.set_threads(True)
+            sampler.send(commands.ShowThreads(True))
             wait_for(got, lambda s: len(s.thread_rows) >= 21)
         target.close()

@@ -450,7 +450,7 @@ async def test_d_shows_the_stacks_now_with_arguments_and_locals() -> None:
     """`d` reads the process's stacks now, off the screen's thread, and shows each frame with
     its arguments and locals; Escape closes the panel."""
     source = FakeSource()
-    app = PytopApp(source)
+    app = PytopApp(source, stacks_now=source.look)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("d")

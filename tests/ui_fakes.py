@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from pytop.core import commands
 from pytop.core.model import (
     CallGraph,
     Circumstances,
@@ -118,6 +119,8 @@ class FakeSource:
         self.delays: list[float] = []
         self.tree = False
         self.looked: int | None = None
+        self.threads_shown = True
+        self.tasks = False
 
     def look(self, pid: int) -> tuple[ProcessStacks, str | None]:
         """A process of one thread, asleep in wait(timeout=5) under main()."""
@@ -134,48 +137,39 @@ class FakeSource:
     def stop(self) -> None:
         self.stopped = True
 
-    def reset(self) -> None:
-        self.resets += 1
-        self._send(snapshot(self.by_line, scale=0.01))
-
-    def set_mode(self, mode: str) -> None:
-        self.mode = mode
+    def send(self, command: commands.Command) -> None:
+        """As the sampler does: remembered, and a snapshot in the view asked for follows."""
+        if isinstance(command, commands.Reset):
+            self.resets += 1
+            self._send(snapshot(self.by_line, scale=0.01))
+            return
+        if isinstance(command, commands.Delay):
+            self.delays.append(command.seconds)
+            return
+        if isinstance(command, commands.ChangeMode):
+            self.mode = command.mode
+        elif isinstance(command, commands.ByLine):
+            self.by_line, self.focus = command.by_line, None
+        elif isinstance(command, commands.NarrowToThread):
+            self.thread = command.key
+        elif isinstance(command, commands.NarrowToProcess):
+            self.process = command.pid
+        elif isinstance(command, commands.Focus):
+            self.focus = command.key
+        elif isinstance(command, commands.ShowTree):
+            self.tree = command.shown
+        elif isinstance(command, commands.ShowThreads):
+            self.threads_shown = command.shown  # the fake's snapshots carry every thread's row anyway
+            return
+        elif isinstance(command, commands.ShowTasks):
+            self.tasks = command.shown
+            return
+        elif isinstance(command, commands.Export):
+            self.exports.append(command.directory)
+            self._send(self.current(exported=(f"{command.directory}/pytop-4242.collapsed.txt",
+                                              f"{command.directory}/pytop-4242.speedscope.json")))
+            return
         self._send(self.current())
-
-    def set_by_line(self, by_line: bool) -> None:
-        self.by_line = by_line
-        self.focus = None
-        self._send(self.current())
-
-    def set_thread(self, key: object) -> None:
-        self.thread = key
-        self._send(self.current())
-
-    def set_process(self, pid: object) -> None:
-        self.process = pid
-        self._send(self.current())
-
-    def set_focus(self, key: object) -> None:
-        self.focus = key
-        self._send(self.current())
-
-    def export(self, directory: str) -> None:
-        self.exports.append(directory)
-        self._send(self.current(exported=(f"{directory}/pytop-4242.collapsed.txt",
-                                          f"{directory}/pytop-4242.speedscope.json")))
-
-    def set_delay(self, seconds: float) -> None:
-        self.delays.append(seconds)
-
-    def set_tree(self, shown: bool) -> None:
-        self.tree = shown
-        self._send(self.current())
-
-    def set_threads(self, shown: bool) -> None:
-        self.threads_shown = shown  # the fake's snapshots carry every thread's row anyway
-
-    def set_tasks(self, shown: bool) -> None:
-        self.tasks = shown
 
     def current(self, **changes: object) -> Snapshot:
         thread = next((t for t in THREADS if t.key == self.thread), None)

@@ -17,6 +17,7 @@ from pathlib import Path
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.target.launch import Child, attach_when_ready, demo_command
+from pytop.target.look import stacks_now
 from pytop.ui.app import PytopApp
 
 OUT = Path(__file__).resolve().parent.parent / "screenshots"
@@ -28,7 +29,7 @@ async def shoot() -> None:
     try:
         target = attach_when_ready(child)
         settings = Settings(delay=1.0)
-        app = PytopApp(Sampler(target.unwinder, info_of(target), settings), sort="own_pct")
+        app = PytopApp(Sampler(target.unwinder, info_of(target), settings), sort="own_pct", stacks_now=stacks_now)
         async with app.run_test(size=SIZE) as pilot:
             await asyncio.sleep(5)
             app.save_screenshot("main.svg", str(OUT))

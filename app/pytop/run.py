@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import math
 import os
@@ -22,13 +23,13 @@ from .core.model import Snapshot, TargetInfo
 from .core.records import ProcessStacks
 from .native import Unwinder, libdw, terminal_guarded
 from .report import dump as report_dump
-from .report import pprof, table
+from .report import export, pprof, table
 from .sampling import priority
 from .sampling.sampler import Sampler, Settings
 from .target import asyncio_tasks
 from .target.attach import Target, attach, attach_core, command_line
 from .target.launch import Child, attach_when_ready, demo_command
-from .target.look import look
+from .target.look import look, stacks_now
 
 
 @dataclass
@@ -119,11 +120,14 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
     if settings.realtime:
         priority.raise_process()
     sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if follow_children else None,
-                      child.status if child else None, follow_exec)
+                      child.status if child else None, follow_exec, exporter=export.write_stamped)
+    # The d key reads stacks on its own; ptrace belongs to the sampling thread, which holds every
+    # thread of the target with --blocking or --native: the native frames are not read then.
+    held_by = "--native" if settings.native else "--blocking" if settings.blocking else None
     app = PytopApp(sampler, sort=sort, by_line=settings.by_line, mode=settings.mode, full_filenames=full_filenames,
                    notes=notes_for(child.log_path if child else None), handle_signals=True, export_dir=export_dir,
                    delay=settings.delay, last_words=lambda: last_words(sampler, child), tasks=settings.tasks,
-                   tune_gc=True)
+                   tune_gc=True, stacks_now=functools.partial(stacks_now, held_by=held_by))
     try:
         with terminal_on_stderr(), terminal_guarded(2):
             app.run()

@@ -12,10 +12,12 @@ by the seconds it stood for (https://www.speedscope.app/file-format-schema.json)
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .. import __version__, files
+from .. import __version__, errors, files
 from ..core.aggregate import MODE_INDEX, Counts, StackBook
 from ..core.model import Mode
 from ..core.profile import Profile
@@ -105,3 +107,16 @@ def write_files(stem: str, profile: Profile, mode: Mode) -> tuple[str, str]:
                           profile.title)
     files.write_file(speedscope_path, json.dumps(document).encode(), new=True)
     return collapsed_path, speedscope_path
+
+
+def write_stamped(directory: str, profile: Profile, mode: Mode) -> tuple[str, ...]:
+    """The live view's export (the `e` key): write_files under a name of the target's pid and
+    the time to the millisecond, in `directory`. Returns the files written, or one line that
+    says why none was."""
+    now = time.time()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{int(now * 1000) % 1000:03d}"
+    stem = os.path.join(directory, f"pytop-{profile.pid}-{stamp}")
+    try:
+        return write_files(stem, profile, mode)
+    except errors.PytopError as exc:
+        return (f"export failed: {exc}",)

@@ -13,7 +13,7 @@ from ..core.records import Frame, LocalVariable, ProcessStacks, ThreadStack
 from ..core.visible import visible
 from ..native import OS_STATE_EXACT, Sample, SampleError, ThreadSample, libdw
 from . import asyncio_tasks
-from .attach import Target
+from .attach import Target, attach
 from .frame_locals import FrameLocals
 from .memory import LiveProcess
 
@@ -108,6 +108,24 @@ def look(target: Target, where: str, blocking: bool = False, tasks: bool = False
         if reader is not None:
             reader.close()
         target.close()
+
+
+def stacks_now(pid: int, held_by: str | None = None) -> tuple[ProcessStacks, str | None]:
+    """Every thread's stack in process `pid` now (the `d` key), with each frame's arguments and
+    locals and its C frames: a look of its own beside sampling (it blocks while it reads, and
+    holds the target's threads stopped for the native part). Without the C frames when they
+    cannot be read, and why (said second). held_by: the option by which pytop's sampling
+    already holds the target's threads (--blocking, --native): ptrace belongs to the sampling
+    thread, and a second tracer is refused."""
+    if held_by is not None:
+        why = (f"pytop's sampling holds the target's threads ({held_by}), and only one tracer can"
+               + (": the table and the tree (T) have them" if held_by == "--native" else ""))
+        return look(attach(pid), f"process {pid}", with_locals=True), f"C frames not shown: {why}"
+    try:
+        return look(attach(pid), f"process {pid}", with_locals=True, native=True), None
+    except (errors.UsageError, errors.AttachFailed, errors.PermissionDenied) as exc:
+        why = str(exc)
+    return look(attach(pid), f"process {pid}", with_locals=True), f"C frames not shown: {why}"
 
 
 def _native_reader(target: Target) -> libdw.NativeStacks:

@@ -24,7 +24,7 @@ from textual.screen import Screen
 from ..core.model import Mode, Snapshot
 from .messages import SnapshotReady
 from .screen import MainScreen
-from .source import SnapshotSource
+from .source import SnapshotSource, StacksNow
 
 SHUTDOWN_GRACE_SECONDS = 5.0  # after a signal, the longest the process waits for a clean shutdown
 FULL_COLLECTION_EVERY = 100  # middle-generation collections per full one (Python's default: 10)
@@ -39,7 +39,7 @@ class PytopApp(App[None]):
     def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: Mode = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), handle_signals: bool = False,
                  export_dir: str | None = None, delay: float = 1.0, last_words: Callable[[], None] | None = None,
-                 tasks: bool = False, tune_gc: bool = False):
+                 tasks: bool = False, tune_gc: bool = False, stacks_now: StacksNow | None = None):
         """The view's settings go to the main screen (see MainScreen). last_words: what must be
         done before the process ends if a signal's shutdown hangs (see on_signal); tune_gc: the
         app owns the process, and sets its garbage collector for a steady screen (see
@@ -49,7 +49,7 @@ class PytopApp(App[None]):
         self.handle_signals = handle_signals
         self.source = source
         self.main = MainScreen(source, sort=sort, by_line=by_line, mode=mode, full_filenames=full_filenames,
-                               notes=notes, export_dir=export_dir, delay=delay, tasks=tasks)
+                               notes=notes, export_dir=export_dir, delay=delay, tasks=tasks, stacks_now=stacks_now)
         self._frozen = not tune_gc  # gc.freeze() done, once the screen is up
 
     def get_default_screen(self) -> Screen[None]:

@@ -16,16 +16,17 @@ from textual.widgets import Static
 from .. import errors
 from ..core.records import ProcessStacks
 from ..report import dump
-from .source import SnapshotSource
+from .source import StacksNow
 
 
 class LookScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,d,q", "close", "Close")]
 
-    def __init__(self, source: SnapshotSource, pid: int, thread_id: int | None):
-        """thread_id: the one thread to show (the view is narrowed to it), or None for all."""
+    def __init__(self, stacks_now: StacksNow | None, pid: int, thread_id: int | None):
+        """stacks_now: how to read them (None: this view cannot); thread_id: the one thread to
+        show (the view is narrowed to it), or None for all."""
         super().__init__()
-        self.source, self.pid, self.thread_id = source, pid, thread_id
+        self.stacks_now, self.pid, self.thread_id = stacks_now, pid, thread_id
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="look-body"):
@@ -35,8 +36,11 @@ class LookScreen(ModalScreen[None]):
         self.run_worker(self._read, thread=True, exclusive=True)
 
     def _read(self) -> None:
+        if self.stacks_now is None:
+            self.app.call_from_thread(self._show, Text("This view cannot read stacks now.", style="bold red"))
+            return
         try:
-            stacks, note = self.source.look(self.pid)
+            stacks, note = self.stacks_now(self.pid)
         except errors.PytopError as exc:
             self.app.call_from_thread(self._show, Text(f"Cannot read process {self.pid}: {exc}", style="bold red"))
             return

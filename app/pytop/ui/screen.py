@@ -14,6 +14,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
+from ..core import commands
 from ..core.model import MODES, FunctionRow, Mode, Snapshot
 from ..report import format as fmt
 from .callers import CallersPanel
@@ -22,7 +23,7 @@ from .filter import FilterBar, compile_filter, keep
 from .help import HelpScreen
 from .linetable import LineTable
 from .look import LookScreen
-from .source import SnapshotSource
+from .source import SnapshotSource, StacksNow
 from .threads import ThreadTable
 from .trends import Trends
 from .widgets import SORT_COLUMNS, Banner, FunctionTable, KeyBar, ProcessHeader
@@ -95,10 +96,12 @@ class MainScreen(Screen[None]):
 
     def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: Mode = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), export_dir: str | None = None,
-                 delay: float = 1.0, tasks: bool = False):
+                 delay: float = 1.0, tasks: bool = False, stacks_now: StacksNow | None = None):
         """export_dir: where the e key writes (default: the current directory); delay: seconds
-        between refreshes, as the source starts with."""
+        between refreshes, as the source starts with; stacks_now: how the d key reads every
+        stack now (None: it says it cannot)."""
         super().__init__()
+        self.stacks_now = stacks_now
         self.export_dir = export_dir
         self.delay = delay
         self.source = source
@@ -137,8 +140,8 @@ class MainScreen(Screen[None]):
         table.set_sort(self.initial_sort)
         table.focus()
         if self.by_line:
-            self.source.set_by_line(True)
-        self.source.set_threads(self.query_one(ThreadTable).display)  # their rows, only while shown
+            self.source.send(commands.ByLine(True))
+        self.source.send(commands.ShowThreads(self.query_one(ThreadTable).display))  # their rows, only while shown
 
     def receive(self, snapshot: Snapshot) -> None:
         """A snapshot from the source (through the app)."""
@@ -228,7 +231,7 @@ class MainScreen(Screen[None]):
 
     def action_toggle_lines(self) -> None:
         self.by_line = not self.by_line
-        self.source.set_by_line(self.by_line)
+        self.source.send(commands.ByLine(self.by_line))
 
     def action_toggle_tasks(self) -> None:
         version = self.snapshot.target.python_version if self.snapshot is not None else ""
@@ -237,24 +240,24 @@ class MainScreen(Screen[None]):
                         f"runs Python {version}", title="Tasks", timeout=4, markup=False)
             return
         self.tasks = not self.tasks
-        self.source.set_tasks(self.tasks)
+        self.source.send(commands.ShowTasks(self.tasks))
         self.notify("asyncio tasks shown as frames (CPython 3.14+ targets)" if self.tasks else "asyncio tasks hidden",
                     timeout=3)
 
     def action_reset(self) -> None:
-        self.source.reset()
+        self.source.send(commands.Reset())
 
     def action_next_mode(self) -> None:
         """cpu -> wall -> gil -> cpu: the table keeps its history in every mode."""
         self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
-        self.source.set_mode(self.mode)
+        self.source.send(commands.ChangeMode(self.mode))
 
     def action_look(self) -> None:
         if self.snapshot is None:
             return
         thread = self.snapshot.thread_filter
         pid = thread.pid if thread else self.snapshot.process_filter or self.snapshot.target.pid
-        self.app.push_screen(LookScreen(self.source, pid, thread.thread_id if thread else None))
+        self.app.push_screen(LookScreen(self.stacks_now, pid, thread.thread_id if thread else None))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.key_help()))
@@ -269,12 +272,12 @@ class MainScreen(Screen[None]):
         table.display = not showing
         self.query_one("#detail", Static).display = not showing
         (tree if showing else table).focus()
-        self.source.set_tree(showing)
+        self.source.send(commands.ShowTree(showing))
 
     def action_toggle_threads(self) -> None:
         threads = self.query_one(ThreadTable)
         threads.display = not threads.display
-        self.source.set_threads(threads.display)
+        self.source.send(commands.ShowThreads(threads.display))
         if threads.display:
             self.redraw()
             threads.focus()
@@ -282,8 +285,8 @@ class MainScreen(Screen[None]):
             self.query_one(FunctionTable).focus()
 
     def action_all_threads(self) -> None:
-        self.source.set_thread(None)
-        self.source.set_process(None)
+        self.source.send(commands.NarrowToThread(None))
+        self.source.send(commands.NarrowToProcess(None))
 
     def action_next_process(self) -> None:
         """All processes -> the first -> the next ... -> all again."""
@@ -297,7 +300,7 @@ class MainScreen(Screen[None]):
             return
         current = self.snapshot.process_filter
         following = pids[0] if current is None else (pids[pids.index(current) + 1] if current in pids[:-1] else None)
-        self.source.set_process(following)
+        self.source.send(commands.NarrowToProcess(following))
 
     def action_filter(self) -> None:
         bar = self.query_one(FilterBar)
@@ -333,15 +336,15 @@ class MainScreen(Screen[None]):
 
     def on_line_table_chosen(self, event: LineTable.Chosen) -> None:
         if isinstance(event.table, ThreadTable) and isinstance(event.key, int):
-            self.source.set_thread(event.key)
+            self.source.send(commands.NarrowToThread(event.key))
         elif isinstance(event.table, FunctionTable):
             row = event.table.row_of(event.key) if isinstance(event.key, tuple) else None
             if row is not None:
                 self._panel_wanted = True
-                self.source.set_focus(row.key)
+                self.source.send(commands.Focus(row.key))
 
     def on_callers_panel_chosen(self, message: CallersPanel.Chosen) -> None:
-        self.source.set_focus(message.key)
+        self.source.send(commands.Focus(message.key))
         self.query_one(FunctionTable).select_key(message.key)
 
     def action_close_panel(self) -> None:
@@ -349,7 +352,7 @@ class MainScreen(Screen[None]):
             self.action_toggle_tree()
             return
         if self.snapshot is not None and self.snapshot.call_graph is not None:
-            self.source.set_focus(None)
+            self.source.send(commands.Focus(None))
             self.query_one(FunctionTable).focus()
 
     def action_refresh_rate(self, step: int) -> None:
@@ -358,8 +361,8 @@ class MainScreen(Screen[None]):
             self.delay = max([s for s in REFRESH_STEPS if s < self.delay] or [REFRESH_STEPS[0]])
         else:
             self.delay = min([s for s in REFRESH_STEPS if s > self.delay] or [REFRESH_STEPS[-1]])
-        self.source.set_delay(self.delay)
+        self.source.send(commands.Delay(self.delay))
         self.notify(f"every {self.delay:g} s", title="Refresh", timeout=2)
 
     def action_export(self) -> None:
-        self.source.export(self.export_dir or os.getcwd())
+        self.source.send(commands.Export(self.export_dir or os.getcwd()))

@@ -1,4 +1,4 @@
-"""What the UI asks of the sampler, one type each: put on the sampler's inbox from any thread,
+"""What the UI asks of the sampler, one type each: sent (Sampler.send) from any thread,
 applied on the sampler's thread between drains (and a snapshot follows at once).
 
 Most change the view (what the next snapshot shows), each by `applied(view)`; the others
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Union
 
-from ..core.model import Mode, RowKey, ThreadKey
-from ..core.snapshot import View
+from .model import Mode, RowKey, ThreadKey
+from .snapshot import View
 
 
 class ViewChange:
