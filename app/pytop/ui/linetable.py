@@ -10,9 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.events import Click
 from textual.geometry import Region, Size
 from textual.message import Message
@@ -46,14 +48,17 @@ def cell_text(cell: Cell) -> str:
 
 
 def cell_parts(cell: Cell, width: int, right: bool) -> list[Part]:
-    """The cell's parts cut or padded to `width` columns (padding takes no style of its own)."""
+    """The cell's parts cut or padded to `width` columns of the terminal (padding takes no style
+    of its own). Counted in cells, not characters: a CJK name takes two cells a character."""
     parts: list[Part] = [(cell, "")] if isinstance(cell, str) else list(cell)
     shown, room = [], width
     for text, style in parts:
         if room <= 0:
             break
-        shown.append((text[:room], style))
-        room -= len(text[:room])
+        if cell_len(text) > room:
+            text = set_cell_size(text, room)  # (a wide character cut in half leaves a space)
+        shown.append((text, style))
+        room -= cell_len(text)
     pad = (" " * room, "")
     return [pad, *shown] if right else [*shown, pad]
 
@@ -103,7 +108,7 @@ class LineTable(ScrollView, can_focus=True):
         self.columns = list(columns)
         self.rows: list[Row] = []
         self.cursor = 0
-        self._lines: dict[tuple[Any, ...], Strip] = {}
+        self._lines: LRUCache[tuple[Any, ...], Strip] = LRUCache(LINE_CACHE)
         self._styles: dict[str, Style] = {}  # set while a pass draws (render_lines)
 
     # ---- content -----------------------------------------------------------------------------
@@ -206,9 +211,8 @@ class LineTable(ScrollView, can_focus=True):
     def _cached(self, key: tuple[Any, ...], draw: Any, width: int, style: Style) -> Strip:
         strip = self._lines.get(key)
         if strip is None:
-            if len(self._lines) >= LINE_CACHE:
-                self._lines.clear()
-            strip = self._lines[key] = draw().crop_extend(0, width, style)
+            strip = draw().crop_extend(0, width, style)
+            self._lines.set(key, strip)
         return strip
 
     # ---- moving and choosing ---------------------------------------------------------------

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.cells import cell_len
+
 from ..core.model import ThreadKey, ThreadRow
 from ..report import format as fmt
-from .linetable import Column, LineTable, Row
+from .linetable import Column, LineTable, Row, cell_text
 
 NAME_WIDTH = 48  # the most the names' column takes
 COLUMNS = [Column("Thread", NAME_WIDTH), Column("TID", 8, right=True), Column("CPU", 8, right=True),
@@ -29,7 +31,7 @@ class ThreadTable(LineTable):
         ordered = sorted(rows, key=lambda r: (not r.alive, r.folded, -r.cpu_time, -r.gil_pct, r.key))
         lines = [self.row(r, r.key == selected, show_pids) for r in ordered]
         # The names' column as wide as the longest name, within reason.
-        widest = max((len(line.cells[0]) for line in lines), default=0)
+        widest = max((cell_len(cell_text(line.cells[0])) for line in lines), default=0)
         self.columns[0] = Column("Thread", max(12, min(NAME_WIDTH, widest)))
         self.set_rows(lines)
 
