@@ -148,29 +148,32 @@ static int native_id_of(pytop_unwinder *u, pytop_thread *t) {
     return PYTOP_OK;
 }
 
-/* The kernel's figures for `t`; returns whether its stack is known not to have changed since
- * the previous sample: it does not hold the GIL (a stack only changes under it) and its counts
- * were not read, or did not move. */
-static bool check_task(pytop_unwinder *u, pytop_thread *t, bool gil, bool held_last) {
-    task_report r;
+/* The kernel's figures for `t` (its state, CPU and the flags they give), into `t` and `r`. */
+static void read_kernel_figures(pytop_unwinder *u, pytop_thread *t, bool gil, bool held_last, task_report *r) {
     const pytop_thread *old = samples_previous(&u->samples, t); /* the GIL's last holder ran since */
     bool now = gil || held_last || (old && old->serial == t->serial && (old->flags & PYTOP_THREAD_GIL));
     /* The holder of a moment ago without the GIL now: in C code that let it go (on a CPU), or
      * waiting, or asleep? Its letter says. */
-    tasks_report(&u->os, t->native_id, gil ? TASK_NOW : now ? TASK_AFTER_GIL : TASK_WHEN_DUE, &r);
-    t->os_state = r.state;
-    t->cpu_ns = r.cpu_ns;
-    if (r.state != '?') t->flags |= PYTOP_THREAD_OS_KNOWN;
-    if (r.running) t->flags |= PYTOP_THREAD_ACTIVE;
-    if (r.on_cpu) t->flags |= PYTOP_THREAD_ON_CPU;
-    if (r.ran) t->flags |= PYTOP_THREAD_RAN;
-    if (r.first) t->flags |= PYTOP_THREAD_NEW_TASK;
-    if (r.checked) {
+    tasks_report(&u->os, t->native_id, gil ? TASK_NOW : now ? TASK_AFTER_GIL : TASK_WHEN_DUE, r);
+    t->os_state = r->state;
+    t->cpu_ns = r->cpu_ns;
+    if (r->state != '?') t->flags |= PYTOP_THREAD_OS_KNOWN;
+    if (r->running) t->flags |= PYTOP_THREAD_ACTIVE;
+    if (r->on_cpu) t->flags |= PYTOP_THREAD_ON_CPU;
+    if (r->ran) t->flags |= PYTOP_THREAD_RAN;
+    if (r->first) t->flags |= PYTOP_THREAD_NEW_TASK;
+    if (r->checked) {
         t->flags |= PYTOP_THREAD_CHECKED;
-        t->cpu_delta_ns = r.cpu_delta_ns;
-        t->wait_delta_ns = r.wait_delta_ns;
+        t->cpu_delta_ns = r->cpu_delta_ns;
+        t->wait_delta_ns = r->wait_delta_ns;
     }
-    return !gil && r.state != '?' && !r.ran && !r.first;
+}
+
+/* Whether a thread's stack is known not to have changed since the previous sample, by what the
+ * kernel said of it: it does not hold the GIL (a stack only changes under it) and its counts
+ * were not read, or did not move. */
+static bool stack_unchanged(bool gil, const task_report *r) {
+    return !gil && r->state != '?' && !r->ran && !r->first;
 }
 
 /* Map every raw frame of `t` to a code id. A code object that cannot be read means the frame
@@ -330,7 +333,13 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
     }
     /* Only the thread itself changes its frames: one that has not been on a CPU since the last
      * sample has the same stack, and reading it again would only cost time. */
-    bool unchanged = seen_before && check_task(u, t, t->flags & PYTOP_THREAD_GIL, held_gil_last(g, ts));
+    bool gil = t->flags & PYTOP_THREAD_GIL;
+    task_report kernel;
+    bool unchanged = false;
+    if (seen_before) {
+        read_kernel_figures(u, t, gil, held_gil_last(g, ts), &kernel);
+        unchanged = stack_unchanged(gil, &kernel);
+    }
     if (!unchanged || !u->reuse_stacks || u->depth_changed || !samples_reuse_stack(&u->samples, t)) {
         remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_THREAD); /* retries included */
         status = read_stack(u, t);
@@ -351,7 +360,7 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
         names_read_new(&u->thread_names, t->serial, t->outer_frame, thread_id); /* bounds its own failed reads */
         remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE);
     }
-    if (!seen_before) check_task(u, t, t->flags & PYTOP_THREAD_GIL, false);
+    if (!seen_before) read_kernel_figures(u, t, gil, false, &kernel);
     /* --native: the C frames around the Python ones, while the thread is stopped */
     if (status == PYTOP_OK && u->native_frames.dwfl && u->stop.stopped &&
         (status = natives_merge(&u->native_frames, &u->stop, &u->samples, &u->codes, t, monotonic_ns())) != PYTOP_OK &&

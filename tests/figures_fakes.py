@@ -19,7 +19,7 @@ from pytop.core.records import (
     STACK_FRAMES,
     STACK_INCOMPLETE,
     Function,
-    FunctionRow,
+    FunctionFigures,
     Node,
     NodeRow,
     Weight,
@@ -82,9 +82,9 @@ class Tree:
 
 
 def row(function: int, own: tuple[int, ...] = (0, 0, 0, 0), total: tuple[int, ...] = (0, 0, 0, 0),
-        hidden: tuple[int, ...] | None = None, line: int = 0) -> FunctionRow:
+        hidden: tuple[int, ...] | None = None, line: int = 0) -> FunctionFigures:
     """A row as the engine sums it: (samples, cpu, wall, gil) own, total, own with tasks hidden."""
-    return FunctionRow(function, line, (*own, *total, *(own if hidden is None else hidden)))
+    return FunctionFigures(function, line, (*own, *total, *(own if hidden is None else hidden)))
 
 
 def weight(stack: int, thread: int, cpu: float = 0.0, wall: float = 0.0, gil: float = 0.0, samples: int = 1,

@@ -26,8 +26,8 @@ SLEEP_CALLS = {"clock_nanosleep", "__select", "select", "__clock_nanosleep"}
 
 
 def dump(interp: dict[str, Any]) -> tuple[helpers.RunningTarget, dict[int, list[dict[str, Any]]], str]:
-    if libdw.available():
-        pytest.skip(libdw.available())
+    if libdw.why_unavailable():
+        pytest.skip(libdw.why_unavailable())
     with helpers.running(interp, "stacks.py") as t:
         result = helpers.run_pytop("--dump", "--native", "--json", str(t.pid))
         text = helpers.run_pytop("--dump", "--native", str(t.pid))
@@ -83,8 +83,8 @@ def test_a_build_without_symbols_says_where_it_cannot_place_python_frames(name: 
 def test_native_frames_from_a_core_file(name: str, tmp_path: Path) -> None:
     """--dump --native --core: the C frames the core file holds, between the Python ones, the
     sleeper's in its sleep as in the running process (the thread that took SIGABRT is elsewhere)."""
-    if libdw.available():
-        pytest.skip(libdw.available())
+    if libdw.why_unavailable():
+        pytest.skip(libdw.why_unavailable())
     interp = available(name)
     with helpers.running(interp, "stacks.py", cwd=str(tmp_path)) as t:
         core = cores.kernel_core(t, interp, tmp_path)
@@ -129,8 +129,8 @@ def test_native_stacks_agree_with_pystack(name: str) -> None:
     """Every frame PyStack shows of a sleeping thread, native and Python, at the same line and in
     the same order, is in pytop's stack (PyStack leaves out the interpreter's own calls between
     Python frames; pytop shows them)."""
-    if libdw.available():
-        pytest.skip(libdw.available())
+    if libdw.why_unavailable():
+        pytest.skip(libdw.why_unavailable())
     if not (Path(sys.executable).parent / "pystack").exists():
         pytest.skip("pystack is not installed (pip install pystack)")
     with helpers.running(available(name), "stacks.py") as t:
@@ -154,8 +154,8 @@ def test_native_stacks_agree_with_pystack(name: str) -> None:
 def test_a_thread_in_c_library_code(name: str) -> None:
     """A thread compressing with zlib (the GIL let go): libz's frames and zlib's module under the
     Python frame that called it."""
-    if libdw.available():
-        pytest.skip(libdw.available())
+    if libdw.why_unavailable():
+        pytest.skip(libdw.why_unavailable())
     with helpers.running(available(name), "c_work.py") as t:
         result = helpers.run_pytop("--dump", "--native", "--json", str(t.pid))
     assert result.returncode == 0, result.stderr
@@ -178,8 +178,8 @@ def test_a_run_with_native_frames_puts_c_time_on_c_functions(name: str) -> None:
     """--batch --native: the time a thread spends in libz is libz's in the table (rows marked
     native, named by the library), and each stack holds the C frames between the Python ones,
     every eval-loop frame replaced by the Python frames it ran; the threads go on afterwards."""
-    if libdw.available():
-        pytest.skip(libdw.available())
+    if libdw.why_unavailable():
+        pytest.skip(libdw.why_unavailable())
     with helpers.running(available(name), "c_work.py") as t:
         base = ["--batch", "--native", "--rate", "100", "--duration", "2", str(t.pid)]
         table = helpers.run_pytop(*base, "--json")
@@ -211,8 +211,8 @@ def test_a_run_with_native_frames_puts_c_time_on_c_functions(name: str) -> None:
 def test_a_run_on_a_build_without_symbols_keeps_every_python_frame(name: str) -> None:
     """No eval loop to place the Python frames at: they go outermost, then a frame that says so,
     then the native frames (as --dump shows them)."""
-    if libdw.available():
-        pytest.skip(libdw.available())
+    if libdw.why_unavailable():
+        pytest.skip(libdw.why_unavailable())
     with helpers.running(available(name), "c_work.py") as t:
         stacks = helpers.run_pytop("--batch", "--native", "--rate", "100", "--duration", "2", "--format", "collapsed",
                                    str(t.pid))
@@ -232,8 +232,8 @@ def test_a_run_on_a_build_without_symbols_keeps_every_python_frame(name: str) ->
 def test_a_thread_without_python_is_shown_by_its_c_stack(name: str) -> None:
     """A worker a C library started (no thread state) spinning in libc: with --native its time
     is pthread_spin_lock's, under start_thread, not one "(thread without Python)" row."""
-    if libdw.available():
-        pytest.skip(libdw.available())
+    if libdw.why_unavailable():
+        pytest.skip(libdw.why_unavailable())
     with helpers.running(available(name), "c_thread.py") as t:
         table = helpers.run_pytop("--batch", "--native", "--rate", "100", "--duration", "2", "--json", str(t.pid))
         stacks = helpers.run_pytop("--batch", "--native", "--rate", "100", "--duration", "2", "--format",
@@ -286,8 +286,8 @@ def test_native_frames_under_thread_churn(script: str, how: str) -> None:
     --native --locals, the d panel): libdw is only asked for threads pytop holds stopped, and
     made anew after it failed to read one (elfutils asserts otherwise, and pytop aborted: 5 of
     5 runs on a Flask server, 3 of 3 on 200 threads at once)."""
-    if libdw.available():
-        pytest.skip(libdw.available())
+    if libdw.why_unavailable():
+        pytest.skip(libdw.why_unavailable())
     with helpers.running(available("pyenv-3.12"), script) as t:
         driver = subprocess.run([sys.executable, "-c", CHURN_DRIVER, str(t.pid), str(CHURN_ROUNDS), how],
                                 capture_output=True, text=True, timeout=900)

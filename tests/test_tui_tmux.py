@@ -228,8 +228,8 @@ def test_native_frames_live(terminal: Terminal) -> None:
     from conftest import available
     from pytop.native import libdw
 
-    if libdw.available():
-        pytest.skip(libdw.available())
+    if libdw.why_unavailable():
+        pytest.skip(libdw.why_unavailable())
     with helpers.running(available("pyenv-3.12"), "c_work.py") as t:
         start_pytop(terminal, t.pid, "--native", "--rate", "100")
         terminal.wait_for(lambda s: "(libz.so" in s.split("Function (filename)")[1].splitlines()[1],

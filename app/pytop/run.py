@@ -258,8 +258,8 @@ def watch(args: argparse.Namespace, command: list[str]) -> int:
 
 
 def _watch(args: argparse.Namespace, command: list[str]) -> int:
-    if args.native and libdw.available():  # before anything starts
-        raise errors.UsageError(f"--native: {libdw.available()}")
+    if args.native and libdw.why_unavailable():  # before anything starts
+        raise errors.UsageError(f"--native: {libdw.why_unavailable()}")
     child = None
     if args.demo or command:
         child = Child(demo_command() if args.demo else command, quiet=not args.batch, log=args.child_output)

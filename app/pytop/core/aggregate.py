@@ -31,7 +31,7 @@ from .records import (
     TASK_FILENAME,
     Drain,
     Function,
-    FunctionRow,
+    FunctionFigures,
     Node,
     Weight,
 )
@@ -342,7 +342,7 @@ class FunctionSums:
         self.tasks: set[RowKey] = set()  # rows of asyncio tasks' pseudo-frames
         self.natives: set[RowKey] = set()  # rows of native (C) functions
 
-    def add_rows(self, functions: Iterable[FunctionRow], lines: Iterable[FunctionRow],
+    def add_rows(self, functions: Iterable[FunctionFigures], lines: Iterable[FunctionFigures],
                  bounded: bool = False) -> None:
         """bounded: a table since the reset, whose rows fold (least time first) past MAX_ROWS."""
         for table, rows, by_line in ((self.by_function, functions, False), (self.by_line, lines, True)):

@@ -134,9 +134,9 @@ class Function(NamedTuple):
     native: bool = False  # a native (C) function (--native)
 
 
-# A function's (or line's) figures, as summed by the engine: own, total and own_hidden (own
-# when tasks are hidden), each (samples, cpu ns, wall ns, gil ns).
-class FunctionRow(NamedTuple):
+# A function's (or line's) figures, as summed by the engine (the table's row is model.FunctionRow):
+# own, total and own_hidden (own when tasks are hidden), each (samples, cpu ns, wall ns, gil ns).
+class FunctionFigures(NamedTuple):
     function: int
     line: int  # per-line rows; 0 per function
     figures: tuple[int, ...]  # own[4] + total[4] + own_hidden[4]
@@ -221,8 +221,8 @@ class Drain:
     evicted: tuple[int, ...]  # nodes evicted from the stack tree (learned before `nodes`)
     nodes: tuple[Node, ...]
     weights: tuple[Weight, ...]
-    function_rows: tuple[FunctionRow, ...]  # the weights summed per function ...
-    line_rows: tuple[FunctionRow, ...]  # ... and per (function, line)
+    function_rows: tuple[FunctionFigures, ...]  # the weights summed per function ...
+    line_rows: tuple[FunctionFigures, ...]  # ... and per (function, line)
     ticks: int  # sampling ticks
     late: int  # ticks that began more than one interval late
     skipped: int  # slots of the schedule that passed without a sample (the machine was busy)

@@ -18,7 +18,7 @@ from ..core.records import (
     STATUS_NAMES,
     Drain,
     Function,
-    FunctionRow,
+    FunctionFigures,
     Node,
     NodeRow,
     ProcessUpdate,
@@ -134,9 +134,9 @@ def _ids(pointer: Any, count: int) -> tuple[int, ...]:
     return tuple(v for (v,) in _UINT32.iter_unpack(_array(pointer, count, _UINT32)))
 
 
-def function_rows(pointer: Any, count: int) -> tuple[FunctionRow, ...]:
+def function_rows(pointer: Any, count: int) -> tuple[FunctionFigures, ...]:
     rows = _FUNCTION_ROW.rows(_array(pointer, count, _FUNCTION_ROW), "function", "line", "own", "total", "own_hidden")
-    return tuple(FunctionRow(function, line, own + total + hidden) for function, line, own, total, hidden in rows)
+    return tuple(FunctionFigures(function, line, own + total + hidden) for function, line, own, total, hidden in rows)
 
 
 def node_rows(pointer: Any, count: int) -> tuple[NodeRow, ...]:
@@ -168,8 +168,8 @@ def _weights(out: Any) -> tuple[Weight, ...]:
 class Aggregate:
     """What Engine.aggregate summed."""
 
-    functions: tuple[FunctionRow, ...]
-    lines: tuple[FunctionRow, ...]
+    functions: tuple[FunctionFigures, ...]
+    lines: tuple[FunctionFigures, ...]
     nodes: tuple[NodeRow, ...]
     skipped: int  # tallies of stacks no longer in the tree
 

@@ -2,7 +2,7 @@
 (`pytop --dump --native`): its DWARF call-frame unwinder, and its symbols and line tables.
 
 libdw is loaded at run time (cffi's ABI mode, no compiler and no headers needed), so pytop
-installs and runs where it is absent; `available()` says why not when it is. The threads must be
+installs and runs where it is absent; `why_unavailable()` says why not when it is. The threads must be
 stopped by the calling thread's ptrace (the unwinder's blocking mode, held): libdw then reads
 their registers and memory itself and attaches to nothing. Every walk is bounded.
 """
@@ -92,7 +92,7 @@ def _load() -> Any:
     return _lib
 
 
-def available() -> str | None:
+def why_unavailable() -> str | None:
     """None when native stacks can be read here, else why not and how to fix it."""
     _load()
     return _why_not

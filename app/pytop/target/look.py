@@ -61,9 +61,9 @@ def look(target: Target, where: str, blocking: bool = False, tasks: bool = False
     Python ones if `native` (the threads are stopped while both are read); `target` is closed
     after."""
     core = target.core is not None
-    if native and libdw.available():
+    if native and libdw.why_unavailable():
         target.close()
-        raise errors.UsageError(f"--native: {libdw.available()}")
+        raise errors.UsageError(f"--native: {libdw.why_unavailable()}")
     blocking = (blocking or native) and not core
     reader = _native_reader(target) if native else None  # the program's files, before the stop
     try:
