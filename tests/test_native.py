@@ -258,13 +258,13 @@ import sys, time
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.target.attach import attach
-from pytop.target.look import look
+from pytop.target.stacks import read_stacks
 pid, rounds, how = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 native = 0
 for _ in range(rounds):
     target = attach(pid)
-    if how == "look":  # --dump --native --locals, the d panel
-        stacks = look(target, "the target", with_locals=True, native=True)
+    if how == "read":  # --dump --native --locals, the d panel
+        stacks = read_stacks(target, "the target", with_locals=True, native=True)
         native += sum(1 for thread in stacks.threads for frame in thread.frames if frame.native)
         continue
     sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, native=True, cpu_budget=0, delay=3600))
@@ -278,7 +278,7 @@ print(native)
 """
 
 
-@pytest.mark.parametrize("how", ["sample", "look"])
+@pytest.mark.parametrize("how", ["sample", "read"])
 @pytest.mark.parametrize("script", ["server.py", "thread_burst.py"])
 def test_native_frames_under_thread_churn(script: str, how: str) -> None:
     """--native on threads that start and end all the time (a thread-per-request server with

@@ -13,8 +13,8 @@ from pytop.ui.app import PytopApp
 from pytop.ui.callers import CallersPanel, NeighbourTable
 from pytop.ui.calltree import CallTreeView
 from pytop.ui.help import HelpScreen
-from pytop.ui.look import LookScreen
 from pytop.ui.screen import MainScreen
+from pytop.ui.stacks_panel import StacksPanel
 from pytop.ui.threads import ThreadTable
 from pytop.ui.widgets import FunctionTable, ProcessHeader
 from ui_fakes import TARGET, FakeSource, snapshot
@@ -450,19 +450,20 @@ async def test_d_shows_the_stacks_now_with_arguments_and_locals() -> None:
     """`d` reads the process's stacks now, off the screen's thread, and shows each frame with
     its arguments and locals; Escape closes the panel."""
     source = FakeSource()
-    app = PytopApp(source, stacks_now=source.look)
+    app = PytopApp(source, stacks_now=source.stacks_now)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("d")
         for _ in range(50):
             await pilot.pause(0.02)
-            if isinstance(app.screen, LookScreen) and "Arguments:" in str(app.screen.query_one("#look-text").render()):
+            shown = isinstance(app.screen, StacksPanel) and str(app.screen.query_one("#stacks-text").render())
+            if shown and "Arguments:" in shown:
                 break
-        text = str(app.screen.query_one("#look-text").render())
+        text = str(app.screen.query_one("#stacks-text").render())
         assert source.looked == TARGET.pid
         frame = ("    wait (/srv/app.py:12)\n        Arguments:\n          timeout: 5\n"
                  "        Locals:\n          left: 4.5")
         assert frame in text, text
         await pilot.press("escape")
         await pilot.pause()
-        assert not isinstance(app.screen, LookScreen)
+        assert not isinstance(app.screen, StacksPanel)

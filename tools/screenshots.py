@@ -17,7 +17,7 @@ from pathlib import Path
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.target.launch import Child, attach_when_ready, demo_command
-from pytop.target.look import stacks_now
+from pytop.target.stacks import stacks_now
 from pytop.ui.app import PytopApp
 
 OUT = Path(__file__).resolve().parent.parent / "screenshots"
@@ -55,7 +55,7 @@ async def shoot() -> None:
             await pilot.press("T", "d")  # every thread's stack now, with arguments and locals
             for _ in range(100):
                 await asyncio.sleep(0.1)
-                if "Arguments:" in str(app.screen.query_one("#look-text").render()):
+                if "Arguments:" in str(app.screen.query_one("#stacks-text").render()):
                     break
             app.save_screenshot("stacks.svg", str(OUT))
             await pilot.press("escape")

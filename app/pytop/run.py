@@ -29,7 +29,7 @@ from .sampling.sampler import Sampler, Settings
 from .target import asyncio_tasks
 from .target.attach import Target, attach, attach_core, command_line
 from .target.launch import Child, attach_when_ready, demo_command
-from .target.look import look, stacks_now
+from .target.stacks import read_stacks, stacks_now
 
 
 @dataclass
@@ -179,7 +179,7 @@ def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | Non
     the same of each Python descendant of `pid` (each once, the target's first; a target that is
     not Python is passed over when it has some)."""
     if core or not subprocesses:
-        stacks = [look(attach_core(core, executable, sysroot) if core else attach(pid or 0),
+        stacks = [read_stacks(attach_core(core, executable, sysroot) if core else attach(pid or 0),
                        f"core file {core}" if core else f"process {pid}", blocking, tasks, with_locals, native)]
     else:
         stacks = _dump_family(pid or 0, blocking, tasks, with_locals, native)
@@ -203,7 +203,7 @@ def _dump_family(pid: int, blocking: bool, tasks: bool, with_locals: bool, nativ
     refusal: errors.PytopError | None = None
     for number in [pid, *(child.pid for child in descendants)]:
         try:
-            found.append(look(attach(number), f"process {number}", blocking, tasks, with_locals, native))
+            found.append(read_stacks(attach(number), f"process {number}", blocking, tasks, with_locals, native))
         except (errors.NotPython, errors.UnsupportedVersion) as exc:
             if number == pid:
                 refusal = exc  # a shell, a supervisor: its Python children are what is asked for

@@ -22,8 +22,8 @@ from .calltree import CallTreeView
 from .filter import FilterBar, compile_filter, keep
 from .help import HelpScreen
 from .linetable import LineTable
-from .look import LookScreen
 from .source import SnapshotSource, StacksNow
+from .stacks_panel import StacksPanel
 from .threads import ThreadTable
 from .trends import Trends
 from .widgets import SORT_COLUMNS, Banner, FunctionTable, KeyBar, ProcessHeader
@@ -74,7 +74,7 @@ class MainScreen(Screen[None]):
         Binding("A", "toggle_tasks", "Tasks",
                 tooltip="asyncio tasks (CPython 3.14+): show each task as a frame above its coroutines, and back"),
         Binding("p", "pause", "Pause", tooltip="pause the screen (sampling goes on); p again shows what came in"),
-        Binding("d", "look", "Stacks now",
+        Binding("d", "stacks_now", "Stacks now",
                 tooltip="every thread's stack as it is now, with each frame's arguments and locals (the thread "
                         "the view is narrowed to, if it is)"),
         Binding("e", "export", "Export",
@@ -252,12 +252,12 @@ class MainScreen(Screen[None]):
         self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
         self.source.send(commands.ChangeMode(self.mode))
 
-    def action_look(self) -> None:
+    def action_stacks_now(self) -> None:
         if self.snapshot is None:
             return
         thread = self.snapshot.thread_filter
         pid = thread.pid if thread else self.snapshot.process_filter or self.snapshot.target.pid
-        self.app.push_screen(LookScreen(self.stacks_now, pid, thread.thread_id if thread else None))
+        self.app.push_screen(StacksPanel(self.stacks_now, pid, thread.thread_id if thread else None))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.key_help()))

@@ -54,7 +54,7 @@ def stacks_of(target: Target, sample: Sample, with_locals: bool = False,
                          core.path, core.signal, core.first_tid if core.signal else 0, core.cut)
 
 
-def look(target: Target, where: str, blocking: bool = False, tasks: bool = False,
+def read_stacks(target: Target, where: str, blocking: bool = False, tasks: bool = False,
          with_locals: bool = False, native: bool = False) -> ProcessStacks:
     """Every thread's stack once (what `pytop --dump` prints), with every asyncio task if
     `tasks`, each frame's arguments and locals if `with_locals`, the C frames between the
@@ -120,12 +120,12 @@ def stacks_now(pid: int, held_by: str | None = None) -> tuple[ProcessStacks, str
     if held_by is not None:
         why = (f"pytop's sampling holds the target's threads ({held_by}), and only one tracer can"
                + (": the table and the tree (T) have them" if held_by == "--native" else ""))
-        return look(attach(pid), f"process {pid}", with_locals=True), f"C frames not shown: {why}"
+        return read_stacks(attach(pid), f"process {pid}", with_locals=True), f"C frames not shown: {why}"
     try:
-        return look(attach(pid), f"process {pid}", with_locals=True, native=True), None
+        return read_stacks(attach(pid), f"process {pid}", with_locals=True, native=True), None
     except (errors.UsageError, errors.AttachFailed, errors.PermissionDenied) as exc:
         why = str(exc)
-    return look(attach(pid), f"process {pid}", with_locals=True), f"C frames not shown: {why}"
+    return read_stacks(attach(pid), f"process {pid}", with_locals=True), f"C frames not shown: {why}"
 
 
 def _native_reader(target: Target) -> libdw.NativeStacks:

@@ -19,7 +19,7 @@ from ..report import dump
 from .source import StacksNow
 
 
-class LookScreen(ModalScreen[None]):
+class StacksPanel(ModalScreen[None]):
     BINDINGS = [Binding("escape,d,q", "close", "Close")]
 
     def __init__(self, stacks_now: StacksNow | None, pid: int, thread_id: int | None):
@@ -29,8 +29,8 @@ class LookScreen(ModalScreen[None]):
         self.stacks_now, self.pid, self.thread_id = stacks_now, pid, thread_id
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="look-body"):
-            yield Static(Text(f"Reading the stacks of process {self.pid} ...", style="dim"), id="look-text")
+        with VerticalScroll(id="stacks-body"):
+            yield Static(Text(f"Reading the stacks of process {self.pid} ...", style="dim"), id="stacks-text")
 
     def on_mount(self) -> None:
         self.run_worker(self._read, thread=True, exclusive=True)
@@ -55,7 +55,7 @@ class LookScreen(ModalScreen[None]):
         return replace(stacks, threads=tuple(t for t in stacks.threads if t.thread_id == self.thread_id))
 
     def _show(self, text: Text) -> None:
-        self.query_one("#look-text", Static).update(text)
+        self.query_one("#stacks-text", Static).update(text)
 
     def action_close(self) -> None:
         self.dismiss()
