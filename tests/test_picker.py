@@ -58,9 +58,9 @@ async def test_a_refresh_does_not_move_rows_under_the_cursor() -> None:
     app = PickerApp(refresh_seconds=60)
     async with app.run_test(size=(100, 20)) as pilot:
         await app.workers.wait_for_complete()
-        app.show([PythonProcess(10, "a", "one", 50.0), PythonProcess(11, "a", "two", 10.0)])
+        app.show_processes([PythonProcess(10, "a", "one", 50.0), PythonProcess(11, "a", "two", 10.0)])
         app.query_one(DataTable).move_cursor(row=1)
-        app.show([PythonProcess(12, "a", "new", 90.0), PythonProcess(11, "a", "two", 80.0),
+        app.show_processes([PythonProcess(12, "a", "new", 90.0), PythonProcess(11, "a", "two", 80.0),
                   PythonProcess(10, "a", "one", 0.0)])
         await pilot.pause()
         assert app.pids == [10, 11, 12]  # busier now, still where they were; the newcomer last

@@ -36,7 +36,7 @@ class NeighbourTable(LineTable):
         self.title = title
         self._shown: tuple[Neighbour, ...] | None = None
 
-    def show(self, neighbours: tuple[Neighbour, ...], cwd: str | None, full: bool) -> None:
+    def show_neighbours(self, neighbours: tuple[Neighbour, ...], cwd: str | None, full: bool) -> None:
         if neighbours == self._shown:
             return
         self._shown = neighbours
@@ -59,14 +59,14 @@ class CallersPanel(Vertical):
             yield NeighbourTable("Called by", id="callers")
             yield NeighbourTable("Calls", id="callees")
 
-    def show(self, graph: CallGraph, cwd: str | None, full: bool) -> None:
+    def show_graph(self, graph: CallGraph, cwd: str | None, full: bool) -> None:
         title = Text("Callers and callees of ")
         title.append_text(describe(graph.focus, cwd, full))
         title.append(f", {fmt.seconds(graph.total_seconds)} since the reset   ", style="")
         title.append("Enter: go to it   Esc: close", style="dim")
         self.query_one("#callers-title", Static).update(title)
-        self.query_one("#callers", NeighbourTable).show(graph.callers, cwd, full)
-        self.query_one("#callees", NeighbourTable).show(graph.callees, cwd, full)
+        self.query_one("#callers", NeighbourTable).show_neighbours(graph.callers, cwd, full)
+        self.query_one("#callees", NeighbourTable).show_neighbours(graph.callees, cwd, full)
 
     def focus_first(self) -> None:
         """Into the callers (the callees when there are none), so that Enter picks one."""

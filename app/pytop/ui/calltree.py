@@ -86,7 +86,7 @@ class CallTreeView(ScrollView, can_focus=True):
         self.wanted = key
         self.opened = None
 
-    def show(self, root: TreeNode, cwd: str | None, full: bool) -> None:
+    def show_tree(self, root: TreeNode, cwd: str | None, full: bool) -> None:
         self.root, self.cwd, self.full = root, cwd, full
         if self.opened is None or self.wanted is not None:
             # Opened along the function's hottest path and on down where its time goes (a

@@ -59,9 +59,9 @@ class PickerApp(App[int]):
             time.sleep(PRIMING_SECONDS)
         processes = python_processes()
         if not get_current_worker().is_cancelled:
-            self.call_from_thread(self.show, processes)
+            self.call_from_thread(self.show_processes, processes)
 
-    def show(self, processes: list[PythonProcess]) -> None:
+    def show_processes(self, processes: list[PythonProcess]) -> None:
         """The list, busiest first when it opens; then rows keep their places under the cursor
         (new processes come at the end, ended ones go), so a refresh never moves a row away."""
         if self.pids:

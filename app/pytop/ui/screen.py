@@ -149,9 +149,9 @@ class MainScreen(Screen[None]):
         if not snapshot.run.exited or self.snapshot is None or not self.snapshot.run.exited:
             self.trends.record(snapshot)  # after the end, views of the same figures
         if not self.paused:
-            self.show(snapshot)
+            self.show_snapshot(snapshot)
 
-    def show(self, s: Snapshot) -> None:
+    def show_snapshot(self, s: Snapshot) -> None:
         self.snapshot = s
         notes = list(self.notes)
         if s.by_line:
@@ -171,24 +171,24 @@ class MainScreen(Screen[None]):
         shown = top_rows(rows, table.sort_column)
         if len(shown) < len(rows):  # the screen's work follows what it shows, not the program's size
             notes.append(f"[the top {len(shown):,} of {len(rows):,} rows: / finds the others]")
-        self.query_one(ProcessHeader).show(s, notes, self.trends)
+        self.query_one(ProcessHeader).show_header(s, notes, self.trends)
         self.query_one("#error-banner", Banner).say(fmt.error_banner(s))
         self.query_one("#behind-banner", Banner).say(fmt.behind_banner(s))
         self.query_one("#elsewhere-banner", Banner).say(fmt.elsewhere_banner(s))
         self.query_one("#exited-banner", Banner).say(fmt.exited_banner(s))
         several = len({row.pid for row in s.rows}) > 1 or len(s.run.processes) > 1
-        table.show(shown, s.target.cwd, self.full_filenames, several, self.trends)
+        table.show_functions(shown, s.target.cwd, self.full_filenames, several, self.trends)
         self.show_detail()
         threads = self.query_one(ThreadTable)
         if threads.display:
-            threads.show(s.thread_rows, s.thread_filter.key if s.thread_filter else None, several)
+            threads.show_threads(s.thread_rows, s.thread_filter.key if s.thread_filter else None, several)
         tree = self.query_one(CallTreeView)
         if tree.display and s.call_tree is not None:
-            tree.show(s.call_tree, s.target.cwd, self.full_filenames)
+            tree.show_tree(s.call_tree, s.target.cwd, self.full_filenames)
         panel = self.query_one(CallersPanel)
         panel.display = s.call_graph is not None
         if s.call_graph is not None:
-            panel.show(s.call_graph, s.target.cwd, self.full_filenames)
+            panel.show_graph(s.call_graph, s.target.cwd, self.full_filenames)
             if self._panel_wanted:
                 self._panel_wanted = False
                 panel.focus_first()
@@ -218,7 +218,7 @@ class MainScreen(Screen[None]):
 
     def redraw(self) -> None:
         if self.snapshot is not None:
-            self.show(self.snapshot)
+            self.show_snapshot(self.snapshot)
 
     # ---- actions -------------------------------------------------------------------------
 
@@ -326,7 +326,7 @@ class MainScreen(Screen[None]):
         """Freeze the screen; sampling and counting go on. Again: show what came in."""
         self.paused = not self.paused
         if not self.paused and self.latest is not None:
-            self.show(self.latest)
+            self.show_snapshot(self.latest)
         else:
             self.redraw()
 

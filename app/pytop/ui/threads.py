@@ -27,7 +27,7 @@ class ThreadTable(LineTable):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(COLUMNS, **kwargs)
 
-    def show(self, rows: tuple[ThreadRow, ...], selected: ThreadKey | None, show_pids: bool = False) -> None:
+    def show_threads(self, rows: tuple[ThreadRow, ...], selected: ThreadKey | None, show_pids: bool = False) -> None:
         ordered = sorted(rows, key=lambda r: (not r.alive, r.folded, -r.cpu_time, -r.gil_pct, r.key))
         lines = [self.row(r, r.key == selected, show_pids) for r in ordered]
         # The names' column as wide as the longest name, within reason.

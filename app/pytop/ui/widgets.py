@@ -43,7 +43,7 @@ def flow(facts: list[Fact], width: int) -> list[list[Fact]]:
 class ProcessHeader(Static):
     """What is sampled, how sampling goes, and how the process does."""
 
-    def show(self, s: Snapshot, notes: list[str], trends: Trends | None = None) -> None:
+    def show_header(self, s: Snapshot, notes: list[str], trends: Trends | None = None) -> None:
         """Facts flowed onto as many lines as the width needs, none cut: every figure shows at 80
         columns (at 120 the error rate and pytop's own CPU once fell off the end). The command
         line comes last on the first line, being the longest, and only it is cut."""
@@ -125,7 +125,7 @@ class FunctionTable(LineTable):
         self._built[row.key] = (row, move, line)
         return line
 
-    def show(self, rows: tuple[FunctionRow, ...], cwd: str | None, full: bool, show_pids: bool = False,
+    def show_functions(self, rows: tuple[FunctionRow, ...], cwd: str | None, full: bool, show_pids: bool = False,
              trends: Trends | None = None) -> None:
         context = (cwd, full, show_pids)
         if context != self._drawn_for:
