@@ -247,7 +247,7 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
             cpu = created && (!first_sample || P->whole_life) ? born_cpu(P, pt) : 0;
         t->d_wait += pt->wait_delta_ns;
         t->pending_wait += pt->wait_delta_ns;
-        if (cpu || (t->held_ns && P->u->os.last)) {
+        if (cpu || (t->unseen_ns && P->u->os.last)) {
             attribute_cpu(e, t, cpu, now, P->u->os.last);
             t->d_cpu += cpu;
             t->period_cpu += cpu;
@@ -509,12 +509,12 @@ void account_period(pytop_engine *e, uint32_t p) {
         /* CPU read and handed back at this close is not yet attributed, but it is not unseen:
          * a later sample gives it with the thread's stack (as the one handed back at the last
          * close came in this period). */
-        uint64_t held = P->u->os.deferred_ns;
+        uint64_t deferred = P->u->os.deferred_ns;
         if (P->cpu_known) {
             uint64_t used = clock > P->cpu_clock ? clock - P->cpu_clock : 0;
             P->d_cpu += used;
-            int64_t rest = (int64_t)used - (int64_t)P->period_attributed + P->carry_ns - (int64_t)held +
-                           (int64_t)P->held_ns;
+            int64_t rest = (int64_t)used - (int64_t)P->period_attributed + P->carry_ns - (int64_t)deferred +
+                           (int64_t)P->deferred_ns;
             if (rest >= lag_allowance(e, p)) {
                 place_rest(e, p, (uint64_t)rest);
                 P->carry_ns = 0;
@@ -524,7 +524,7 @@ void account_period(pytop_engine *e, uint32_t p) {
         }
         P->cpu_clock = clock;
         P->cpu_known = true;
-        P->held_ns = held;
+        P->deferred_ns = deferred;
     }
     P->period_attributed = 0;
     P->ended_count = 0;
@@ -549,7 +549,7 @@ static void pin_stacks(pytop_engine *e) {
         const engine_thread *t = &e->threads[i];
         stacks_pin(&e->stacks, t->stack);
         stacks_pin(&e->stacks, t->read_stack);
-        stacks_pin(&e->stacks, t->held_anchor);
+        stacks_pin(&e->stacks, t->unseen_anchor);
         for (uint32_t k = 0; k < t->pending_count; k++) stacks_pin(&e->stacks, t->pending[k].stack);
     }
     for (uint32_t p = 0; p < e->process_count; p++) {

@@ -205,36 +205,36 @@ static uint32_t anchor_of(const stack_table *s, const engine_thread *t) {
 #define HOLD_FRAMELESS_NS 500000000ull
 
 static void hold(engine_thread *t, uint32_t anchor, uint64_t ns, uint64_t now) {
-    if (!t->held_ns) t->held_since = now;
-    t->held_ns += ns;
-    t->held_anchor = anchor; /* the latest: a thread that moved on ran inside its new frames */
+    if (!t->unseen_ns) t->unseen_since = now;
+    t->unseen_ns += ns;
+    t->unseen_anchor = anchor; /* the latest: a thread that moved on ran inside its new frames */
 }
 
 /* Held CPU, past its wait: like the thread's runs through its anchor, else unplaced there. */
 static void release(pytop_engine *e, engine_thread *t) {
-    if (!t->held_ns) return;
-    if (!give_like_runs(e, t, t->held_anchor, t->held_ns)) give_unplaced(e, t, t->held_anchor, t->held_ns);
-    t->held_ns = t->held_since = 0;
-    t->held_anchor = 0;
+    if (!t->unseen_ns) return;
+    if (!give_like_runs(e, t, t->unseen_anchor, t->unseen_ns)) give_unplaced(e, t, t->unseen_anchor, t->unseen_ns);
+    t->unseen_ns = t->unseen_since = 0;
+    t->unseen_anchor = 0;
 }
 
 void attribute_cpu(pytop_engine *e, engine_thread *t, uint64_t ns, uint64_t now, bool settle) {
     const stack_table *s = &e->stacks;
     drop_waiting(t);
     if (t->pending_total) { /* seen running: held CPU goes with it, where the thread is seen now */
-        attribute_split(e, t->key, t->pending, t->pending_count, t->pending_total, ns + t->held_ns);
-        t->held_ns = t->held_since = 0;
-        t->held_anchor = 0;
+        attribute_split(e, t->key, t->pending, t->pending_count, t->pending_total, ns + t->unseen_ns);
+        t->unseen_ns = t->unseen_since = 0;
+        t->unseen_anchor = 0;
     } else {
         /* It ran and slept again between samples: within the frames it kept meanwhile. */
         uint32_t anchor = anchor_of(s, t);
         if (!give_like_runs(e, t, anchor, ns)) hold(t, anchor, ns, now);
-        if (t->held_ns && frameless(s, t->stack) && !settle && now - t->held_since >= HOLD_FRAMELESS_NS) {
-            attribute_add(e, t->key, t->stack, t->held_ns); /* no Python frame for that long: C code */
-            t->held_ns = t->held_since = 0;
-            t->held_anchor = 0;
+        if (t->unseen_ns && frameless(s, t->stack) && !settle && now - t->unseen_since >= HOLD_FRAMELESS_NS) {
+            attribute_add(e, t->key, t->stack, t->unseen_ns); /* no Python frame for that long: C code */
+            t->unseen_ns = t->unseen_since = 0;
+            t->unseen_anchor = 0;
         }
-        if (settle || now - t->held_since >= HOLD_MAX_NS) release(e, t);
+        if (settle || now - t->unseen_since >= HOLD_MAX_NS) release(e, t);
     }
     t->read_stack = t->stack;
     attribute_pending_clear(t);

@@ -285,10 +285,10 @@ static void add_due(code_cache *c, uint32_t id) {
     c->due[c->due_count++] = id;
 }
 
-/* Is entry `e` still the object at its address, by the header this sample already holds?
- * 1 yes, 0 replaced, -1 not held. */
-static int confirm_held(code_cache *c, code_entry *e) {
-    const uint8_t *h = remote_view_if_held(c->mem, e->addr, (size_t)c->L->co_header_size);
+/* Is entry `e` still the object at its address, by the header this sample's reads already
+ * cached? 1 yes, 0 replaced, -1 not cached. */
+static int confirm_by_cached_header(code_cache *c, code_entry *e) {
+    const uint8_t *h = remote_view_if_cached(c->mem, e->addr, (size_t)c->L->co_header_size);
     if (!h) return -1;
     code_entry now;
     read_fingerprint(c->L, h, &now);
@@ -302,13 +302,13 @@ int codes_lookup(code_cache *c, uint64_t addr, uint32_t *id) {
     if (c->generation_known) {
         if (e->checked_generation != c->generation) add_due(c, found);
     } else {
-        int held = confirm_held(c, e);
-        if (held == 0) {
+        int same = confirm_by_cached_header(c, e);
+        if (same == 0) {
             e->stale = true;
             unmap_address(c, addr);
             return load(c, addr, id);
         }
-        if (held < 0) add_due(c, found);
+        if (same < 0) add_due(c, found);
     }
     e->used = true;
     *id = found;

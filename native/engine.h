@@ -50,9 +50,9 @@ typedef struct engine_thread {
     uint64_t pending_total;
     uint64_t pending_wait;     /* run-queue wait the kernel told of since, not yet taken off */
     uint64_t period_cpu;       /* CPU attributed to it in the current period */
-    uint64_t held_ns;          /* CPU used unseen, waiting for a sample to see it run (attribute.c) */
-    uint64_t held_since;       /* monotonic ns: since when it has held some */
-    uint32_t held_anchor;      /* the frames it was used in (0: anywhere in the thread) */
+    uint64_t unseen_ns;        /* CPU used unseen, waiting for a sample to see it run (attribute.c) */
+    uint64_t unseen_since;     /* monotonic ns: since when it has had some */
+    uint32_t unseen_anchor;    /* the frames it was used in (0: anywhere in the thread) */
     /* The stacks it was lately seen running with, by time (a ring), in the tree's epoch. */
     pending_run runs[THREAD_RUNS];
     uint32_t runs_count, runs_next, runs_epoch;
@@ -90,7 +90,7 @@ typedef struct engine_process {
     bool cpu_known;
     int64_t carry_ns;          /* remainder too small to place, carried to the next period */
     uint64_t period_attributed;
-    uint64_t held_ns;          /* CPU read at the latest period close and handed back (tasks_defer) */
+    uint64_t deferred_ns;      /* CPU read at the latest period close and handed back (tasks_defer) */
     other_tasks others;
     ended_thread *ended;
     uint32_t ended_count, ended_cap;

@@ -191,7 +191,7 @@ const uint8_t *remote_view_window(remote *r, uint64_t addr, size_t len, uint64_t
 const uint8_t *remote_view_kept(remote *r, uint64_t addr, size_t len, int *status);
 /* A view of memory this sample already holds (prefetched or read), without a syscall, or NULL;
  * either way the range is prefetched next sample (also while reads are untracked). */
-const uint8_t *remote_view_if_held(remote *r, uint64_t addr, size_t len);
+const uint8_t *remote_view_if_cached(remote *r, uint64_t addr, size_t len);
 /* Before remote_begin_sample(): read this too with the coming prefetch (memory the sample is
  * known to need that the last one did not touch). */
 void remote_prefetch_also(remote *r, uint64_t addr, size_t len);
@@ -729,12 +729,12 @@ bool natives_available(char *why, size_t why_len);
 int natives_open(natives *n, int pid, char *why, size_t why_len);
 void natives_close(natives *n);
 /* Thread `tid`'s return addresses, innermost first; none unless `held` holds it stopped. */
-uint32_t natives_stack(natives *n, const blocking *held, int tid, uint64_t *pcs, uint32_t max);
+uint32_t natives_stack(natives *n, const blocking *stopper, int tid, uint64_t *pcs, uint32_t max);
 /* The code id of the native function at `pc` (named once), and whether it is the eval loop. */
 int natives_code(natives *n, code_cache *codes, uint64_t pc, uint64_t now, uint32_t *id, uint8_t *eval_loop);
 /* Thread `t`'s stack, just read at the end of the sample's frames, with its native frames:
  * each call of the eval loop stands for the run of Python frames it runs. */
-int natives_merge(natives *n, const blocking *held, sample_pair *s, code_cache *codes, pytop_thread *t,
+int natives_merge(natives *n, const blocking *stopper, sample_pair *s, code_cache *codes, pytop_thread *t,
                   uint64_t now);
 /* The native stacks of the stopped threads that are none of this sample's Python threads. */
 int natives_read_others(natives *n, code_cache *codes, const blocking *stop, const sample_buf *cur, uint64_t now);

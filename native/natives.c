@@ -159,9 +159,9 @@ static int on_frame(void *state, void *arg) {
  * thread-per-request server starts hundreds a second) fails that read: libdw is only asked
  * for threads we hold stopped, and after any thread of which it read nothing, its state is
  * made anew before the next one. */
-uint32_t natives_stack(natives *n, const blocking *held, int tid, uint64_t *pcs, uint32_t max) {
+uint32_t natives_stack(natives *n, const blocking *stopper, int tid, uint64_t *pcs, uint32_t max) {
     walk w = {n, pcs, 0, max};
-    if (!n->api || !max || !blocking_holds(held, tid)) return 0;
+    if (!n->api || !max || !blocking_holds(stopper, tid)) return 0;
     if ((n->stale || !n->dwfl) && !attach_state(n)) return 0;
     n->api->getthread_frames(n->dwfl, tid, on_frame, &w); /* ends early (-1) at a frame it cannot unwind */
     if (!w.count) n->stale = true; /* its registers were not read: libdw's mark may be left set */
@@ -317,13 +317,13 @@ static int push_python(sample_pair *s, const raw_frame *raw, const pytop_frame *
     return PYTOP_OK;
 }
 
-int natives_merge(natives *n, const blocking *held, sample_pair *s, code_cache *codes, pytop_thread *t,
+int natives_merge(natives *n, const blocking *stopper, sample_pair *s, code_cache *codes, pytop_thread *t,
                   uint64_t now) {
     uint64_t pcs[MAX_NATIVE_FRAMES];
     uint32_t ids[MAX_NATIVE_FRAMES];
     uint8_t loops[MAX_NATIVE_FRAMES];
     if (!t->native_id || t->first_frame + t->frame_count != s->cur->frame_count) return PYTOP_OK;
-    uint32_t count = natives_stack(n, held, (int)t->native_id, pcs, MAX_NATIVE_FRAMES);
+    uint32_t count = natives_stack(n, stopper, (int)t->native_id, pcs, MAX_NATIVE_FRAMES);
     if (!count) return PYTOP_OK; /* not unwound: the Python frames alone */
     /* Where both the loop and 2.7's name (3.6-3.10's wrapper) are on a stack, the loop runs them. */
     uint8_t loop_kind = 2;

@@ -393,7 +393,7 @@ const uint8_t *remote_view_kept(remote *r, uint64_t addr, size_t len, int *statu
     return data;
 }
 
-const uint8_t *remote_view_if_held(remote *r, uint64_t addr, size_t len) {
+const uint8_t *remote_view_if_cached(remote *r, uint64_t addr, size_t len) {
     int status;
     if (bad_request(addr, len, &status)) return NULL;
     bool untracked = r->untracked; /* asked for by any thread: kept, whichever thread is read next */

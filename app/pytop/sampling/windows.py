@@ -15,10 +15,10 @@ from dataclasses import replace
 from ..core.aggregate import FOLDED, OWN, Counts, FunctionSums, mode_column
 from ..core.callgraph import call_graph
 from ..core.calltree import call_tree
-from ..core.held import HeldShare, skipped_share
 from ..core.model import CallGraph, Circumstances, Snapshot, TargetInfo, TreeNode
 from ..core.records import PSEUDO_FUNCTIONS, STACK_OVERFLOW, NodeRow
 from ..core.snapshot import Figures, Tables, View, build
+from ..core.sticky import StickyShare, skipped_share
 from .feed import Feed
 
 SKIPPING_SHOWN_FROM = 0.1  # share of a window's samples skipped that is worth a banner
@@ -41,7 +41,7 @@ class Windows:
         self._last: tuple[Counts, FunctionSums, Circumstances] | None = None
         self._number = 1
         # The share of samples skipped, held after the last window that skipped many.
-        self._skipping = HeldShare(SKIPPING_SHOWN_FROM, SKIPPING_HOLD_SECONDS)
+        self._skipping = StickyShare(SKIPPING_SHOWN_FROM, SKIPPING_HOLD_SECONDS)
         self.started = self.opened = time.monotonic()
         self._cpu_mark = time.process_time()  # pytop's own CPU at the window's start
 

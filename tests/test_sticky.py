@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytop.core.held import HeldShare, skipped_share
+from pytop.core.sticky import StickyShare, skipped_share
 
 
 def test_behind_means_samples_skipped() -> None:
@@ -16,11 +16,11 @@ def test_behind_means_samples_skipped() -> None:
 
 
 def test_a_share_shows_from_its_threshold_and_is_held() -> None:
-    held = HeldShare(shown_from=0.1, hold_seconds=3.0)
-    assert held.update(0.05, now=0.0) == 0.0  # below the threshold: nothing to say
-    assert held.update(0.4, now=1.0) == 0.4
-    assert held.update(0.0, now=2.0) == 0.4  # a good window right after: still shown
-    assert held.update(0.05, now=3.9) == 0.4  # held 3 s after the last bad window
-    assert held.update(0.25, now=4.0) == 0.25  # a new bad window: its share, held again
-    assert held.update(0.0, now=6.9) == 0.25
-    assert held.update(0.0, now=7.0) == 0.0  # the hold is over
+    sticky = StickyShare(shown_from=0.1, hold_seconds=3.0)
+    assert sticky.update(0.05, now=0.0) == 0.0  # below the threshold: nothing to say
+    assert sticky.update(0.4, now=1.0) == 0.4
+    assert sticky.update(0.0, now=2.0) == 0.4  # a good window right after: still shown
+    assert sticky.update(0.05, now=3.9) == 0.4  # held 3 s after the last bad window
+    assert sticky.update(0.25, now=4.0) == 0.25  # a new bad window: its share, held again
+    assert sticky.update(0.0, now=6.9) == 0.25
+    assert sticky.update(0.0, now=7.0) == 0.0  # the hold is over

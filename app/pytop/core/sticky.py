@@ -1,4 +1,4 @@
-"""When a warning shows: a share worth a banner from some size on, held for a while after the
+"""When a warning shows: a share worth a banner from some size on, kept for a while after the
 last window that reached it, so that the banner does not blink on and off. Pure: the caller
 gives the clock."""
 
@@ -13,7 +13,7 @@ def skipped_share(ticks: int, skipped: int, slot_seconds: float, judged_from: fl
     return skipped / (ticks + skipped)
 
 
-class HeldShare:
+class StickyShare:
     def __init__(self, shown_from: float, hold_seconds: float):
         self.shown_from = shown_from
         self.hold_seconds = hold_seconds
