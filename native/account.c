@@ -186,7 +186,7 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
     P->d_gil += s->gil_held != 0;
     P->d_gc_known += s->gc_collecting >= 0;
     P->d_gc += s->gc_collecting == 1;
-    if (first_sample) P->cpu_known = tasks_process_cpu(&P->u->os, &P->cpu_clock) == PYTOP_OK;
+    if (first_sample) P->cpu_known = kthreads_process_cpu(&P->u->os, &P->cpu_clock) == PYTOP_OK;
     if (first_sample && P->whole_life) P->cpu_clock = 0; /* all it used is the run's */
     for (uint32_t i = 0; i < s->thread_count; i++) {
         const pytop_thread *pt = &s->threads[i];
@@ -356,7 +356,7 @@ typedef struct scan_ctx {
 /* A task that is not a Python thread: listed from its second scan on, counting from the first
  * in which no thread state waited for its thread (until then it may be a Python thread that has
  * not taken up its state yet; it has no time to show then). */
-static void visit_other(void *ctx, const other_task *o, uint64_t delta, bool first) {
+static void visit_other(void *ctx, const other_kthread *o, uint64_t delta, bool first) {
     scan_ctx *c = ctx;
     pytop_engine *e = c->e;
     if (o->tid <= 0 || first) return;
@@ -402,7 +402,7 @@ static void scan_native_threads(pytop_engine *e, uint32_t p) {
     scan_ctx ctx = {e, p, P->others.scan + 1};
     /* While a thread state waits for its thread, the new thread's task is not yet known for what
      * it is: new tasks are not listed until no state waits. */
-    tasks_scan_others(&P->u->os, &P->others, tids, n, P->starting_now > 0, visit_other, &ctx);
+    kthreads_scan_others(&P->u->os, &P->others, tids, n, P->starting_now > 0, visit_other, &ctx);
     free(tids);
     for (uint32_t i = 0; i < e->thread_count; i++) {
         engine_thread *t = &e->threads[i];
@@ -505,7 +505,7 @@ void account_period(pytop_engine *e, uint32_t p) {
     engine_process *P = &e->processes[p];
     scan_native_threads(e, p);
     uint64_t clock = P->u->os.start_clock;
-    if (P->u->os.start_clock_known || tasks_process_cpu(&P->u->os, &clock) == PYTOP_OK) {
+    if (P->u->os.start_clock_known || kthreads_process_cpu(&P->u->os, &clock) == PYTOP_OK) {
         /* CPU read and handed back at this close is not yet attributed, but it is not unseen:
          * a later sample gives it with the thread's stack (as the one handed back at the last
          * close came in this period). */

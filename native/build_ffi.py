@@ -17,7 +17,7 @@ from cffi import FFI
 NATIVE = Path(__file__).resolve().parent
 # In the order of internal.h's map: each file calls only the ones before it.
 SOURCES = ["status.c", "guard.c", "demangle.c", "image.c", "remote.c", "linetable.c", "text.c", "objects.c", "names.c", "codes.c",
-           "asyncio.c", "samplebuf.c", "frames.c", "tasks.c", "pidns.c", "tracking.c", "blocking.c", "natives.c",
+           "asyncio.c", "samplebuf.c", "frames.c", "kthreads.c", "pidns.c", "tracking.c", "blocking.c", "natives.c",
            "threads.c", "unwinder.c", "functions.c", "stacks.c", "aggregate.c", "weights.c", "schedule.c",
            "attribute.c", "account.c", "drain.c", "engine.c"]
 CFLAGS = ["-std=gnu11", "-O2", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Wno-unused-parameter"]

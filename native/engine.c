@@ -219,7 +219,7 @@ static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t inte
     }
     pthread_mutex_unlock(&e->lock);
     if (!P->active && u) {
-        tasks_free_others(&P->others);
+        kthreads_free_others(&P->others);
         pytop_close(u);
     }
 }
@@ -403,7 +403,7 @@ static void *thread_main(void *arg) {
     for (uint32_t i = 0; i < e->process_count; i++) {
         engine_process *P = &e->processes[i];
         if (P->u) {
-            tasks_free_others(&P->others);
+            kthreads_free_others(&P->others);
             pytop_close(P->u);
             P->u = NULL;
             P->active = false;
@@ -472,7 +472,7 @@ int pytop_engine_free(pytop_engine *e) {
     for (uint32_t i = 0; i < e->process_count; i++) {
         engine_process *P = &e->processes[i];
         if (P->u) pytop_close(P->u);
-        tasks_free_others(&P->others);
+        kthreads_free_others(&P->others);
         free(P->ended);
     }
     for (uint32_t i = 0; i < e->thread_count; i++) {

@@ -90,8 +90,8 @@ typedef struct engine_process {
     bool cpu_known;
     int64_t carry_ns;          /* remainder too small to place, carried to the next period */
     uint64_t period_attributed;
-    uint64_t deferred_ns;      /* CPU read at the latest period close and handed back (tasks_defer) */
-    other_tasks others;
+    uint64_t deferred_ns;      /* CPU read at the latest period close and handed back (kthreads_defer) */
+    other_kthreads others;
     ended_thread *ended;
     uint32_t ended_count, ended_cap;
     uint32_t unseen_thread;    /* key of its "threads that ended unseen" pseudo-thread, 0 if none */

@@ -15,7 +15,7 @@
  *   asyncio.c    which asyncio task a thread runs (3.14+), as a pseudo-frame
  *   samplebuf.c  one sample's threads and frames, and the previous sample's
  *   frames.c     walking one thread's frames (PyFrameObject or _PyInterpreterFrame)
- *   tasks.c      each thread as the kernel reports it (/proc/PID/task/TID): CPU time, state
+ *   kthreads.c   each thread as the kernel reports it (/proc/PID/task/TID): CPU time, state
  *   tracking.c   which thread is which from one sample to the next (serials)
  *   blocking.c   --blocking: ptrace stops
  *   natives.c    --native: each thread's C frames (libdw, loaded at run time), merged in
@@ -508,23 +508,23 @@ void pidns_free(pid_namespace *n);
  * shares our namespace, 0 when it is not (yet) listed. */
 int pidns_host_tid(pid_namespace *n, int tid, uint32_t sample_no);
 
-/* ---- tasks.c ---------------------------------------------------------------------------- */
-/* "Task" here is the kernel's word: a thread as /proc/PID/task/TID shows it (asyncio's tasks
- * are asyncio.c's, named so). */
+/* ---- kthreads.c ------------------------------------------------------------------------- */
+/* A kernel thread: a thread as /proc/PID/task/TID shows it (the kernel calls it a task; in
+ * pytop a task is asyncio's, asyncio.c's). */
 
-/* What the kernel says of one task in one sample. */
-typedef struct task_report {
+/* What the kernel says of one thread in one sample. */
+typedef struct kthread_report {
     char state;             /* as last read ('?' unknown) */
     uint64_t cpu_ns, cpu_delta_ns, wait_delta_ns;
     bool checked;           /* figures read this sample */
     bool first;             /* read for the first time (deltas 0) */
     bool running;           /* its letter says it runs (read this sample, or R and counts that
-                               moved lately: see tasks.c) */
+                               moved lately: see kthreads.c) */
     bool on_cpu;            /* its letter, read this sample, says it is on a CPU now */
     bool ran;               /* its counts moved since the previous check: it has run */
-} task_report;
+} kthread_report;
 
-/* A task's counts as last read: what a read changes, and tasks_defer() gives back. */
+/* A task's counts as last read: what a read changes, and kthreads_defer() gives back. */
 typedef struct task_counts {
     uint64_t cpu_ns, wait_ns, switches; /* schedstat: on-CPU time, run-queue wait, times run */
     uint64_t changed_at;    /* monotonic ns when cpu_ns or switches last moved */
@@ -532,34 +532,34 @@ typedef struct task_counts {
     bool known;             /* its figures were read at least once */
 } task_counts;
 
-typedef struct task {
+typedef struct kthread {
     int tid;
     int stat_fd;
     int schedstat_fd;
     char state;
     task_counts now;
-    task_counts undo;       /* as they were before this sample's read, for tasks_defer() */
+    task_counts undo;       /* as they were before this sample's read, for kthreads_defer() */
     bool read_idle;
     uint64_t state_at;      /* monotonic ns when `state` was read */
     bool on_cpu;            /* the last check found it running, not waiting for a CPU */
     bool watched;           /* its last letter read was R, or its counts had moved: letter and counts
                                read every sample */
     bool fresh;             /* read ahead for this sample (blocking mode): `ahead` is its report */
-    task_report ahead;
-    task_report last;       /* this sample's report, if it was asked already (reported_in) */
+    kthread_report ahead;
+    kthread_report last;       /* this sample's report, if it was asked already (reported_in) */
     uint32_t reported_in;
     uint32_t seen_in_sample;
     uint32_t missed_walks;  /* full walks in a row that did not see it */
-} task;
+} kthread;
 
 enum task_how {
-    TASK_WHEN_DUE = 0,      /* figures when due (idle tasks are read less often), state if needed */
-    TASK_NOW = 1,           /* figures now, state if needed (the GIL's holder) */
-    TASK_ALL = 2,           /* figures and state now */
-    TASK_AFTER_GIL = 3      /* figures now, state if they moved (the GIL's holder until lately) */
+    KTHREAD_WHEN_DUE = 0,      /* figures when due (idle tasks are read less often), state if needed */
+    KTHREAD_NOW = 1,           /* figures now, state if needed (the GIL's holder) */
+    KTHREAD_ALL = 2,           /* figures and state now */
+    KTHREAD_AFTER_GIL = 3      /* figures now, state if they moved (the GIL's holder until lately) */
 };
 
-typedef struct tasks {
+typedef struct kthreads {
     int pid;
     int mode;               /* PYTOP_OPT_OS_STATE */
     uint32_t syscalls;
@@ -573,12 +573,12 @@ typedef struct tasks {
     bool start_clock_known; /* ... which the period's close compares with them */
     bool ran_unseen;        /* a thread took a GIL between samples that no sample saw: the next
                                round of counts is read (a stack may have moved) */
-    task *items;            /* sorted by tid */
+    kthread *items;         /* sorted by tid */
     uint32_t count, cap;
     uint32_t sample_no;
     uint64_t now;           /* this sample's time, monotonic ns */
     /* Rounds of counts are skipped while the process's CPU time is nearly all explained by
-     * the counts read (tasks.c): */
+     * the counts read (kthreads.c): */
     bool round_on;          /* this round of counts is read */
     bool round_cpu_known;   /* round_cpu holds the process CPU time at the last round's start */
     uint64_t round_cpu;
@@ -586,37 +586,37 @@ typedef struct tasks {
     int64_t unexplained_ns; /* process CPU time no count accounted for, since the last round read */
     uint64_t idle_found_ns; /* CPU time found by reads of threads without the GIL, this round */
     uint64_t last_round_at; /* monotonic ns when the last round that was read began */
-    uint64_t deferred_ns;   /* CPU time this sample read and handed back (tasks_defer) */
+    uint64_t deferred_ns;   /* CPU time this sample read and handed back (kthreads_defer) */
     bool last;              /* the last sample of a run: nothing is handed back */
-} tasks;
+} kthreads;
 
-void tasks_init(tasks *o, int pid);
-void tasks_free(tasks *o);
-void tasks_begin_sample(tasks *o, uint64_t now, uint32_t threads);
+void kthreads_init(kthreads *o, int pid);
+void kthreads_free(kthreads *o);
+void kthreads_begin_sample(kthreads *o, uint64_t now, uint32_t threads);
 /* The kernel's view of `tid` in this sample. */
-void tasks_report(tasks *o, int tid, int how, task_report *out);
+void kthreads_report(kthreads *o, int tid, int how, kthread_report *out);
 /* Is a thread without the GIL due for a read of its counts this sample? */
-bool tasks_due(const tasks *o, int tid);
+bool kthreads_due(const kthreads *o, int tid);
 /* Was `tid` last found R (running or waiting for a CPU)? Such a thread is read every sample. */
-bool tasks_watched(const tasks *o, int tid);
+bool kthreads_watched(const kthreads *o, int tid);
 /* Hand back what this sample read of `tid`'s figures, as if they had not been read: the next
  * read reports that CPU time again (its stack could not be read again this sample). Returns
  * that time. */
-uint64_t tasks_defer(tasks *o, int tid);
+uint64_t kthreads_defer(kthreads *o, int tid);
 /* Samples in a round of counts: each thread without the GIL is due once in it. */
-uint32_t tasks_round_length(const tasks *o);
-/* Read `tid`'s figures and state now, to be answered by tasks_report() during this sample: in
+uint32_t kthreads_round_length(const kthreads *o);
+/* Read `tid`'s figures and state now, to be answered by kthreads_report() during this sample: in
  * blocking mode the threads are stopped (state 't') by the time their stacks are read. */
-void tasks_read_ahead(tasks *o, int tid);
+void kthreads_read_ahead(kthreads *o, int tid);
 /* Close files of tasks that a number of samples in a row did not see, counting the samples
  * that walked every thread (not a sample that failed midway, nor a sparse one: they saw only
  * some, and the others are still there). */
-void tasks_end_sample(tasks *o, bool complete);
+void kthreads_end_sample(kthreads *o, bool complete);
 /* The whole process's CPU time, ended threads included (ns). */
-int tasks_process_cpu(tasks *o, uint64_t *cpu_ns);
+int kthreads_process_cpu(kthreads *o, uint64_t *cpu_ns);
 
-/* A task of the process that is not a Python thread, as seen by tasks_scan_others(). */
-typedef struct other_task {
+/* A task of the process that is not a Python thread, as seen by kthreads_scan_others(). */
+typedef struct other_kthread {
     int tid;
     int fd;
     uint64_t cpu_ns;
@@ -624,20 +624,20 @@ typedef struct other_task {
     char comm[16];
     uint32_t seen;
     bool listed;           /* seen in a scan that did not hold new tasks back */
-} other_task;
+} other_kthread;
 
-typedef struct other_tasks {
-    other_task *items;
+typedef struct other_kthreads {
+    other_kthread *items;
     uint32_t count, cap, scan;
-} other_tasks;
+} other_kthreads;
 
 /* List the process's tasks whose TIDs are not in `python_tids` (sorted), with their CPU time.
  * Calls `visit` once per such task with its CPU time since the previous scan, `first` until it
  * has been seen in a scan without `hold_new` (then its time so far counts as unlisted). */
-int tasks_scan_others(tasks *o, other_tasks *others, const int *python_tids, uint32_t count, bool hold_new,
-                      void (*visit)(void *ctx, const other_task *t, uint64_t delta_ns, bool first),
+int kthreads_scan_others(kthreads *o, other_kthreads *others, const int *python_tids, uint32_t count, bool hold_new,
+                      void (*visit)(void *ctx, const other_kthread *t, uint64_t delta_ns, bool first),
                       void *ctx);
-void tasks_free_others(other_tasks *others);
+void kthreads_free_others(other_kthreads *others);
 
 /* ---- tracking.c ------------------------------------------------------------------------- */
 
@@ -746,7 +746,7 @@ const pytop_frame *natives_other_stack(const natives *n, int tid, uint32_t *coun
 /* A known thread's counts, read before the sample's prefetch when it is due, and whether its
  * state must be read again (they moved). */
 typedef struct known_check {
-    task_report counts;
+    kthread_report counts;
     bool asked, moved;
 } known_check;
 
@@ -765,7 +765,7 @@ typedef struct known_threads {
 
 /* A GIL's hand-overs: CPython counts each time a thread takes it from another (switch_number).
  * More hand-overs since the previous sample than the holders it saw explain mean that some
- * thread ran Python unseen in between: its stack may have moved (tasks.c reads a round). */
+ * thread ran Python unseen in between: its stack may have moved (kthreads.c reads a round). */
 #define MAX_GILS (MAX_INTERPRETERS + 1)
 typedef struct gil_watch {
     uint64_t at;            /* the GIL's address (the runtime's, or an interpreter's) */
@@ -785,7 +785,7 @@ struct pytop_unwinder {
     bool whole_life;        /* as handed to pytop_engine_add(), for the engine's thread to take up */
     remote mem;
     code_cache codes;
-    tasks os;               /* the kernel's figures of each thread (tasks.c) */
+    kthreads os;               /* the kernel's figures of each thread (kthreads.c) */
     pid_namespace pidns;    /* its thread numbers, if its PID namespace is not ours (pidns.c) */
     names thread_names;
     tracking track;

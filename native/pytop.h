@@ -160,7 +160,7 @@ enum pytop_option {
     PYTOP_OPT_IDLE_CHECK = 6,      /* at most this many samples between two reads of an idle
                                       thread's kernel figures (default 1: every sample); past 1,
                                       a round of such reads is skipped while the process's CPU
-                                      time is nearly all accounted for (tasks.c) */
+                                      time is nearly all accounted for (kthreads.c) */
     PYTOP_OPT_TASKS = 7,           /* 1: a thread running an asyncio task (3.14+) gets a pseudo-frame
                                       named for the task outside the task's coroutine frame; its
                                       code info has filename "<asyncio task>" */

@@ -9,7 +9,7 @@
  * holder: _PyThreadState_Current, set only while a thread holds it, stands for the holder.
  *
  * A thread's stack is read again only if the kernel says it may have run since the previous
- * sample (tasks.c); the GIL holder's figures are read every sample, and its last holder's.
+ * sample (kthreads.c); the GIL holder's figures are read every sample, and its last holder's.
  *
  * A process with a hundred threads would cost a hundred thread-state reads per sample, yet
  * only the GIL holder can have a new stack. So the walk is sparse between full walks: the
@@ -149,12 +149,12 @@ static int native_id_of(pytop_unwinder *u, pytop_thread *t) {
 }
 
 /* The kernel's figures for `t` (its state, CPU and the flags they give), into `t` and `r`. */
-static void read_kernel_figures(pytop_unwinder *u, pytop_thread *t, bool gil, bool held_last, task_report *r) {
+static void read_kernel_figures(pytop_unwinder *u, pytop_thread *t, bool gil, bool held_last, kthread_report *r) {
     const pytop_thread *old = samples_previous(&u->samples, t); /* the GIL's last holder ran since */
     bool now = gil || held_last || (old && old->serial == t->serial && (old->flags & PYTOP_THREAD_GIL));
     /* The holder of a moment ago without the GIL now: in C code that let it go (on a CPU), or
      * waiting, or asleep? Its letter says. */
-    tasks_report(&u->os, t->native_id, gil ? TASK_NOW : now ? TASK_AFTER_GIL : TASK_WHEN_DUE, r);
+    kthreads_report(&u->os, t->native_id, gil ? KTHREAD_NOW : now ? KTHREAD_AFTER_GIL : KTHREAD_WHEN_DUE, r);
     t->os_state = r->state;
     t->cpu_ns = r->cpu_ns;
     if (r->state != '?') t->flags |= PYTOP_THREAD_OS_KNOWN;
@@ -172,7 +172,7 @@ static void read_kernel_figures(pytop_unwinder *u, pytop_thread *t, bool gil, bo
 /* Whether a thread's stack is known not to have changed since the previous sample, by what the
  * kernel said of it: it does not hold the GIL (a stack only changes under it) and its counts
  * were not read, or did not move. */
-static bool stack_unchanged(bool gil, const task_report *r) {
+static bool stack_unchanged(bool gil, const kthread_report *r) {
     return !gil && r->state != '?' && !r->ran && !r->first;
 }
 
@@ -334,7 +334,7 @@ static int walk_thread(pytop_unwinder *u, uint64_t ts, uint64_t interp, int64_t 
     /* Only the thread itself changes its frames: one that has not been on a CPU since the last
      * sample has the same stack, and reading it again would only cost time. */
     bool gil = t->flags & PYTOP_THREAD_GIL;
-    task_report kernel;
+    kthread_report kernel;
     bool unchanged = false;
     if (seen_before) {
         read_kernel_figures(u, t, gil, held_gil_last(g, ts), &kernel);
@@ -464,7 +464,7 @@ static bool known(const known_threads *k, uint64_t tstate) {
  * that walked all 2,000 threads of a pool because the rate was low cost ~10 ms, and a CPU
  * budget that lowered the rate to pay for it made the next samples cost as much (1-3/s). */
 static bool sparse_settings(const pytop_unwinder *u) {
-    return u->reuse_stacks && u->os.mode == 1 && !u->stop.enabled && tasks_round_length(&u->os) > 1;
+    return u->reuse_stacks && u->os.mode == 1 && !u->stop.enabled && kthreads_round_length(&u->os) > 1;
 }
 
 /* Whether the settings and the last full walk let this sample walk sparse (the list itself is
@@ -472,7 +472,7 @@ static bool sparse_settings(const pytop_unwinder *u) {
 static bool known_usable(const pytop_unwinder *u) {
     const known_threads *k = &u->known;
     return k->valid && sparse_settings(u) &&
-           u->os.sample_no - k->walked_at < FULL_WALK_CHECKS * tasks_round_length(&u->os);
+           u->os.sample_no - k->walked_at < FULL_WALK_CHECKS * kthreads_round_length(&u->os);
 }
 
 static bool can_walk_sparse(const pytop_unwinder *u, uint64_t interp, uint64_t head, const gil_holders *g) {
@@ -514,7 +514,7 @@ static void remember_walk(pytop_unwinder *u, uint64_t interp, uint64_t head, uin
 
 /* A known thread whose stack is not read now: as it was in the previous sample, with its counts
  * if they were read (`r`). False if it cannot be (it was not there, or not in full). */
-static bool as_before(pytop_unwinder *u, uint64_t ts, const pytop_thread *old, const task_report *r) {
+static bool as_before(pytop_unwinder *u, uint64_t ts, const pytop_thread *old, const kthread_report *r) {
     pytop_thread *t = samples_push_thread(&u->samples);
     if (!t) return false;
     *t = (pytop_thread){.thread_id = old->thread_id, .tstate = ts, .interp_id = old->interp_id, .cpu_ns = old->cpu_ns,
@@ -573,16 +573,16 @@ static void check_known(pytop_unwinder *u, uint32_t i, bool held_last, known_che
     const pytop_thread *old = known_before(u, i);
     if (!old) return;
     bool last_holder = held_last || (old->flags & PYTOP_THREAD_GIL);
-    bool due = tasks_due(&u->os, old->native_id) || last_holder || tasks_watched(&u->os, old->native_id);
+    bool due = kthreads_due(&u->os, old->native_id) || last_holder || kthreads_watched(&u->os, old->native_id);
     if (!due && !u->os.check_all) return;
-    tasks_report(&u->os, old->native_id, last_holder ? TASK_AFTER_GIL : TASK_WHEN_DUE, &c->counts);
+    kthreads_report(&u->os, old->native_id, last_holder ? KTHREAD_AFTER_GIL : KTHREAD_WHEN_DUE, &c->counts);
     c->asked = true;
     c->moved = c->counts.ran || c->counts.first; /* read for the period too: a move is a move */
 }
 
 /* Known threads whose counts moved have their stacks read again: at most MAX_REREADS a sample,
  * taken in turn from where the last sample's stopped. The others hand their counts back
- * (tasks_defer): their CPU time is told, with their stack, when a later sample reads them. A
+ * (kthreads_defer): their CPU time is told, with their stack, when a later sample reads them. A
  * pool of 2,000 threads wakes ~730 times a second: read again in the sample that saw each move,
  * that cost ~2% of a core whatever the rate, more than the CPU budget left the sampler, so the
  * budget lowered the rate to the floor. With the cap, a sample's cost follows the rate. Returns
@@ -604,7 +604,7 @@ static size_t defer_rereads(pytop_unwinder *u, const gil_holders *g, uint32_t *m
             last_kept = i;
             continue;
         }
-        tasks_defer(&u->os, old->native_id);
+        kthreads_defer(&u->os, old->native_id);
         k->checks[i].moved = false;
         k->checks[i].asked = false;
         moved[j] = UINT32_MAX;

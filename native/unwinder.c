@@ -33,7 +33,7 @@ static pytop_unwinder *finish_open(pytop_unwinder *u, const pytop_layout *layout
         *status = PYTOP_ERR_NOMEM;
         return NULL;
     }
-    tasks_init(&u->os, u->pid);
+    kthreads_init(&u->os, u->pid);
     pidns_init(&u->pidns, u->pid);
     if (!u->pid) u->os.mode = 0; /* an image has no kernel to ask */
     names_init(&u->thread_names, &u->mem, &u->L, runtime_address);
@@ -140,7 +140,7 @@ static int stop_the_world(pytop_unwinder *u) {
     int status = blocking_seize_new(&u->stop);
     if (fatal_status(status)) return fail(u->error, status, "cannot attach with ptrace for --blocking");
     if (u->os.mode)
-        for (uint32_t i = 0; i < u->stop.count; i++) tasks_read_ahead(&u->os, u->stop.tracees[i].tid);
+        for (uint32_t i = 0; i < u->stop.count; i++) kthreads_read_ahead(&u->os, u->stop.tracees[i].tid);
     status = blocking_stop_all(&u->stop);
     if (status == PYTOP_ERR_LIMIT) return fail(u->error, status, "the target's threads did not stop in time");
     return status;
@@ -163,17 +163,17 @@ static int collect(pytop_unwinder *u, pytop_sample *out) {
     u->gc_collecting = -1;
     u->error[0] = '\0';
     codes_begin_sample(&u->codes);
-    tasks_begin_sample(&u->os, now, u->samples.prev->thread_count);
+    kthreads_begin_sample(&u->os, now, u->samples.prev->thread_count);
     /* The counts this sample reads grow while it reads them (a deep stack takes milliseconds):
      * the process clock a period closes with is read first, so that it never runs ahead of
      * them and their lag is not taken for CPU of threads that ended unseen. */
-    u->os.start_clock_known = u->os.check_all && tasks_process_cpu(&u->os, &u->os.start_clock) == PYTOP_OK;
+    u->os.start_clock_known = u->os.check_all && kthreads_process_cpu(&u->os, &u->os.start_clock) == PYTOP_OK;
     int status = u->stop.enabled ? stop_the_world(u) : PYTOP_OK;
     if (status == PYTOP_OK) threads_plan_reads(u);
     if (status == PYTOP_OK) status = remote_begin_sample(&u->mem);
     if (status == PYTOP_OK) status = threads_walk(u);
     if (!u->hold_stopped || status != PYTOP_OK) blocking_resume_all(&u->stop);
-    tasks_end_sample(&u->os, status == PYTOP_OK);
+    kthreads_end_sample(&u->os, status == PYTOP_OK);
     out->taken_at = u->taken_at;
     out->syscalls = u->mem.syscalls + u->os.syscalls;
     out->failed_reads = u->mem.failed_reads;
@@ -257,7 +257,7 @@ int pytop_frame_addresses(pytop_unwinder *u, uint32_t first_frame, uint32_t coun
 }
 
 int pytop_process_cpu(pytop_unwinder *u, uint64_t *cpu_ns) {
-    return u->pid ? tasks_process_cpu(&u->os, cpu_ns) : PYTOP_ERR_STATE;
+    return u->pid ? kthreads_process_cpu(&u->os, cpu_ns) : PYTOP_ERR_STATE;
 }
 
 const char *pytop_last_error(pytop_unwinder *u) { return u->error; }
@@ -268,7 +268,7 @@ void pytop_close(pytop_unwinder *u) {
     natives_close(&u->native_frames);
     codes_free(&u->codes);
     remote_free(&u->mem);
-    tasks_free(&u->os);
+    kthreads_free(&u->os);
     pidns_free(&u->pidns);
     samples_free(&u->samples);
     tracking_free(&u->track);

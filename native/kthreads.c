@@ -7,7 +7,7 @@
  * Costs (measured here: schedstat ~1 us a read, stat ~4.5 us, the process CPU clock ~0.5 us)
  * decide what is read when. Files stay open and are re-read with pread.
  *   - A thread's Python stack only changes while it holds the GIL. The GIL holder's counts are
- *     read every sample (the caller asks, TASK_NOW); every other thread's every `idle_check`
+ *     read every sample (the caller asks, KTHREAD_NOW); every other thread's every `idle_check`
  *     samples (about 10 ms; longer past 50 threads, so that a thousand idle threads do not cost
  *     a thousand reads a round), in turn by TID so the reads spread over the samples. Its CPU
  *     time is a counter: nothing is lost, it is attributed when read, to the stack it has then
@@ -31,7 +31,7 @@
  *     runs on without a switch can show no move: the caller treats the GIL holder as running.
  *   - The state letter says whether a thread without the GIL is on a CPU at this sample (C code
  *     that let the GIL go: compressing, hashing), which only the GIL tells of a thread that
- *     runs Python. It is read when asked (TASK_ALL: every thread in blocking mode); when a
+ *     runs Python. It is read when asked (KTHREAD_ALL: every thread in blocking mode); when a
  *     thread without the GIL had its counts move and was R, or busy (a share of the time since
  *     its last read on a CPU); and at every sample while the last letter read was R or the
  *     thread was busy (a thread "watched": it may be waiting for the GIL between two calls that
@@ -55,13 +55,13 @@
 
 #define STATE_REFRESH_NS (250u * 1000000u) /* a thread's letter is read again this often */
 #define RUNNING_NS (20u * 1000000u)        /* counts that moved this recently, with an R: running */
-#define TASK_GRACE_WALKS 16    /* files of a task missing from full walks stay open this long */
+#define KTHREAD_GRACE_WALKS 16 /* files of a task missing from full walks stay open this long */
 #define UNEXPLAINED_SHARE 0.02 /* rounds are read while more than this share of a core is unexplained, */
 #define FOUND_SHARE 0.1        /* ... or the last round found its threads used more than this share */
 #define THREADS_PER_ROUND 50   /* past this many threads, a round of count reads takes longer */
 #define BUSY_PARTS 10          /* a thread that used 1/BUSY_PARTS of the time since its last read is busy */
 
-void tasks_init(tasks *o, int pid) {
+void kthreads_init(kthreads *o, int pid) {
     memset(o, 0, sizeof *o);
     o->pid = pid;
     o->mode = 1;
@@ -69,19 +69,19 @@ void tasks_init(tasks *o, int pid) {
     o->round_on = true;
 }
 
-static void close_task(task *t) {
+static void close_task(kthread *t) {
     if (t->stat_fd >= 0) close(t->stat_fd);
     if (t->schedstat_fd >= 0) close(t->schedstat_fd);
 }
 
-void tasks_free(tasks *o) {
+void kthreads_free(kthreads *o) {
     for (uint32_t i = 0; i < o->count; i++) close_task(&o->items[i]);
     free(o->items);
     memset(o, 0, sizeof *o);
 }
 
 /* Samples in a round: every thread without the GIL is due once in it. */
-uint32_t tasks_round_length(const tasks *o) {
+uint32_t kthreads_round_length(const kthreads *o) {
     uint32_t every = o->idle_check;
     if (o->threads > THREADS_PER_ROUND) every = (uint32_t)((uint64_t)every * o->threads / THREADS_PER_ROUND);
     return every;
@@ -89,9 +89,9 @@ uint32_t tasks_round_length(const tasks *o) {
 
 /* At a round's start: read it if the process used CPU time that the counts read since the last
  * round do not account for (see the top of the file). */
-static void decide_round(tasks *o) {
+static void decide_round(kthreads *o) {
     uint64_t cpu = 0;
-    if (o->mode != 1 || tasks_process_cpu(o, &cpu) != PYTOP_OK) {
+    if (o->mode != 1 || kthreads_process_cpu(o, &cpu) != PYTOP_OK) {
         o->round_on = true;
         o->round_cpu_known = false;
         return;
@@ -117,12 +117,12 @@ static void decide_round(tasks *o) {
     }
 }
 
-void tasks_begin_sample(tasks *o, uint64_t now, uint32_t threads) {
+void kthreads_begin_sample(kthreads *o, uint64_t now, uint32_t threads) {
     o->now = now;
     o->syscalls = 0;
     o->deferred_ns = 0;
     o->threads = threads;
-    uint32_t every = tasks_round_length(o);
+    uint32_t every = kthreads_round_length(o);
     if (every > 1 && o->sample_no % every == 0) decide_round(o);
 }
 
@@ -133,7 +133,7 @@ static int open_task_file(int pid, int tid, const char *name) {
 }
 
 /* Where `tid` is, or would go, in the sorted tasks. */
-static uint32_t task_slot(const tasks *o, int tid) {
+static uint32_t kthread_slot(const kthreads *o, int tid) {
     uint32_t lo = 0, hi = o->count;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
@@ -144,18 +144,18 @@ static uint32_t task_slot(const tasks *o, int tid) {
 }
 
 /* Tasks are kept sorted by tid: a sample looks each one up once. */
-static task *find_task(tasks *o, int tid) {
-    uint32_t lo = task_slot(o, tid);
+static kthread *find_kthread(kthreads *o, int tid) {
+    uint32_t lo = kthread_slot(o, tid);
     if (lo < o->count && o->items[lo].tid == tid) return &o->items[lo];
-    task *items = grow_array(o->items, &o->cap, o->count + 1ull, sizeof *items, 16);
+    kthread *items = grow_array(o->items, &o->cap, o->count + 1ull, sizeof *items, 16);
     if (!items) return NULL;
     o->items = items;
     int stat_fd = open_task_file(o->pid, tid, "stat");
     if (stat_fd < 0) return NULL;
     memmove(&o->items[lo + 1], &o->items[lo], (o->count - lo) * sizeof *o->items);
     o->count++;
-    task *t = &o->items[lo];
-    *t = (task){.tid = tid, .stat_fd = stat_fd, .schedstat_fd = -1, .state = '?'};
+    kthread *t = &o->items[lo];
+    *t = (kthread){.tid = tid, .stat_fd = stat_fd, .schedstat_fd = -1, .state = '?'};
     t->schedstat_fd = open_task_file(o->pid, tid, "schedstat");
     return t;
 }
@@ -182,7 +182,7 @@ static const char *skip_fields(const char *s, int count) {
 }
 
 /* stat: the state letter, and utime + stime in nanoseconds (for kernels without schedstat). */
-static bool read_stat(tasks *o, int fd, char *state, uint64_t *cpu_ns) {
+static bool read_stat(kthreads *o, int fd, char *state, uint64_t *cpu_ns) {
     char buf[1024];
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
     o->syscalls++;
@@ -207,7 +207,7 @@ enum { SCHEDSTAT_ERROR = -1, SCHEDSTAT_ZERO = 0, SCHEDSTAT_OK = 1 };
 /* schedstat: CPU time, run-queue wait (ns) and times run. SCHEDSTAT_ZERO when it reads "0 0 0"
  * (a thread not yet run, or a kernel that keeps no schedstat), SCHEDSTAT_ERROR when it cannot
  * be read (the thread has exited). */
-static int read_schedstat(tasks *o, int fd, uint64_t *cpu, uint64_t *wait, uint64_t *switches) {
+static int read_schedstat(kthreads *o, int fd, uint64_t *cpu, uint64_t *wait, uint64_t *switches) {
     if (fd < 0) return SCHEDSTAT_ERROR;
     char buf[96];
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
@@ -226,14 +226,14 @@ static int read_schedstat(tasks *o, int fd, uint64_t *cpu, uint64_t *wait, uint6
 /* How old a thread's letter may get. Past THREADS_PER_ROUND threads, longer in proportion: the
  * letters of 2,000 threads every 250 ms cost 4% of a core whatever the rate, and a CPU budget
  * that lowers the rate to pay for them could never catch up. */
-static uint64_t state_refresh_ns(const tasks *o) {
+static uint64_t state_refresh_ns(const kthreads *o) {
     uint64_t every = STATE_REFRESH_NS;
     return o->threads > THREADS_PER_ROUND ? every * o->threads / THREADS_PER_ROUND : every;
 }
 
 /* Read `t`'s figures (and its letter when `with_state`, when it is old, or when `letter_if_moved`
  * and they moved); report what moved since the previous read. */
-static bool read_figures(tasks *o, task *t, bool with_state, bool letter_if_moved, task_report *out) {
+static bool read_figures(kthreads *o, kthread *t, bool with_state, bool letter_if_moved, kthread_report *out) {
     uint64_t cpu = 0, wait = 0, switches = 0;
     char state = t->state;
     int got = o->no_schedstat ? SCHEDSTAT_ERROR : read_schedstat(o, t->schedstat_fd, &cpu, &wait, &switches);
@@ -290,7 +290,7 @@ static bool read_figures(tasks *o, task *t, bool with_state, bool letter_if_move
     return true;
 }
 
-static void fill_known(const task *t, task_report *out) {
+static void fill_known(const kthread *t, kthread_report *out) {
     out->state = t->state;
     out->cpu_ns = t->now.cpu_ns;
 }
@@ -298,11 +298,11 @@ static void fill_known(const task *t, task_report *out) {
 /* A TID asked twice in one sample gets the same answer: a thread state not yet taken up by its
  * new thread carries its creator's ids before 3.11 (so its TID), and must not consume the
  * creator's CPU time. */
-void tasks_report(tasks *o, int tid, int how, task_report *out) {
+void kthreads_report(kthreads *o, int tid, int how, kthread_report *out) {
     memset(out, 0, sizeof *out);
     out->state = '?';
     if (o->mode == 0 || tid <= 0) return;
-    task *t = find_task(o, tid);
+    kthread *t = find_kthread(o, tid);
     if (!t) return;
     if (t->seen_in_sample == o->sample_no && t->reported_in == o->sample_no + 1) {
         *out = t->last;
@@ -315,18 +315,18 @@ void tasks_report(tasks *o, int tid, int how, task_report *out) {
         t->fresh = false;
         return;
     }
-    if (o->mode == 2) how = TASK_ALL;
-    bool idle = how == TASK_WHEN_DUE; /* not the GIL's holder, nor its last */
-    bool letter_if_moved = idle || how == TASK_AFTER_GIL;
-    if (how == TASK_AFTER_GIL) how = TASK_NOW;
-    if (o->check_all && how == TASK_WHEN_DUE) how = TASK_NOW;
-    bool due = how != TASK_WHEN_DUE || !t->now.known || t->watched || tasks_due(o, tid);
+    if (o->mode == 2) how = KTHREAD_ALL;
+    bool idle = how == KTHREAD_WHEN_DUE; /* not the GIL's holder, nor its last */
+    bool letter_if_moved = idle || how == KTHREAD_AFTER_GIL;
+    if (how == KTHREAD_AFTER_GIL) how = KTHREAD_NOW;
+    if (o->check_all && how == KTHREAD_WHEN_DUE) how = KTHREAD_NOW;
+    bool due = how != KTHREAD_WHEN_DUE || !t->now.known || t->watched || kthreads_due(o, tid);
     /* A thread without the GIL whose counts moved may have run a moment and gone back to
      * sleep: an old R and a recent move said "running" of a pool's worker asleep again after a
      * 1 ms burst, and its CPU went to the call it slept in. Its letter is read again; and read
      * at every sample while it says R (see the top of the file). */
     t->read_idle = false;
-    if (due && read_figures(o, t, how == TASK_ALL || (letter_if_moved && t->watched), letter_if_moved, out)) {
+    if (due && read_figures(o, t, how == KTHREAD_ALL || (letter_if_moved && t->watched), letter_if_moved, out)) {
         out->checked = true;
         t->read_idle = idle;
         if (idle) o->idle_found_ns += out->cpu_delta_ns;
@@ -336,10 +336,10 @@ void tasks_report(tasks *o, int tid, int how, task_report *out) {
     t->last = *out;
 }
 
-uint64_t tasks_defer(tasks *o, int tid) {
-    uint32_t at = task_slot(o, tid);
+uint64_t kthreads_defer(kthreads *o, int tid) {
+    uint32_t at = kthread_slot(o, tid);
     if (at >= o->count || o->items[at].tid != tid) return 0;
-    task *t = &o->items[at];
+    kthread *t = &o->items[at];
     if (t->reported_in != o->sample_no + 1 || !t->last.checked || t->fresh) return 0; /* not read this sample */
     uint64_t delta = t->last.cpu_delta_ns;
     t->now = t->undo;
@@ -351,18 +351,18 @@ uint64_t tasks_defer(tasks *o, int tid) {
     return delta;
 }
 
-bool tasks_watched(const tasks *o, int tid) {
-    uint32_t at = task_slot(o, tid);
+bool kthreads_watched(const kthreads *o, int tid) {
+    uint32_t at = kthread_slot(o, tid);
     return at < o->count && o->items[at].tid == tid && o->items[at].watched;
 }
 
-bool tasks_due(const tasks *o, int tid) {
-    uint32_t every = tasks_round_length(o);
+bool kthreads_due(const kthreads *o, int tid) {
+    uint32_t every = kthreads_round_length(o);
     return every <= 1 || (o->round_on && (o->sample_no + (uint32_t)tid) % every == 0);
 }
 
-void tasks_read_ahead(tasks *o, int tid) {
-    task *t = find_task(o, tid);
+void kthreads_read_ahead(kthreads *o, int tid) {
+    kthread *t = find_kthread(o, tid);
     if (!t) return;
     memset(&t->ahead, 0, sizeof t->ahead);
     if (!read_figures(o, t, true, true, &t->ahead)) return;
@@ -371,14 +371,14 @@ void tasks_read_ahead(tasks *o, int tid) {
     t->fresh = true;
 }
 
-void tasks_end_sample(tasks *o, bool complete) {
+void kthreads_end_sample(kthreads *o, bool complete) {
     if (complete && !o->partial) {
         uint32_t kept = 0;
         for (uint32_t i = 0; i < o->count; i++) {
-            task *t = &o->items[i];
+            kthread *t = &o->items[i];
             t->missed_walks = t->seen_in_sample == o->sample_no ? 0 : t->missed_walks + 1;
             /* A walk may miss a thread that is still there (see tracking.c): its counts go on. */
-            if (t->missed_walks < TASK_GRACE_WALKS) o->items[kept++] = *t;
+            if (t->missed_walks < KTHREAD_GRACE_WALKS) o->items[kept++] = *t;
             else close_task(t);
         }
         o->count = kept;
@@ -387,7 +387,7 @@ void tasks_end_sample(tasks *o, bool complete) {
     o->sample_no++;
 }
 
-int tasks_process_cpu(tasks *o, uint64_t *cpu_ns) {
+int kthreads_process_cpu(kthreads *o, uint64_t *cpu_ns) {
     /* The process CPU clock of another process: ((~pid) << 3) | CPUCLOCK_SCHED. It covers every
      * thread, ended ones included, and moves like schedstat's per-thread times. */
     clockid_t clock = (clockid_t)((~(unsigned)o->pid << 3) | 2);
@@ -417,13 +417,13 @@ static bool among(const int *sorted, uint32_t count, int tid) {
     return lo < count && sorted[lo] == tid;
 }
 
-static other_task *find_other(other_tasks *others, int pid, int tid) {
+static other_kthread *find_other(other_kthreads *others, int pid, int tid) {
     for (uint32_t i = 0; i < others->count; i++)
         if (others->items[i].tid == tid) return &others->items[i];
-    other_task *items = grow_array(others->items, &others->cap, others->count + 1ull, sizeof *items, 8);
+    other_kthread *items = grow_array(others->items, &others->cap, others->count + 1ull, sizeof *items, 8);
     if (!items) return NULL;
     others->items = items;
-    other_task *t = &others->items[others->count];
+    other_kthread *t = &others->items[others->count];
     memset(t, 0, sizeof *t);
     t->tid = tid;
     t->fd = open_task_file(pid, tid, "schedstat");
@@ -439,8 +439,8 @@ static other_task *find_other(other_tasks *others, int pid, int tid) {
     return t;
 }
 
-int tasks_scan_others(tasks *o, other_tasks *others, const int *python_tids, uint32_t count, bool hold_new,
-                      void (*visit)(void *ctx, const other_task *t, uint64_t delta_ns, bool first),
+int kthreads_scan_others(kthreads *o, other_kthreads *others, const int *python_tids, uint32_t count, bool hold_new,
+                      void (*visit)(void *ctx, const other_kthread *t, uint64_t delta_ns, bool first),
                       void *ctx) {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", o->pid);
@@ -451,7 +451,7 @@ int tasks_scan_others(tasks *o, other_tasks *others, const int *python_tids, uin
     while ((entry = readdir(dir)) != NULL) {
         int tid = atoi(entry->d_name);
         if (tid <= 0 || among(python_tids, count, tid)) continue;
-        other_task *t = find_other(others, o->pid, tid);
+        other_kthread *t = find_other(others, o->pid, tid);
         uint64_t cpu = 0, wait = 0, switches = 0;
         if (!t || read_schedstat(o, t->fd, &cpu, &wait, &switches) == SCHEDSTAT_ERROR) continue;
         bool first = !t->listed;
@@ -473,7 +473,7 @@ int tasks_scan_others(tasks *o, other_tasks *others, const int *python_tids, uin
     return PYTOP_OK;
 }
 
-void tasks_free_others(other_tasks *others) {
+void kthreads_free_others(other_kthreads *others) {
     for (uint32_t i = 0; i < others->count; i++) close(others->items[i].fd);
     free(others->items);
     memset(others, 0, sizeof *others);
