@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent / "tools"))
 from peers import py_spy  # noqa: E402
 
 import provision_interpreters  # noqa: E402
-from pytop.target.attach import attach  # noqa: E402
+from pytop.process.attach import attach  # noqa: E402
 
 WORKLOADS = ("basic", "deep_static", "threads")
 TACHYON_SCRIPT = r"""

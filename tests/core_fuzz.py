@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytop.native import SampleError, Unwinder
-from pytop.target.attach import Target
-from pytop.target.core import Region
+from pytop.process.attach import Target
+from pytop.process.core import Region
 
 SPECIAL = (0, 1, 0xFF, 0x7FFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x7FFFFFFFFFFFFFFF, 0x8000000000000000,
            0xFFFFFFFFFFFFFFFF, 1 << 47, (1 << 47) - 8, 4096, 1 << 24)

@@ -19,7 +19,7 @@ import time
 import pytop._native
 from pytop import errors
 from pytop.native import Engine, EngineConfig, SampleError, Unwinder, decode_line, decode_text
-from pytop.target.attach import attach, attach_core
+from pytop.process.attach import attach, attach_core
 
 SAMPLES = 150
 

@@ -19,7 +19,7 @@ import cores
 import helpers
 from conftest import interpreters
 from pytop.core import commands
-from pytop.target.layouts import ASYNCIO_TASK, layout_for
+from pytop.process.layouts import ASYNCIO_TASK, layout_for
 
 pytestmark = pytest.mark.target  # real target processes, from the provisioned interpreters
 
@@ -261,9 +261,9 @@ def test_the_a_key_shows_and_hides_tasks_with_their_history() -> None:
     of crunch()'s time since the start; hidden again, no task row is left."""
     from test_sampler import Collected, functions, wait_for
 
+    from pytop.process.attach import attach
     from pytop.run import info_of
     from pytop.sampling.sampler import Sampler, Settings
-    from pytop.target.attach import attach
 
     interp = _async_interp("sid-3.15-loader")
     with helpers.running(interp, "async_tasks.py") as t:
@@ -303,9 +303,9 @@ def test_a_task_whose_chain_moves_is_never_lost(name: str) -> None:
     by many reads; each read still lists it, with a chain the task really had (outermost first,
     a prefix of its await path), read again until whole or marked torn. (A read that met a stale
     pointer on a resuming coroutine's stack used to drop the task: 18% of reads.)"""
-    from pytop.target.asyncio_tasks import TaskReader
-    from pytop.target.attach import attach
-    from pytop.target.memory import LiveProcess
+    from pytop.process.asyncio_tasks import TaskReader
+    from pytop.process.attach import attach
+    from pytop.process.memory import LiveProcess
 
     interp = _async_interp(name)
     path = ["hop", "climb", "descend", "sleep"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import helpers
 from pytop.native import SampleError
-from pytop.target.attach import attach
+from pytop.process.attach import attach
 
 WARM_UP = 50  # the first samples read every code object once
 

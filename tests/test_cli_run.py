@@ -165,7 +165,7 @@ def test_batch_options_that_do_not_go_together() -> None:
 
 
 def test_a_started_programs_log_is_kept_only_when_it_holds_something(tmp_path: Any) -> None:
-    from pytop.target.launch import Child
+    from pytop.process.launch import Child
 
     silent = Child(["true"], quiet=True)
     assert silent.status(wait=10) == 0 and silent.log_path is not None

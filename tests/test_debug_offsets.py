@@ -8,8 +8,8 @@ import struct
 import pytest
 
 from pytop import errors
-from pytop.target import layouts
-from pytop.target.layouts.generated import DEBUG_OFFSETS, LAYOUTS
+from pytop.process import layouts
+from pytop.process.layouts.generated import DEBUG_OFFSETS, LAYOUTS
 
 VERSIONS = sorted(DEBUG_OFFSETS)
 

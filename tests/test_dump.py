@@ -115,8 +115,8 @@ def test_a_task_whose_waiter_was_not_read_says_so() -> None:
     read was printed as a root among the others, the tree partial without a word (1 in 10 on a
     loaded 3.14). The look reads the tasks again while one is so; a tree that keeps one marks it."""
     from pytop.core.records import AsyncTask, Frame, ProcessStacks
+    from pytop.process.asyncio_tasks import orphans
     from pytop.report import dump as report_dump
-    from pytop.target.asyncio_tasks import orphans
 
     main = AsyncTask(1, "main", 7, 0, True, (Frame("main", "app.py", 3),), ())
     child = AsyncTask(2, "fetch", 7, 0, False, (Frame("fetch", "app.py", 9),), (1,))

@@ -13,10 +13,10 @@ import pytest
 
 import helpers
 from pytop.core.aggregate import WALL
+from pytop.process.attach import attach
 from pytop.report import export
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
-from pytop.target.attach import attach
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "speedscope-file-format-schema.json").read_text())
 FRAME_LABEL = re.compile(r"^.+ \(.+:-?\d+\)$")

@@ -12,8 +12,8 @@ import pytest
 
 import helpers
 from pytop import errors, files
-from pytop.target.launch import Child
-from pytop.target.procmaps import Mapping, open_mapped_file
+from pytop.process.launch import Child
+from pytop.process.procmaps import Mapping, open_mapped_file
 
 
 @pytest.fixture

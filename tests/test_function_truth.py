@@ -30,9 +30,9 @@ import pytest
 import helpers
 import kernel
 import self_timing
+from pytop.process.attach import attach
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
-from pytop.target.attach import attach
 
 WINDOW = 2.0
 TIMED = ("compress_block", "sign_payload", "spin_python", "query_orders", "encode_orders", "handle_request",

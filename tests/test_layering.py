@@ -3,12 +3,13 @@ the parts below it. Read from the source with `ast`, so it holds for imports ins
 
     core      pure figures and records: nothing else of pytop (no native code, no screen)
     native    the one FFI boundary: core only
-    target    finding and attaching to a process: native, core
+    process   the process being read, or its core: finding its runtime, attaching, its layouts,
+              reading its stacks and objects: native, core
     report    text, JSON and export formats: core only
-    sampling  the sampling thread and snapshot publishing: native, core, and target's process
-              list (what looks like Python); attaching, reading stacks now and writing
+    sampling  the sampling thread and snapshot publishing: native, core, and process's list
+              of processes (what looks like Python); attaching, reading stacks now and writing
               exports are handed to it (run.py wires them)
-    ui        the Textual app: core, report, and target's process list for the picker
+    ui        the Textual app: core, report, and process's list of processes for the picker
     (errors, the exceptions pytop raises, and files, how pytop writes a file: any part but core
     may import them)
 """
@@ -26,10 +27,10 @@ PACKAGE = helpers.ROOT / "app" / "pytop"
 ALLOWED = {
     "core": {"core"},
     "native": {"native", "_native", "core", "errors"},
-    "target": {"target", "native", "core", "errors", "files"},
+    "process": {"process", "native", "core", "errors", "files"},
     "report": {"report", "core", "errors", "files"},
-    "sampling": {"sampling", "native", "target.pythons", "core", "errors", "files"},
-    "ui": {"ui", "core", "report", "target.pythons", "errors", "files"},
+    "sampling": {"sampling", "native", "process.pythons", "core", "errors", "files"},
+    "ui": {"ui", "core", "report", "process.pythons", "errors", "files"},
 }
 
 

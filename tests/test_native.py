@@ -257,8 +257,8 @@ CHURN_DRIVER = """
 import sys, time
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
-from pytop.target.attach import attach
-from pytop.target.stacks import read_stacks
+from pytop.process.attach import attach
+from pytop.process.stacks import read_stacks
 pid, rounds, how = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 native = 0
 for _ in range(rounds):

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytop.target.asyncio_tasks import TaskReader
-from pytop.target.frame_locals import FrameLocals
-from pytop.target.layouts import LAYOUTS, layout_for
+from pytop.process.asyncio_tasks import TaskReader
+from pytop.process.frame_locals import FrameLocals
+from pytop.process.layouts import LAYOUTS, layout_for
 
 BASE = 0x7F0000000000
 SIZE = 1 << 16

@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import DataTable
 
 import helpers
-from pytop.target.pythons import PythonProcess, python_processes
+from pytop.process.pythons import PythonProcess, python_processes
 from pytop.ui.picker import PickerApp
 
 

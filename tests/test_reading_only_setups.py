@@ -32,9 +32,9 @@ def test_batch(name: str) -> None:
 @pytest.mark.parametrize("name", SETUPS)
 async def test_live(name: str) -> None:
     """The real sampler and the app: the spinner's row on top, in the thread panel too."""
+    from pytop.process.attach import attach
     from pytop.run import info_of
     from pytop.sampling.sampler import Sampler, Settings
-    from pytop.target.attach import attach
     from pytop.ui.app import PytopApp
     from pytop.ui.threads import ThreadTable
     from pytop.ui.widgets import FunctionTable

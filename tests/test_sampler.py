@@ -15,9 +15,9 @@ import helpers
 from pytop.core import calltree, commands
 from pytop.core.model import Snapshot
 from pytop.core.threads import ThreadBook
+from pytop.process.attach import attach
 from pytop.run import attach_child, info_of
 from pytop.sampling.sampler import Sampler, Settings
-from pytop.target.attach import attach
 
 
 class Collected:

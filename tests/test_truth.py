@@ -24,9 +24,9 @@ import kernel
 import pytop.demo
 from pytop.core.model import Snapshot
 from pytop.core.records import PSEUDO_FUNCTIONS, STACK_UNPLACED
+from pytop.process.attach import attach
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
-from pytop.target.attach import attach
 
 WINDOW = 2.0
 RATE = 1000.0

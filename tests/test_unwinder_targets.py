@@ -15,7 +15,7 @@ import helpers
 import kernel
 from pytop import errors
 from pytop.native import OS_STATE_EXACT, OS_STATE_FAST, Sample, SampleError, ThreadSample
-from pytop.target.attach import Target, attach
+from pytop.process.attach import Target, attach
 
 
 def frames_of(target: Target, thread: ThreadSample) -> list[dict[str, Any]]:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate app/pytop/target/layouts/generated.py: CPython struct offsets for every supported version.
+"""Generate app/pytop/process/layouts/generated.py: CPython struct offsets for every supported version.
 
 How: for each minor version, a small C program is compiled against that version's own headers
 (internal ones included, with Py_BUILD_CORE) and prints offsetof()/sizeof() of every field the
@@ -10,7 +10,7 @@ take the offsets a target publishes about itself at run time and only falls back
 for what the target does not publish.
 
 Run it after adding a version or when a header changes:
-    python tools/gen_layouts.py            # rewrites app/pytop/target/layouts/generated.py
+    python tools/gen_layouts.py            # rewrites app/pytop/process/layouts/generated.py
     python tools/gen_layouts.py --check    # exit 1 if the committed file is out of date
 """
 
@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OUTPUT = HERE.parent / "app" / "pytop" / "target" / "layouts" / "generated.py"
+OUTPUT = HERE.parent / "app" / "pytop" / "process" / "layouts" / "generated.py"
 sys.path.insert(0, str(HERE))
 import provision_interpreters  # noqa: E402
 

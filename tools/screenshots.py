@@ -14,10 +14,10 @@ import asyncio
 import sys
 from pathlib import Path
 
+from pytop.process.launch import Child, attach_when_ready, demo_command
+from pytop.process.stacks import stacks_now
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
-from pytop.target.launch import Child, attach_when_ready, demo_command
-from pytop.target.stacks import stacks_now
 from pytop.ui.app import PytopApp
 
 OUT = Path(__file__).resolve().parent.parent / "screenshots"

@@ -22,14 +22,14 @@ from . import errors, files
 from .core.model import Snapshot, TargetInfo
 from .core.records import ProcessStacks
 from .native import Unwinder, libdw, terminal_guarded
+from .process import asyncio_tasks
+from .process.attach import Target, attach, attach_core, command_line
+from .process.launch import Child, attach_when_ready, demo_command
+from .process.stacks import read_stacks, stacks_now
 from .report import dump as report_dump
 from .report import export, pprof, table
 from .sampling import priority
 from .sampling.sampler import Sampler, Settings
-from .target import asyncio_tasks
-from .target.attach import Target, attach, attach_core, command_line
-from .target.launch import Child, attach_when_ready, demo_command
-from .target.stacks import read_stacks, stacks_now
 
 
 @dataclass

@@ -18,7 +18,7 @@ from .. import errors
 from ..core.model import TargetInfo
 from ..core.visible import visible_command
 from ..native import Unwinder
-from ..target.pythons import looks_like_python
+from ..process.pythons import looks_like_python
 
 HINT_EVERY = 3.0  # seconds between looks at whether the work runs in a child (without -s)
 BUSY_CHILD_PCT = 5.0  # a child using this much of a core is at work

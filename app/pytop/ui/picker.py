@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
-from ..target.pythons import PythonProcess, python_processes
+from ..process.pythons import PythonProcess, python_processes
 
 PRIMING_SECONDS = 0.3
 

@@ -3,7 +3,7 @@
 
 Remote memory is hostile: every size is bounded, every count checked against its bound, and a
 read that fails raises OSError for the caller to turn into "unreadable". Offsets come from the
-target's layout (target/layouts), names of types from their tp_name.
+target's layout (process/layouts), names of types from their tp_name.
 """
 
 from __future__ import annotations
