@@ -51,7 +51,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # By name only: provisioning waits until a test that runs needs an interpreter.
     expected = helpers.EXPECTED
     if metafunc.module.__name__ in helpers.MODULES_OF_FIGURES:
-        expected = [name for name in expected if name not in helpers.READING_ONLY]
+        expected = [name for name in expected if name not in helpers.READING_ONLY | helpers.LAUNCH_TWINS]
     for fixture, names in (("interp", expected), ("some_interp", helpers.SOME)):
         if fixture in metafunc.fixturenames:
             metafunc.parametrize(fixture, names, ids=names, indirect=True)

@@ -28,6 +28,12 @@ EXPECTED = [
 # builds as their release builds): they run the tests of reading (dump, names, GIL, cores, line
 # tables), not those of the figures above the unwinder, which their twins run (MODULES_OF_FIGURES).
 READING_ONLY = {"pyenv-2.7", "pyenv-3.6", "pyenv-3.7", "sid-3.14-dbg", "sid-3.15-dbg"}
+# Setups of a version another setup has, found and started another way (Debian's static,
+# stripped 3.11 beside pyenv's; 3.14 in a chroot beside through its loader, 3.15 the other way
+# round): the figures above the unwinder are the same interpreter's, so the modules of figures
+# run once per version; the reading tests, and the functions against their own clocks
+# (test_function_truth), run on every setup.
+LAUNCH_TWINS = {"debian-3.11", "sid-3.14-chroot", "sid-3.15-loader"}
 MODULES_OF_FIGURES = {"test_truth", "test_true_stacks", "test_churn", "test_sampler"}
 # One per frame model and launch style: object frames, interpreter frames, chroot + debug offsets.
 SOME = ["pyenv-3.8", "pyenv-3.12", "sid-3.15-chroot"]
