@@ -1,36 +1,7 @@
 /*
- * Declarations shared by the native core's C files. Each file owns one subsystem, and calls
- * only the files listed before it (no circles):
- *
- *   status.c     error text and status codes
- *   guard.c      the terminal given back when pytop dies of a fatal signal
- *   demangle.c   C++ symbols as people read them (the C++ runtime's demangler, loaded at run time)
- *   image.c      a memory image (a core file's segments) read like a live process
- *   remote.c     reading target memory: direct reads, the per-sample arena and prefetch
- *   linetable.c  line-table decoders (pure: bytes in, line ranges out)
- *   text.c       CPython str objects to UTF-8 (pure decoding plus the remote read)
- *   objects.c    other remote objects: ints, dicts, modules, instance attributes
- *   names.c      thread names from the `threading` module's registry
- *   codes.c      the code-object cache: remote address -> id, names, line ranges
- *   asyncio.c    which asyncio task a thread runs (3.14+), as a pseudo-frame
- *   samplebuf.c  one sample's threads and frames, and the previous sample's
- *   frames.c     walking one thread's frames (PyFrameObject or _PyInterpreterFrame)
- *   kthreads.c   each thread as the kernel reports it (/proc/PID/task/TID): CPU time, state
- *   tracking.c   which thread is which from one sample to the next (serials)
- *   blocking.c   --blocking: ptrace stops
- *   natives.c    --native: each thread's C frames (libdw, loaded at run time), merged in
- *   threads.c    one sample: interpreters, thread states, GIL holder, GC flag, each thread
- *   unwinder.c   the unwinder's API in pytop.h
- *   functions.c  the engine's functions: (process, qualname, filename) -> id
- *   stacks.c     the engine's stack tree: a node per frame of each distinct path, evicted when old
- *   aggregate.c  summing stacks' time over the tree: per function, per line, per node
- *   weights.c    the engine's time per (stack, thread) since the last drain
- *   schedule.c   when the engine samples: slots, jitter, skipping (schedule.h: no pytop
- *                headers, so that bench/floor.c builds on the same code)
- *   attribute.c  where a thread's CPU time goes: only to its own stacks
- *   account.c    the engine's per-thread bookkeeping: what each sample's time goes to
- *   drain.c      handing out what is new since the previous drain
- *   engine.c     the engine's thread, CPU budget, lifecycle (its API in pytop.h)
+ * Declarations shared by the native core's C files. Each file owns one subsystem and calls only
+ * the files before it in native/build_ffi.py's SOURCES, where each is described in a line (no
+ * circles: tests/test_native_layering.py checks it over the compiled objects' symbols).
  *
  * Every walk over target memory is bounded and every size read from the target is checked.
  */
