@@ -13,7 +13,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "aggregate.h"
 
 /* uint64 key -> index, open addressing, cleared by stamp. */
 typedef struct index_map {

@@ -10,7 +10,9 @@
 #ifndef PYTOP_ENGINE_H
 #define PYTOP_ENGINE_H
 
+#include "aggregate.h"
 #include "internal.h"
+#include "weights.h"
 #include "schedule.h"
 
 #define PENDING_RUNS 32        /* stacks a thread was seen running with, awaiting its CPU count */

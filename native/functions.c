@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "functions.h"
 
 int functions_init(function_table *f) {
     memset(f, 0, sizeof *f);

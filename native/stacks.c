@@ -13,7 +13,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "stacks.h"
 
 /* 32,768 nodes: ~5 MiB here, a little less in Python. At 65,536, a program that keeps making new
  * code had not filled the tree after an hour, and pytop's memory grew all that time. */

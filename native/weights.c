@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "weights.h"
 
 int weights_init(weight_map *m) {
     memset(m, 0, sizeof *m);
