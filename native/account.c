@@ -38,90 +38,6 @@
 #define NAME_TRIES 48
 #define UNSEEN_NAME "threads that ended between samples"
 
-uint32_t text_add(growing_text *t, const char *s, size_t max) {
-    size_t n = strnlen(s, max);
-    char *bytes = grow_array(t->bytes, &t->cap, (uint64_t)t->size + n + 1, 1, 4096);
-    if (!bytes) return UINT32_MAX;
-    t->bytes = bytes;
-    memcpy(t->bytes + t->size, s, n);
-    t->bytes[t->size + n] = '\0';
-    uint32_t at = t->size;
-    t->size += (uint32_t)n + 1;
-    return at;
-}
-
-/* ---- the thread table: (process, native, ident) -> thread ------------------------------ */
-
-static uint64_t ident_key(uint32_t p, bool native, uint32_t ident) {
-    return (uint64_t)p << 33 | (uint64_t)native << 32 | ident;
-}
-
-static uint32_t slot_of(uint64_t key, uint32_t mask) { return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & mask; }
-
-static int rebuild_slots(pytop_engine *e, uint32_t mask) {
-    uint32_t *slots = calloc((size_t)mask + 1, sizeof *slots);
-    if (!slots) return PYTOP_ERR_NOMEM;
-    for (uint32_t i = 0; i < e->thread_count; i++) {
-        const engine_thread *t = &e->threads[i];
-        uint32_t s = slot_of(ident_key(t->process, t->native, t->ident), mask);
-        while (slots[s]) s = (s + 1) & mask;
-        slots[s] = i + 1;
-    }
-    free(e->thread_slots);
-    e->thread_slots = slots;
-    e->thread_slot_mask = mask;
-    return PYTOP_OK;
-}
-
-/* Pointers into the table are good until the next call that may add a thread. */
-engine_thread *account_thread(pytop_engine *e, uint32_t p, bool native, uint32_t ident, bool *created) {
-    uint64_t key = ident_key(p, native, ident);
-    *created = false;
-    if (e->thread_slots) {
-        for (uint32_t s = slot_of(key, e->thread_slot_mask); e->thread_slots[s]; s = (s + 1) & e->thread_slot_mask) {
-            engine_thread *t = &e->threads[e->thread_slots[s] - 1];
-            if (ident_key(t->process, t->native, t->ident) == key) return t;
-        }
-    }
-    uint32_t mask = e->thread_slots ? e->thread_slot_mask : 255;
-    while ((e->thread_count + 1) * 2 > mask) mask = mask * 2 + 1;
-    engine_thread *threads = grow_array(e->threads, &e->thread_cap, e->thread_count + 1ull, sizeof *threads, 64);
-    if (!threads) return NULL;
-    e->threads = threads;
-    engine_thread *t = &e->threads[e->thread_count++];
-    memset(t, 0, sizeof *t);
-    t->key = ++e->next_key;
-    t->process = p;
-    t->native = native;
-    t->ident = ident;
-    t->alive = true;
-    t->dirty = true;
-    t->os_state = '?';
-    if (rebuild_slots(e, mask) != PYTOP_OK) {
-        e->thread_count--;
-        return NULL;
-    }
-    *created = true;
-    return t;
-}
-
-void account_forget_ended(pytop_engine *e) {
-    uint32_t kept = 0;
-    for (uint32_t i = 0; i < e->thread_count; i++) {
-        engine_thread *t = &e->threads[i];
-        if (t->ended && !t->dirty) {
-            free(t->name);
-            stack_path_free(&t->path);
-            continue;
-        }
-        e->threads[kept++] = *t;
-    }
-    if (kept != e->thread_count) {
-        e->thread_count = kept;
-        rebuild_slots(e, e->thread_slot_mask);
-    }
-}
-
 /* ---- time (where it goes: attribute.c) ----------------------------------------------------- */
 
 void account_flush(pytop_engine *e, engine_thread *t) {
@@ -196,7 +112,7 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         }
         P->threads_now++;
         bool created;
-        engine_thread *t = account_thread(e, p, false, pt->serial, &created);
+        engine_thread *t = thread_table_get(e, p, false, pt->serial, &created);
         if (!t) continue;
         bool seen_before = !created && t->seen + 1 == P->sample_no; /* in the previous sample */
         bool ran_before = seen_before && t->running, gil_before = seen_before && t->gil;
@@ -361,7 +277,7 @@ static void visit_other(void *ctx, const other_kthread *o, uint64_t delta, bool 
     pytop_engine *e = c->e;
     if (o->tid <= 0 || first) return;
     bool created;
-    engine_thread *t = account_thread(e, c->p, true, (uint32_t)o->tid, &created);
+    engine_thread *t = thread_table_get(e, c->p, true, (uint32_t)o->tid, &created);
     if (!t) return;
     if (created) {
         t->native_id = o->tid;
@@ -416,7 +332,7 @@ static void scan_native_threads(pytop_engine *e, uint32_t p) {
 
 static engine_thread *unseen_thread(pytop_engine *e, uint32_t p) {
     bool created;
-    engine_thread *t = account_thread(e, p, true, 0, &created);
+    engine_thread *t = thread_table_get(e, p, true, 0, &created);
     if (t && created) {
         t->name = strdup(UNSEEN_NAME);
         t->stack = stacks_intern(&e->stacks, &e->functions, p, PYTOP_STACK_UNSEEN, NULL, 0, NULL);
@@ -530,64 +446,4 @@ void account_period(pytop_engine *e, uint32_t p) {
     P->ended_count = 0;
     for (uint32_t i = 0; i < e->thread_count; i++)
         if (e->threads[i].process == p) e->threads[i].period_cpu = 0;
-}
-
-/* ---- the stack tree's upkeep -------------------------------------------------------------- */
-
-/* A node names a code object: the code cache keeps its entry until no node does. */
-static void count_code_ref(pytop_engine *e, const stack_node *n, bool named) {
-    if (!n->parent || n->process >= e->process_count || !e->processes[n->process].u) return;
-    code_cache *c = &e->processes[n->process].u->codes;
-    if (n->code_id < 1 || n->code_id > c->count) return;
-    code_entry *entry = &c->entries[n->code_id - 1];
-    entry->refs = named ? entry->refs + 1 : entry->refs ? entry->refs - 1 : 0;
-}
-
-/* What no thread of the engine may lose: each one's stack, the stacks its CPU may still go to. */
-static void pin_stacks(pytop_engine *e) {
-    for (uint32_t i = 0; i < e->thread_count; i++) {
-        const engine_thread *t = &e->threads[i];
-        stacks_pin(&e->stacks, t->stack);
-        stacks_pin(&e->stacks, t->read_stack);
-        stacks_pin(&e->stacks, t->unseen_anchor);
-        for (uint32_t k = 0; k < t->pending_count; k++) stacks_pin(&e->stacks, t->pending[k].stack);
-    }
-    for (uint32_t p = 0; p < e->process_count; p++) {
-        const engine_process *P = &e->processes[p];
-        for (uint32_t i = 0; i < P->ended_count; i++) {
-            stacks_pin(&e->stacks, P->ended[i].stack);
-            for (uint32_t k = 0; k < P->ended[i].pending_count; k++) stacks_pin(&e->stacks, P->ended[i].pending[k].stack);
-        }
-    }
-}
-
-typedef struct recycling {
-    pytop_engine *e;
-    uint32_t process;
-} recycling;
-
-static void code_recycled(void *ctx, uint32_t id) {
-    recycling *r = ctx;
-    functions_release_code(&r->e->functions, r->process, id);
-}
-
-void account_tree(pytop_engine *e, bool full) {
-    stack_table *s = &e->stacks;
-    for (; e->fresh_counted < s->fresh_count; e->fresh_counted++)
-        count_code_ref(e, &s->nodes[s->fresh[e->fresh_counted] - 1], true);
-    bool evicted = false;
-    if (s->live > s->max_nodes) {
-        uint32_t before = s->evicted_count;
-        pin_stacks(e);
-        evicted = stacks_evict(s, e->drained_clock, 0.75) > 0;
-        for (uint32_t k = before; k < s->evicted_count; k++) count_code_ref(e, &s->nodes[s->evicted[k] - 1], false);
-    }
-    if (!full && !evicted) return;
-    uint32_t recycled = 0;
-    for (uint32_t p = 0; p < e->process_count; p++) {
-        if (!e->processes[p].u) continue;
-        recycling r = {e, p};
-        recycled += codes_recycle(&e->processes[p].u->codes, code_recycled, &r);
-    }
-    if (recycled) s->epoch++; /* a thread's path may hold a recycled code id: look its nodes up again */
 }

@@ -44,8 +44,10 @@ SOURCES = [
     "weights.c",   # the engine's time per (stack, thread) since the last drain
     "schedule.c",  # when the engine samples: slots, jitter, skipping (schedule.h: no pytop
                    # headers, so that bench/floor.c builds on the same code)
+    "thread_table.c",  # the engine's threads by (process, native, ident)
     "attribute.c", # where a thread's CPU time goes: only to its own stacks
     "account.c",   # the engine's per-thread bookkeeping: what each sample's time goes to
+    "upkeep.c",    # the stack tree's upkeep: code references, eviction, dead code objects
     "drain.c",     # handing out what is new since the previous drain
     "engine.c",    # the engine's thread, CPU budget, lifecycle (its API in pytop.h)
 ]

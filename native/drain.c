@@ -7,6 +7,19 @@
 
 #include "engine.h"
 
+/* `s` (cut at `max` bytes) appended to the drain's text; its offset, UINT32_MAX if no memory. */
+static uint32_t text_add(growing_text *t, const char *s, size_t max) {
+    size_t n = strnlen(s, max);
+    char *bytes = grow_array(t->bytes, &t->cap, (uint64_t)t->size + n + 1, 1, 4096);
+    if (!bytes) return UINT32_MAX;
+    t->bytes = bytes;
+    memcpy(t->bytes + t->size, s, n);
+    t->bytes[t->size + n] = '\0';
+    uint32_t at = t->size;
+    t->size += (uint32_t)n + 1;
+    return at;
+}
+
 /* Room for `need` items in the output array whose pointer is at `field`; false (and the array
  * as it was) when memory runs out. */
 static bool room_for(void *field, uint32_t *cap, uint64_t need, size_t size) {
@@ -104,7 +117,7 @@ static int drain_functions(pytop_engine *e, pytop_drain *out) {
 }
 
 /* The nodes made since the previous drain, and those evicted and the functions retired since
- * (on the sampling thread: see account_tree). */
+ * (on the sampling thread: see upkeep_tree). */
 static int drain_nodes(pytop_engine *e, pytop_drain *out) {
     stack_table *s = &e->stacks;
     if (!ROOM(e, out_nodes, out_node_cap, s->fresh_count)) return PYTOP_ERR_NOMEM;
@@ -213,7 +226,7 @@ int pytop_engine_drain(pytop_engine *e, pytop_drain *out, int whole) {
     e->slot_ns = 0;
     e->longest_delay_ns = 0;
     e->first_at = 0;
-    account_forget_ended(e);
+    thread_table_forget_ended(e);
     out->text = e->out_text.bytes;
     out->text_size = e->out_text.size;
     pthread_mutex_unlock(&e->lock);

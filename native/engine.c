@@ -202,7 +202,7 @@ static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t inte
         account_ends(e, i);
         account_names(e, i, &sample, began);
         if (full) account_period(e, i);
-        account_tree(e, full); /* before the lock goes: a drain takes the tree's new nodes */
+        upkeep_tree(e, full); /* before the lock goes: a drain takes the tree's new nodes */
         e->threads_seen = e->thread_count;
     } else {
         if (!retired) snprintf(P->error, sizeof P->error, "%s", pytop_last_error(u)); /* else: why, already */

@@ -109,7 +109,6 @@ typedef struct growing_text {
 } growing_text;
 
 /* Add NUL-terminated `s` (cut at `max` bytes); returns its offset, or UINT32_MAX. */
-uint32_t text_add(growing_text *t, const char *s, size_t max);
 
 struct pytop_engine {
     pytop_engine_config cfg;
@@ -197,12 +196,17 @@ void account_period(pytop_engine *e, uint32_t p);
 void account_codes(pytop_engine *e, uint32_t p);
 /* Add a thread's not-yet-added time to the weight map. */
 void account_flush(pytop_engine *e, engine_thread *t);
-engine_thread *account_thread(pytop_engine *e, uint32_t p, bool native, uint32_t ident, bool *created);
-void account_forget_ended(pytop_engine *e);
+/* ---- thread_table.c: the engine's threads by (process, native, ident) ------------------- */
+/* The thread, made if new (*created); pointers into the table are good until the next call
+ * that may add a thread. NULL: no memory. */
+engine_thread *thread_table_get(pytop_engine *e, uint32_t p, bool native, uint32_t ident, bool *created);
+/* Ended threads whose end a drain has handed over leave the table. */
+void thread_table_forget_ended(pytop_engine *e);
+/* ---- upkeep.c -------------------------------------------------------------------------- */
 /* The stack tree's upkeep, after a tick's samples: nodes made name their code objects; past its
  * bound, old nodes are evicted; with `full`, code objects that are gone and that no node names
  * leave the code cache (and their functions, if they were the last). On the sampling thread: the
  * unwinders' code caches are its alone. */
-void account_tree(pytop_engine *e, bool full);
+void upkeep_tree(pytop_engine *e, bool full);
 
 #endif
