@@ -36,7 +36,10 @@ SOURCES = [
     "tracking.c",  # which thread is which from one sample to the next (serials)
     "blocking.c",  # --blocking: ptrace stops
     "natives.c",   # --native: each thread's C frames (libdw, loaded at run time), merged in
-    "threads.c",   # one sample: interpreters, thread states, GIL holder, GC flag, each thread
+    "gil.c",       # the GIL's holder and its hand-overs, per sample
+    "thread.c",    # one thread of a sample: its state, TID, kernel figures, frames, name, C frames
+    "sparse.c",    # walking a thread list from the last full walk: only what moved is read
+    "threads.c",   # one sample: interpreters, their thread lists, the GC flag; ids and lines resolved
     "unwinder.c",  # the unwinder's API in pytop.h
     "functions.c", # the engine's functions: (process, qualname, filename) -> id
     "stacks.c",    # the engine's stack tree: a node per frame of each distinct path, evicted when old

@@ -772,10 +772,73 @@ struct pytop_unwinder {
     char error[ERROR_TEXT_BYTES];
 };
 
+/* A word of target memory, remembered for the next sample's prefetch. */
+static inline int unwinder_read_u64(pytop_unwinder *u, uint64_t addr, uint64_t *out) {
+    int status;
+    const uint8_t *p = remote_view(&u->mem, addr, 8, VIEW_TRACK, &status);
+    if (p) *out = load_u64(p, 0);
+    return status;
+}
+
+static inline int unwinder_read_i32(pytop_unwinder *u, uint64_t addr, int32_t *out) {
+    int status;
+    const uint8_t *p = remote_view(&u->mem, addr, 4, VIEW_TRACK, &status);
+    if (p) *out = load_i32(p, 0);
+    return status;
+}
+
+/* ---- gil.c ------------------------------------------------------------------------------ */
+typedef struct gil_holders {
+    uint64_t tstate[MAX_GILS]; /* the thread holding each GIL that is held */
+    int count;
+    uint64_t last[MAX_GILS];   /* each GIL's last holder, whether it still holds it or not */
+    int reads;
+} gil_holders;
+
+bool gil_holds(const gil_holders *g, uint64_t tstate);
+/* Did `tstate` hold a GIL last, even if none holds it now? It ran Python since it took it. */
+bool gil_held_last(const gil_holders *g, uint64_t tstate);
+/* The GIL at `base` (its fields at those offsets; -1: the version has none) into `g`. */
+int gil_read(pytop_unwinder *u, uint64_t base, int32_t locked_off, int32_t holder_off, int32_t switches_off,
+             gil_holders *g);
+
+/* ---- thread.c --------------------------------------------------------------------------- */
+/* What every walker of one interpreter's threads shares. */
+typedef struct walk_ctx {
+    pytop_unwinder *u;
+    uint64_t interp;        /* the interpreter state's address */
+    int64_t id;             /* its id (0 before 3.7) */
+    const gil_holders *g;   /* this sample's GIL holders */
+} walk_ctx;
+
+/* The thread state at `ts` into the sample (and its successor in the list into *next). */
+int thread_walk(const walk_ctx *w, uint64_t ts, uint64_t *next);
+/* The holder of the interpreter's GIL, walked first; 0 if none is known here. */
+uint64_t thread_walk_holder_first(const walk_ctx *w, uint64_t *next);
+/* The holder's record, walked first at `first`, to `first + position` (its place in the list),
+ * or away if the list no longer had it (position < 0). */
+void thread_place_holder(sample_buf *b, uint32_t first, int64_t position);
+/* Every raw frame of `t` to a code id (a torn code object sets t->status). */
+int thread_resolve_ids(pytop_unwinder *u, pytop_thread *t);
+/* How many bytes of a PyThreadState the walk reads in one go. */
+size_t thread_state_span(const pytop_unwinder *u);
+
+/* ---- sparse.c --------------------------------------------------------------------------- */
+#define WALK_AGAIN 100 /* a sparse walk found the list changed: walk it all */
+/* Do the settings let samples walk sparse? */
+bool sparse_allowed(const pytop_unwinder *u);
+/* Can this sample walk the interpreter's list from what the last full walk found? */
+bool sparse_can_walk(const walk_ctx *w, uint64_t head);
+/* The list a full walk just read (the sample's threads from `first_thread`), for the next. */
+void sparse_remember_walk(pytop_unwinder *u, uint64_t interp, uint64_t head, uint32_t first_thread);
+/* The known threads: the GIL holder's and the moved ones' stacks read, the others as before. */
+int sparse_walk_known(const walk_ctx *w);
+/* Before the prefetch: the counts of the known threads due this sample, and the memory of
+ * those that moved to go with the prefetch. */
+void sparse_plan_reads(pytop_unwinder *u);
+
+/* ---- threads.c -------------------------------------------------------------------------- */
 /* One sample of every interpreter's threads into u->samples.cur. */
 int threads_walk(struct pytop_unwinder *u);
-/* Before the prefetch: the counts of the known threads due this sample, and the memory of
- * those that moved to go with the prefetch (see threads.c). */
-void threads_plan_reads(struct pytop_unwinder *u);
 
 #endif

@@ -169,7 +169,7 @@ static int collect(pytop_unwinder *u, pytop_sample *out) {
      * them and their lag is not taken for CPU of threads that ended unseen. */
     u->os.start_clock_known = u->os.check_all && kthreads_process_cpu(&u->os, &u->os.start_clock) == PYTOP_OK;
     int status = u->stop.enabled ? stop_the_world(u) : PYTOP_OK;
-    if (status == PYTOP_OK) threads_plan_reads(u);
+    if (status == PYTOP_OK) sparse_plan_reads(u);
     if (status == PYTOP_OK) status = remote_begin_sample(&u->mem);
     if (status == PYTOP_OK) status = threads_walk(u);
     if (!u->hold_stopped || status != PYTOP_OK) blocking_resume_all(&u->stop);

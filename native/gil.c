@@ -1,0 +1,49 @@
+/*
+ * The GIL's holder, for one sample. Up to 3.11 one GIL lives in _PyRuntime (ceval.gil); from
+ * 3.12 each interpreter has its own (_gil), unused by interpreters that share the main one. A
+ * thread holds the GIL when a locked GIL names its thread state as last holder. 2.7's GIL is a
+ * plain lock that names no holder: _PyThreadState_Current, set only while a thread holds it,
+ * stands for the holder. Each GIL's count of hand-overs tells whether some thread held it
+ * unseen between two samples.
+ */
+#include "internal.h"
+
+bool gil_holds(const gil_holders *g, uint64_t tstate) {
+    for (int k = 0; k < g->count; k++)
+        if (g->tstate[k] == tstate) return true;
+    return false;
+}
+
+/* Did `tstate` hold a GIL last, even if none holds it now? It ran Python since it took it. */
+bool gil_held_last(const gil_holders *g, uint64_t tstate) {
+    for (int k = 0; k < g->reads; k++)
+        if (g->last[k] == tstate) return true;
+    return false;
+}
+
+/* The GIL's hand-overs since the previous sample read it (see gil_watch): one is explained when
+ * its last holder changed (to the thread this sample sees), none otherwise; any more, and some
+ * thread held it in between that no sample saw. */
+static void watch_switches(pytop_unwinder *u, int k, uint64_t at, uint64_t switches, uint64_t holder) {
+    gil_watch *w = &u->gils[k];
+    uint64_t explained = holder != w->holder ? 1 : 0;
+    if (w->at == at && switches - w->switches > explained) u->os.ran_unseen = true;
+    *w = (gil_watch){.at = at, .switches = switches, .holder = holder};
+}
+
+int gil_read(pytop_unwinder *u, uint64_t base, int32_t locked_off, int32_t holder_off, int32_t switches_off,
+             gil_holders *g) {
+    if (holder_off < 0) return PYTOP_OK;
+    int32_t locked = 1; /* 2.7: no flag; the current thread state is set only while its thread holds the lock */
+    uint64_t holder = 0, switches = 0;
+    int status = locked_off >= 0 ? unwinder_read_i32(u, base + (uint64_t)locked_off, &locked) : PYTOP_OK;
+    if (status == PYTOP_OK) status = unwinder_read_u64(u, base + (uint64_t)holder_off, &holder);
+    if (status == PYTOP_OK && switches_off >= 0) status = unwinder_read_u64(u, base + (uint64_t)switches_off, &switches);
+    if (status != PYTOP_OK) return status;
+    if (locked && holder && g->count < MAX_GILS) g->tstate[g->count++] = holder;
+    if (g->reads < MAX_GILS) {
+        if (switches_off >= 0) watch_switches(u, g->reads, base + (uint64_t)holder_off, switches, holder);
+        g->last[g->reads++] = holder;
+    }
+    return status;
+}
