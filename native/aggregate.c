@@ -55,7 +55,7 @@ static bool map_ready(index_map *m, uint64_t need) {
 
 /* The value of `key`, or `fresh` stored for it; *added says which. */
 static uint32_t map_get(index_map *m, uint64_t key, uint32_t fresh, bool *added) {
-    uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 33) & m->mask;
+    uint32_t i = hash_slot(key, m->mask);
     for (; m->stamps[i] == m->stamp; i = (i + 1) & m->mask)
         if (m->keys[i] == key) {
             *added = false;

@@ -63,7 +63,7 @@ bool codes_is_thread_bootstrap(const code_cache *c, uint32_t id) {
 }
 
 static uint32_t slot_of(uint64_t addr, uint32_t mask) {
-    return (uint32_t)(((addr >> 4) * 0x9E3779B97F4A7C15ull) >> 40) & mask;
+    return hash_slot(addr >> 4, mask); /* objects are 16-byte aligned */
 }
 
 /* The slot holding `addr`, or the empty slot where it would go. */

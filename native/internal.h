@@ -27,6 +27,13 @@
 #define MAX_PREFETCH_RANGES 8192
 #define MAX_ARENA_BYTES (256u << 20) /* bound on what one sample may copy out of the target */
 #define ERROR_TEXT_BYTES 256
+
+/* Fibonacci hashing: a 64-bit key to a slot of an open-addressing table of a power of two
+ * slots (mask = slots - 1), from the product's high bits, the well-mixed ones. Every table of
+ * the native core finds its slots so. */
+static inline uint32_t hash_slot(uint64_t key, uint32_t mask) {
+    return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+}
 /* Failed reads (unmapped addresses: a torn stack's garbage pointers) allowed while reading one
  * thread, and in one sample: past them a read fails at once, without a syscall. */
 #define MAX_FAILED_READS_PER_THREAD 16

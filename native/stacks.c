@@ -179,7 +179,7 @@ static bool seen_ready(stack_table *t, uint32_t depth) {
 
 /* Adds `key`; true if it was not there. */
 static bool seen_add(stack_table *t, uint64_t key) {
-    uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & t->seen_mask;
+    uint32_t i = hash_slot(key, t->seen_mask);
     for (; t->seen_stamps[i] == t->seen_stamp; i = (i + 1) & t->seen_mask)
         if (t->seen_keys[i] == key) return false;
     t->seen_stamps[i] = t->seen_stamp;

@@ -11,14 +11,12 @@ static uint64_t ident_key(uint32_t p, bool native, uint32_t ident) {
     return (uint64_t)p << 33 | (uint64_t)native << 32 | ident;
 }
 
-static uint32_t slot_of(uint64_t key, uint32_t mask) { return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & mask; }
-
 static int rebuild_slots(pytop_engine *e, uint32_t mask) {
     uint32_t *slots = calloc((size_t)mask + 1, sizeof *slots);
     if (!slots) return PYTOP_ERR_NOMEM;
     for (uint32_t i = 0; i < e->thread_count; i++) {
         const engine_thread *t = &e->threads[i];
-        uint32_t s = slot_of(ident_key(t->process, t->native, t->ident), mask);
+        uint32_t s = hash_slot(ident_key(t->process, t->native, t->ident), mask);
         while (slots[s]) s = (s + 1) & mask;
         slots[s] = i + 1;
     }
@@ -33,7 +31,7 @@ engine_thread *thread_table_get(pytop_engine *e, uint32_t p, bool native, uint32
     uint64_t key = ident_key(p, native, ident);
     *created = false;
     if (e->thread_slots) {
-        for (uint32_t s = slot_of(key, e->thread_slot_mask); e->thread_slots[s]; s = (s + 1) & e->thread_slot_mask) {
+        for (uint32_t s = hash_slot(key, e->thread_slot_mask); e->thread_slots[s]; s = (s + 1) & e->thread_slot_mask) {
             engine_thread *t = &e->threads[e->thread_slots[s] - 1];
             if (ident_key(t->process, t->native, t->ident) == key) return t;
         }

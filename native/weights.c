@@ -21,8 +21,7 @@ void weights_free(weight_map *m) {
 }
 
 static uint32_t slot_of(uint32_t stack, uint32_t thread, uint32_t mask) {
-    uint64_t key = (uint64_t)stack << 32 | thread;
-    return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & mask;
+    return hash_slot((uint64_t)stack << 32 | thread, mask);
 }
 
 static int grow(weight_map *m) {
