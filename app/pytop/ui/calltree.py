@@ -20,15 +20,13 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.events import Click
-from textual.geometry import Region, Size
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ..core.calltree import hottest_path, hottest_path_through
 from ..core.model import RowKey, TreeNode
 from ..report import format as fmt
 from .callers import describe
+from .cursor_view import CursorView
 
 Path = tuple[RowKey, ...]
 MAX_INDENT = 24  # levels of indentation drawn; deeper lines say their depth
@@ -54,14 +52,8 @@ class Opened:
             node = node.children.setdefault(key, Opened())
 
 
-class CallTreeView(ScrollView, can_focus=True):
-    BINDINGS = [
-        Binding("up", "cursor(-1)", show=False),
-        Binding("down", "cursor(1)", show=False),
-        Binding("pageup", "page(-1)", show=False),
-        Binding("pagedown", "page(1)", show=False),
-        Binding("home", "cursor(-1000000000)", show=False),
-        Binding("end", "cursor(1000000000)", show=False),
+class CallTreeView(CursorView):
+    BINDINGS = [  # the cursor's keys are CursorView's
         Binding("right", "open", show=False),
         Binding("left", "close", show=False),
         Binding("space,enter", "open_or_close", show=False),
@@ -104,7 +96,7 @@ class CallTreeView(ScrollView, can_focus=True):
         """The open nodes' lines, the cursor kept on its path (or the nearest line above)."""
         self.lines = []
         if self.root is None or self.opened is None:
-            self.virtual_size = Size(self.size.width, 0)
+            self.fit_to_lines()
             self.refresh()
             return
         work: list[tuple[TreeNode, int, int, Opened | None]] = [
@@ -116,8 +108,8 @@ class CallTreeView(ScrollView, can_focus=True):
                 at = len(self.lines) - 1
                 work.extend((child, depth + 1, at, opened.children.get(child.key)) for child in reversed(node.children))
         self.cursor = self._line_of(self.cursor_path)
-        self.virtual_size = Size(self.size.width, len(self.lines))
-        self._scroll_to_cursor()
+        self.fit_to_lines()
+        self.scroll_to_cursor()
         self.refresh()
 
     def _line_of(self, path: list[RowKey]) -> int:
@@ -193,27 +185,19 @@ class CallTreeView(ScrollView, can_focus=True):
 
     # ---- moving and opening ----------------------------------------------------------------
 
+    @property
+    def line_count(self) -> int:
+        return len(self.lines)
+
     def select_line(self, index: int) -> None:
         """Put the cursor on line `index` (clamped to the lines there are)."""
-        self._move(index)
+        self.move_cursor(index)
 
-    def _move(self, index: int) -> None:
-        if not self.lines:
-            return
-        self.cursor = max(0, min(len(self.lines) - 1, index))
+    def cursor_moved(self, was: int) -> None:
         self.cursor_path = self._path_of(self.cursor)
-        self._scroll_to_cursor()
-        self.refresh()
 
-    def _scroll_to_cursor(self) -> None:
-        if self.lines:
-            self.scroll_to_region(Region(0, self.cursor, 1, 1), animate=False, force=True)
-
-    def action_cursor(self, step: int) -> None:
-        self._move(self.cursor + step)
-
-    def action_page(self, step: int) -> None:
-        self._move(self.cursor + step * max(1, self.size.height - 1))
+    def choose(self) -> None:
+        self.action_open_or_close()
 
     def _set_open(self, index: int, open_: bool) -> None:
         if self.opened is None or not 0 <= index < len(self.lines) or not self.lines[index].node.children:
@@ -230,7 +214,7 @@ class CallTreeView(ScrollView, can_focus=True):
 
     def action_open(self) -> None:
         if self._is_open(self.cursor):
-            self._move(self.cursor + 1)  # open already: into it
+            self.move_cursor(self.cursor + 1)  # open already: into it
         else:
             self._set_open(self.cursor, True)
 
@@ -238,19 +222,10 @@ class CallTreeView(ScrollView, can_focus=True):
         if self._is_open(self.cursor):
             self._set_open(self.cursor, False)
         elif 0 <= self.cursor < len(self.lines) and self.lines[self.cursor].parent >= 0:
-            self._move(self.lines[self.cursor].parent)  # closed already: to its parent
+            self.move_cursor(self.lines[self.cursor].parent)  # closed already: to its parent
 
     def action_open_or_close(self) -> None:
         if self.lines:
             self._set_open(self.cursor, not self._is_open(self.cursor))
 
-    def on_click(self, event: Click) -> None:
-        index = self.scroll_offset.y + event.y
-        if 0 <= index < len(self.lines):
-            if index == self.cursor:
-                self.action_open_or_close()
-            else:
-                self._move(index)
 
-    def on_resize(self) -> None:
-        self.virtual_size = Size(self.size.width, len(self.lines))

@@ -15,11 +15,11 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.events import Click
-from textual.geometry import Region, Size
+from textual.geometry import Region
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from .cursor_view import CursorView
 
 Part = tuple[str, str]  # some text and its Rich style ("bold", "dim cyan", "")
 Cell = Union[str, tuple[Part, ...]]  # plain text, or parts each with a style of its own
@@ -63,16 +63,9 @@ def cell_parts(cell: Cell, width: int, right: bool) -> list[Part]:
     return [pad, *shown] if right else [*shown, pad]
 
 
-class LineTable(ScrollView, can_focus=True):
-    BINDINGS = [
-        Binding("up", "cursor(-1)", show=False),
-        Binding("down", "cursor(1)", show=False),
-        Binding("pageup", "page(-1)", show=False),
-        Binding("pagedown", "page(1)", show=False),
-        Binding("home", "cursor(-1000000000)", show=False),
-        Binding("end", "cursor(1000000000)", show=False),
-        Binding("enter", "choose", show=False),
-    ]
+class LineTable(CursorView):
+    BINDINGS = [Binding("enter", "choose", show=False)]  # the cursor's keys are CursorView's
+    HEADER_LINES = 1
     COMPONENT_CLASSES = {"linetable--header", "linetable--cursor", "linetable--cursor-blurred", "linetable--even"}
 
     class Chosen(Message):
@@ -122,7 +115,7 @@ class LineTable(ScrollView, can_focus=True):
         self.rows = rows
         at = next((i for i, row in enumerate(rows) if row.key == key), None) if key is not None else None
         self.cursor = at if at is not None else min(self.cursor, max(0, len(rows) - 1))
-        self.virtual_size = Size(self.size.width, len(rows) + 1)
+        self.fit_to_lines()
         self.refresh()
         if self.cursor_key != key:
             self.post_message(self.Highlighted(self, self.cursor_key))
@@ -134,6 +127,10 @@ class LineTable(ScrollView, can_focus=True):
 
     @property
     def row_count(self) -> int:
+        return len(self.rows)
+
+    @property
+    def line_count(self) -> int:
         return len(self.rows)
 
     @property
@@ -217,52 +214,24 @@ class LineTable(ScrollView, can_focus=True):
 
     # ---- moving and choosing ---------------------------------------------------------------
 
-    def move_cursor(self, index: int) -> None:
-        if not self.rows:
-            return
-        before, was_at, scrolled = self.cursor_key, self.cursor, self.scroll_offset
-        self.cursor = max(0, min(len(self.rows) - 1, index))
-        # The cursor's row in sight (line 0 is the header: the rows start at line 1).
-        self.scroll_to_region(Region(0, self.cursor, 1, 2), animate=False, force=True)
-        if self.scroll_offset == scrolled:  # only the two rows the cursor left and reached change
-            self.refresh_line(was_at + 1)
-            self.refresh_line(self.cursor + 1)
-        else:
-            self.refresh()
-        if self.cursor_key != before:
+    def cursor_moved(self, was: int) -> None:
+        if not 0 <= was < len(self.rows) or self.rows[was].key != self.cursor_key:
             self.post_message(self.Highlighted(self, self.cursor_key))
-
-    def action_cursor(self, step: int) -> None:
-        self.move_cursor(self.cursor + step)
-
-    def action_page(self, step: int) -> None:
-        self.move_cursor(self.cursor + step * max(1, self.size.height - 2))
 
     def action_choose(self) -> None:
         if self.rows:
             self.post_message(self.Chosen(self, self.rows[self.cursor].key))
 
-    def on_click(self, event: Click) -> None:
-        if event.y == 0:
-            self._click_header(event.x)
-            return
-        index = self.scroll_offset.y + event.y - 1
-        if 0 <= index < len(self.rows):
-            if index == self.cursor:
-                self.action_choose()
-            else:
-                self.move_cursor(index)
+    def choose(self) -> None:
+        self.action_choose()
 
-    def _click_header(self, x: int) -> None:
+    def click_header(self, x: int) -> None:
         left = 0
         for column, width in zip(self.columns, self.widths()):
             if left <= x < left + width and column.key:
                 self.post_message(self.HeaderClicked(self, column.key))
                 return
             left += width + 1
-
-    def on_resize(self) -> None:
-        self.virtual_size = Size(self.size.width, len(self.rows) + 1)
 
     def on_focus(self) -> None:
         self.refresh()
