@@ -44,6 +44,7 @@ int blocking_seize_new(blocking *b) {
     DIR *dir = opendir(path);
     if (!dir) return errno == ENOENT ? PYTOP_ERR_GONE : PYTOP_ERR_READ;
     int status = PYTOP_OK;
+    bool refused = false;
     struct dirent *entry;
     while ((entry = readdir(dir)) != NULL) {
         int tid = atoi(entry->d_name);
@@ -55,12 +56,16 @@ int blocking_seize_new(blocking *b) {
         }
         b->tracees = tracees;
         if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0) {
-            if (errno == EPERM) status = PYTOP_ERR_PERMISSION;
-            continue; /* ESRCH: it has just exited */
+            /* ESRCH: it has just exited. EPERM: not allowed, or the thread is exiting (a
+             * thread that has begun to exit cannot be traced: a thread-per-request server
+             * ends hundreds a second); which one, the other threads say. */
+            refused |= errno == EPERM;
+            continue;
         }
         b->tracees[b->count++] = (tracee){tid, false};
     }
     closedir(dir);
+    if (refused && status == PYTOP_OK && b->count == 0) status = PYTOP_ERR_PERMISSION; /* none could be */
     return status;
 }
 

@@ -53,7 +53,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.module.__name__ in helpers.MODULES_OF_FIGURES:
         expected = [name for name in expected if name not in helpers.READING_ONLY | helpers.LAUNCH_TWINS]
     for fixture, names in (("interp", expected), ("some_interp", helpers.SOME)):
-        if fixture in metafunc.fixturenames:
+        if fixture not in metafunc.fixturenames:
+            continue
+        if "saturated" in metafunc.fixturenames:
+            # On an idle machine and on a saturated one: the setups of one frame model each (SOME)
+            # in both, every other in one of them in turn (what differs between versions is how
+            # they are read, which both exercise alike).
+            pairs = [(name, load) for name in names
+                     for load in ((False, True) if name in helpers.SOME else (helpers.EXPECTED.index(name) % 2 == 1,))]
+            metafunc.parametrize((fixture, "saturated"), pairs, indirect=[fixture],
+                                 ids=[f"{'saturated' if load else 'idle-machine'}-{name}" for name, load in pairs])
+        else:
             metafunc.parametrize(fixture, names, ids=names, indirect=True)
 
 

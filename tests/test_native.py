@@ -252,6 +252,9 @@ def test_a_thread_without_python_is_shown_by_its_c_stack(name: str) -> None:
 
 
 CHURN_ROUNDS = 20
+# Samples a round: 200 threads' C stacks cost a sample ~0.3 s (libdw reads the target a word at a
+# time through ptrace), so the bursts take 100 samples of 200 threads in all, the server 400.
+CHURN_SAMPLES = {"server.py": 20, "thread_burst.py": 5}
 # One process for the rounds, so that an abort (libdw asserts) fails the test, with its output.
 CHURN_DRIVER = """
 import sys, time
@@ -259,7 +262,7 @@ from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.process.attach import attach
 from pytop.process.stacks import read_stacks
-pid, rounds, how = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+pid, rounds, how, samples = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 native = 0
 for _ in range(rounds):
     target = attach(pid)
@@ -270,9 +273,13 @@ for _ in range(rounds):
     sampler = Sampler(target.unwinder, info_of(target), Settings(rate=200, native=True, cpu_budget=0, delay=3600))
     sampler.start(lambda snapshot: None)
     deadline = time.monotonic() + 60
-    while sampler.samples_taken < 20 and time.monotonic() < deadline:
+    while sampler.samples_taken < samples and time.monotonic() < deadline:
         time.sleep(0.02)
+    taken = sampler.samples_taken
     sampler.stop()
+    # every round samples on: a thread that began to exit as it was seized once ended sampling
+    # ("cannot attach with ptrace": its EPERM taken for the process's)
+    assert taken >= samples, f"sampling stopped after {taken} samples: {sampler.final_snapshot().run.last_error}"
     native += sum(1 for row in sampler.final_snapshot().rows if row.native and row.own_count)
 print(native)
 """
@@ -289,7 +296,8 @@ def test_native_frames_under_thread_churn(script: str, how: str) -> None:
     if libdw.why_unavailable():
         pytest.skip(libdw.why_unavailable())
     with helpers.running(available("pyenv-3.12"), script) as t:
-        driver = subprocess.run([sys.executable, "-c", CHURN_DRIVER, str(t.pid), str(CHURN_ROUNDS), how],
+        driver = subprocess.run([sys.executable, "-c", CHURN_DRIVER, str(t.pid), str(CHURN_ROUNDS), how,
+                                 str(CHURN_SAMPLES[script])],
                                 capture_output=True, text=True, timeout=900)
         states = kernel.task_states(t.pid)
     assert driver.returncode == 0, driver.stderr[-3000:]

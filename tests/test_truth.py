@@ -5,7 +5,8 @@ Each target runs frozen (SIGSTOP) while pytop starts, then runs for WINDOW secon
 frozen again while pytop finishes: the test reads the kernel's counts itself, before and after,
 so both sides cover the very same work. Shapes: a napper (a thread waking every 4 ms) beside a
 bursty computing thread, a thread-per-request HTTP server with its client, and the demo; each
-on an idle machine and on one whose cores another process keeps busy.
+on an idle machine and on one whose cores another process keeps busy (both for one setup per
+frame model, helpers.SOME; one or the other, in turn, for every other version: conftest.py).
 
 Tolerances are the issue's: the table's total within 10% of the process's CPU time; each
 thread's within max(10%, 0.5% of the window) of the kernel's count for it.
@@ -34,11 +35,6 @@ COMPUTING = {"is_prime", "monthly_report", "<genexpr>", "monthly_report.<locals>
              "price_order.<locals>.<genexpr>", "parse_request", "render_response", "handle_request",
              "JSONEncoder.encode", "JSONEncoder.iterencode", "encode", "iterencode", "JSONDecoder.decode",
              "JSONDecoder.raw_decode", "decode", "raw_decode", "dumps", "loads", "cache_janitor", "request_handler"}
-
-
-@pytest.fixture(params=[False, True], ids=["idle-machine", "saturated"])
-def saturated(request: pytest.FixtureRequest) -> bool:
-    return bool(request.param)
 
 
 def measure(interp: dict[str, Any], script: str, *args: str, load: bool, rate: float = RATE,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -307,6 +309,43 @@ def test_blocking_mode_stops_the_target_only_while_reading(interp: dict[str, Any
             assert tracer_of(t.pid) == 0 and "t" not in kernel.task_states(t.pid)
         finally:
             target.close()
+
+
+# A process that traces one thread of the target (PTRACE_SEIZE: the thread goes on running), as
+# a thread that has begun to exit refuses a tracer: EPERM for that thread alone.
+ONE_THREAD_TRACER = """
+import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.ptrace(0x4206, int(sys.argv[1]), None, None) != 0:
+    sys.exit(f"PTRACE_SEIZE: errno {ctypes.get_errno()}")
+print("holding", flush=True)
+time.sleep(60)
+"""
+
+
+def test_blocking_mode_goes_on_when_one_thread_refuses_a_tracer(some_interp: dict[str, Any]) -> None:
+    """--blocking (and --native) seize each thread as it appears. A thread that has begun to exit
+    refuses (EPERM), as does one another tracer holds: that thread is passed over. It was taken
+    for the process's refusal, and a thread-per-request server's sampling ended within seconds
+    ("cannot attach with ptrace for --blocking")."""
+    with helpers.running(some_interp, "stacks.py") as t:
+        spinner = t.info["threads"]["spinner"]["native_id"]
+        tracer = subprocess.Popen([sys.executable, "-c", ONE_THREAD_TRACER, str(spinner)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            assert tracer.stdout is not None and tracer.stdout.readline().strip() == "holding", tracer.stderr
+            target = attach(t.pid)
+            try:
+                target.unwinder.set_blocking(True)
+                for _ in range(5):
+                    sample = target.unwinder.sample()
+                read = [thread for thread in sample.threads if thread.depth]
+                assert len(read) >= 2, sample.threads  # the others' stacks, read while they were stopped
+            finally:
+                target.close()
+        finally:
+            tracer.kill()
+            tracer.wait()
 
 
 def test_blocking_mode_lets_job_control_stop_and_continue_the_target(interp: dict[str, Any]) -> None:
