@@ -13,8 +13,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from cffi import FFI
-
 from ..core.visible import visible
 from .stateless import demangled
 
@@ -25,8 +23,9 @@ MAX_INLINED = 32  # inlined calls shown per native frame
 MAX_FRAMES = 512  # native frames read per thread
 HOW_TO_GET = "install elfutils' libdw (Debian, Ubuntu: apt install libdw1; Fedora, RHEL: dnf install elfutils-libs)"
 
-_ffi = FFI()
-_ffi.cdef("""
+# What pytop calls of libdw, declared for cffi when first needed (_load): parsing these costs
+# ~50 ms of CPU (cffi loads a C parser), which every start-up paid for a flag few runs use.
+DECLARATIONS = """
 typedef struct Dwfl Dwfl;
 typedef struct Dwfl_Module Dwfl_Module;
 typedef struct Dwfl_Frame Dwfl_Frame;
@@ -76,17 +75,23 @@ int dwfl_linux_proc_find_elf(Dwfl_Module *mod, void **userdata, const char *modu
 int dwfl_standard_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, uint64_t base,
                                  const char *file_name, const char *debuglink_file, uint32_t debuglink_crc,
                                  char **debuginfo_file_name);
-""")
+"""
 
+_ffi: Any = None  # set with _lib, once loaded
 _lib: Any = None
 _why_not: str | None = None
 
 
 def _load() -> Any:
-    global _lib, _why_not
+    global _ffi, _lib, _why_not
     if _lib is None and _why_not is None:
+        from cffi import FFI
+
+        ffi = FFI()
+        ffi.cdef(DECLARATIONS)
         try:
-            _lib = _ffi.dlopen(LIBRARY)
+            _lib = ffi.dlopen(LIBRARY)
+            _ffi = ffi
         except OSError as exc:
             _why_not = f"{LIBRARY} cannot be loaded ({exc}): {HOW_TO_GET}"
     return _lib
