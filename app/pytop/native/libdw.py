@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.visible import visible
 from .stateless import demangled
+
+if TYPE_CHECKING:
+    from cffi import FFI
 
 LIBRARY = "libdw.so.1"
 DW_TAG_INLINED_SUBROUTINE, DW_TAG_SUBPROGRAM = 0x1D, 0x2E
@@ -77,7 +80,7 @@ int dwfl_standard_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *
                                  char **debuginfo_file_name);
 """
 
-_ffi: Any = None  # set with _lib, once loaded
+_ffi: FFI  # set with _lib, once loaded (_load): no use comes before
 _lib: Any = None
 _why_not: str | None = None
 
