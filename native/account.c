@@ -146,16 +146,19 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
          * interval with the thread running at both ends: a thread found R once, between two
          * samples that found it asleep, has just woken in the call it slept in, and its CPU
          * goes to what it runs next (a pool's worker, woken from its nap to compute 1 ms).
-         * Nor does an end that found the GIL held in the very call (the same line) the other
-         * end found the thread asleep in: it was waking there, or about to sleep, and the CPU
-         * around its nap is spent elsewhere. (Counted, each such glimpse of a pool's worker at
-         * its `time.sleep` line, 10 ms of weight for microseconds of use, drew the held CPU of
-         * its bursts with it: 4-18% of the pool's CPU shown on the nap, where 5% is spent.) */
+         * An end that found the GIL held in the very call (the same line) the other end found
+         * the thread not running in is a glimpse: waking from a nap there, or about to nap, or
+         * taking the GIL back to compute on at that line. It takes the interval's CPU when the
+         * count says exactly what that was, never CPU used unseen before. (As full runs, each
+         * glimpse of a pool's worker at its `time.sleep` line, 10 ms of weight for microseconds
+         * of use, drew the held CPU of its bursts with it: 4-18% of the pool's CPU shown on the
+         * nap, where 5% is spent. Dropped, a Python loop that shares the GIL at 100/s, seen in
+         * turn waiting and computing at one line, lost its runs.) */
         bool gil = pt->flags & PYTOP_THREAD_GIL;
         t->running = pt->flags & (PYTOP_THREAD_GIL | PYTOP_THREAD_ON_CPU);
-        bool napping_here = seen_before && stack == stack_before && !(ran_before && t->running);
-        if (ran_before && (t->running || gil_before) && !napping_here) attribute_running(e, t, stack_before, span / 2);
-        if (t->running && (ran_before || gil) && !napping_here) attribute_running(e, t, t->stack, span - span / 2);
+        bool glimpse = seen_before && stack == stack_before && !(ran_before && t->running);
+        if (ran_before && (t->running || gil_before)) attribute_running(e, t, stack_before, span / 2, glimpse);
+        if (t->running && (ran_before || gil)) attribute_running(e, t, t->stack, span - span / 2, glimpse);
         if (gil) {
             t->acc_gil += dt;
             t->d_gil++;
@@ -169,8 +172,10 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
             cpu = created && (!first_sample || P->whole_life) ? born_cpu(P, pt) : 0;
         t->d_wait += pt->wait_delta_ns;
         t->pending_wait += pt->wait_delta_ns;
+        bool exact = t->checked_at + 1 == P->sample_no && !created;
+        t->checked_at = P->sample_no;
         if (cpu || (t->unseen_ns && P->u->os.last)) {
-            attribute_cpu(e, t, cpu, now, P->u->os.last);
+            attribute_cpu(e, t, cpu, now, P->u->os.last, exact);
             t->d_cpu += cpu;
             t->period_cpu += cpu;
             P->period_attributed += cpu;

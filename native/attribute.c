@@ -18,6 +18,10 @@
  *     through that same function, else (see below) to a pseudo-frame "(ran between samples,
  *     not seen)" under the anchor: shown, with the thread, never given to another thread's
  *     function;
+ *   - a glimpse (the GIL held at the very line the other end found the thread not running at:
+ *     waking from a nap, about to nap, or taking the GIL back at a line it computes on) is a
+ *     run for its interval's CPU only, when the count was read at both ends; it is not where
+ *     CPU used unseen before goes, nor remembered for it;
  *   - when the thread has no such runs yet (a pool's worker that naps and computes a
  *     millisecond, at a low rate; a thread-per-request server's thread, read before its first
  *     frame and after its last), the CPU is held until a sample sees the thread run, and goes
@@ -68,8 +72,10 @@ static void remember_run(const stack_table *s, engine_thread *t, uint32_t stack,
     if (t->runs_count < THREAD_RUNS) t->runs_count++;
 }
 
-void attribute_running(pytop_engine *e, engine_thread *t, uint32_t stack, uint64_t ns) {
+void attribute_running(pytop_engine *e, engine_thread *t, uint32_t stack, uint64_t ns, bool glimpse) {
     pending_add(t, stack, ns);
+    if (glimpse) return; /* not where its unseen CPU goes */
+    t->pending_firm++;
     remember_run(&e->stacks, t, stack, ns);
 }
 
@@ -101,7 +107,7 @@ static void drop_waiting(engine_thread *t) {
 }
 
 void attribute_pending_clear(engine_thread *t) {
-    t->pending_count = 0;
+    t->pending_count = t->pending_firm = 0;
     t->pending_total = t->pending_wait = 0;
 }
 
@@ -218,13 +224,16 @@ static void release(pytop_engine *e, engine_thread *t) {
     t->unseen_anchor = 0;
 }
 
-void attribute_cpu(pytop_engine *e, engine_thread *t, uint64_t ns, uint64_t now, bool settle) {
+void attribute_cpu(pytop_engine *e, engine_thread *t, uint64_t ns, uint64_t now, bool settle, bool exact) {
     const stack_table *s = &e->stacks;
     drop_waiting(t);
-    if (t->pending_total) { /* seen running: held CPU goes with it, where the thread is seen now */
+    if (t->pending_total && t->pending_firm) { /* seen running: held CPU goes with it */
         attribute_split(e, t->key, t->pending, t->pending_count, t->pending_total, ns + t->unseen_ns);
         t->unseen_ns = t->unseen_since = 0;
         t->unseen_anchor = 0;
+    } else if (t->pending_total && exact) { /* glimpses only: the interval's own CPU */
+        attribute_split(e, t->key, t->pending, t->pending_count, t->pending_total, ns);
+        if (t->unseen_ns && (settle || now - t->unseen_since >= HOLD_MAX_NS)) release(e, t);
     } else {
         /* It ran and slept again between samples: within the frames it kept meanwhile. */
         uint32_t anchor = anchor_of(s, t);

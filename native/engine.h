@@ -51,6 +51,8 @@ typedef struct engine_thread {
     uint32_t pending_count;
     uint64_t pending_total;
     uint64_t pending_wait;     /* run-queue wait the kernel told of since, not yet taken off */
+    uint32_t pending_firm;     /* ... of them not glimpses (attribute_running) */
+    uint32_t checked_at;       /* its process's sample number when its count was last read */
     uint64_t period_cpu;       /* CPU attributed to it in the current period */
     uint64_t unseen_ns;        /* CPU used unseen, waiting for a sample to see it run (attribute.c) */
     uint64_t unseen_since;     /* monotonic ns: since when it has had some */
@@ -164,14 +166,18 @@ struct pytop_engine {
 
 /* `ns` of CPU to (stack, thread key). */
 void attribute_add(pytop_engine *e, uint32_t key, uint32_t stack, uint64_t ns);
-/* A sample found thread `t` running with `stack`, standing for `ns` of its time. */
-void attribute_running(pytop_engine *e, engine_thread *t, uint32_t stack, uint64_t ns);
+/* A sample found thread `t` running with `stack`, standing for `ns` of its time. A `glimpse`:
+ * holding the GIL in the very call (the same line) the other end of the interval found it
+ * asleep in, waking there or about to sleep: it takes its interval's CPU when that is known
+ * exactly, never CPU used unseen before (see attribute.c). */
+void attribute_running(pytop_engine *e, engine_thread *t, uint32_t stack, uint64_t ns, bool glimpse);
 /* Split `ns` of thread `key` over `runs` by their weights (`total` their sum). */
 void attribute_split(pytop_engine *e, uint32_t key, const pending_run *runs, uint32_t count, uint64_t total,
                      uint64_t ns);
 /* Thread `t`'s count moved by `ns` at `now`: to its stacks (see attribute.c); `settle`: the
- * run's last sample, nothing is held. */
-void attribute_cpu(pytop_engine *e, engine_thread *t, uint64_t ns, uint64_t now, bool settle);
+ * run's last sample, nothing is held; `exact`: the count was read at the previous sample too,
+ * so `ns` is what it used since then. */
+void attribute_cpu(pytop_engine *e, engine_thread *t, uint64_t ns, uint64_t now, bool settle, bool exact);
 /* An ending thread's held CPU: to its own runs, else unplaced. */
 void attribute_held(pytop_engine *e, engine_thread *t);
 /* `ns` of thread `key`, which cannot be placed: unplaced, at the root of `stack`'s tree. */
