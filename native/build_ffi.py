@@ -47,6 +47,8 @@ SOURCES = [
     "weights.c",   # the engine's time per (stack, thread) since the last drain
     "schedule.c",  # when the engine samples: slots, jitter, skipping (schedule.h: no pytop
                    # headers, so that bench/floor.c builds on the same code)
+    "budget.c",    # the CPU budget as an account: the rate at which pytop keeps within it
+                   # (budget.h: no pytop headers, pure arithmetic on the clocks it is given)
     "thread_table.c",  # the engine's threads by (process, native, ident)
     "attribute.c", # where a thread's CPU time goes: only to its own stacks
     "account.c",   # the engine's per-thread bookkeeping: what each sample's time goes to

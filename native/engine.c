@@ -27,13 +27,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "engine.h"
 
 #define DEFAULT_PERIOD_S 0.2
 #define PERIOD_THREADS 200         /* past this many threads, periods grow in proportion */
 #define IDLE_CHECK_S 0.01          /* an idle thread's CPU count is read at least this often */
-#define BUDGET_WINDOW_NS 1000000000ull
-#define BUDGET_GRACE_NS 2000000000ull
 #define DEFAULT_MIN_RATE 1.0
 #define WAIT_SLICE_NS 20000000ull /* a stop is seen within this long */
 /* Memory freed in the middle of glibc's heaps stays in the process until trimmed: hours of new
@@ -94,6 +93,7 @@ int pytop_engine_add(pytop_engine *e, pytop_unwinder *u, int32_t whole_life, uin
         u->whole_life = whole_life != 0;
         e->adding[e->adding_count++] = u;
         *process = e->next_process++;
+        if (e->ticks) e->start_up_since_check = true; /* not the first: its start is not sampling's (budget.h) */
         pthread_cond_broadcast(&e->wake);
     }
     pthread_mutex_unlock(&e->lock);
@@ -185,7 +185,8 @@ static bool wait_for_slot(pytop_engine *e, sample_schedule *schedule) {
     return !stopping(e);
 }
 
-static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t interval_ns) {
+/* One sample of process i; whether it was read (a failed attempt is not a sample). */
+static bool sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t interval_ns) {
     engine_process *P = &e->processes[i];
     pytop_unwinder *u = P->u;
     pytop_sample sample = {0};
@@ -222,6 +223,7 @@ static void sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t inte
         kthreads_free_others(&P->others);
         pytop_close(u);
     }
+    return status == PYTOP_OK;
 }
 
 static uint64_t thread_cpu_ns(void) {
@@ -244,84 +246,34 @@ static uint64_t process_cpu_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-#define OTHER_WINDOWS 5 /* the rest of pytop's cost is judged over this many windows */
-
-/* What the budget looked at last. */
-typedef struct budget_marks {
-    uint64_t wall, thread_cpu, process_cpu, started;
-    double other[OTHER_WINDOWS]; /* the share of a core the rest of pytop used, window by window */
-    uint32_t windows;
-} budget_marks;
-
-static int by_share(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The (lower) median of the recent windows: a one-off (pytop's start, a key that draws a big
- * view, an export) does not hold sampling down; what the screen and drains keep costing does.
- * Until there are a few windows to judge from (pytop's screen is still starting), nothing. */
-static double other_share(budget_marks *m, double now) {
-    m->other[m->windows++ % OTHER_WINDOWS] = now;
-    if (m->windows < 3) return 0.0;
-    uint32_t n = m->windows < OTHER_WINDOWS ? m->windows : OTHER_WINDOWS;
-    double sorted[OTHER_WINDOWS];
-    memcpy(sorted, m->other, n * sizeof *sorted);
-    qsort(sorted, n, sizeof *sorted, by_share);
-    return sorted[(n - 1) / 2];
-}
-
-/* The rate at which the sampling thread's share fits what the budget leaves it (never less than
- * a quarter of the budget, whatever the rest costs): its cost follows the rate, so the step is
- * the ratio, down at once (at most to a quarter a step), up only well under (at most double). */
-static double budgeted_rate(double rate, double asked, double floor, double sampling, double allowed) {
-    if (sampling > allowed) {
-        double factor = 0.9 * allowed / sampling;
-        rate *= factor < 0.25 ? 0.25 : factor;
-    } else if (sampling < 0.75 * allowed && rate < asked) {
-        double factor = sampling > 0 ? 0.9 * allowed / sampling : 2.0;
-        rate *= factor > 2.0 ? 2.0 : factor;
-    }
-    if (rate > asked) rate = asked;
-    return rate < floor ? floor : rate;
-}
-
-/* Once a window: the CPU pytop's process used against its budget (the rate follows), and the
- * sampling thread's own against its real-time budget (the priority goes back if it is over:
- * it must never starve the target). */
-static void check_budget(pytop_engine *e, budget_marks *m, sample_schedule *schedule) {
+/* Once a check is due: the CPU pytop's process used against its budget (the rate follows,
+ * budget.c), and the sampling thread's own against its real-time budget (the priority goes
+ * back if it is over: it must never starve the target). */
+static void check_budget(pytop_engine *e, cpu_budget *b, sample_schedule *schedule, uint64_t samples) {
     uint64_t wall = monotonic_ns();
-    if (wall - m->wall < BUDGET_WINDOW_NS) return;
+    if (!budget_due(b, wall)) return;
     uint64_t cpu = thread_cpu_ns(), process = process_cpu_ns(); /* syscalls: the vDSO serves neither */
-    double span = (double)(wall - m->wall);
-    double sampling = (double)(cpu - m->thread_cpu) / span;
-    double rest = process > m->process_cpu + (cpu - m->thread_cpu)
-                      ? (double)(process - m->process_cpu - (cpu - m->thread_cpu)) / span : 0.0;
-    double rate = e->rate_now, others = other_share(m, rest);
-    /* pytop's own start (its screen's first drawing) is not what sampling costs */
-    if (e->cfg.cpu_budget > 0 && wall - m->started >= BUDGET_GRACE_NS) {
-        double floor = e->cfg.min_rate < e->cfg.rate ? e->cfg.min_rate : e->cfg.rate;
-        double allowed = e->cfg.cpu_budget - others;
-        if (allowed < e->cfg.cpu_budget / 4) allowed = e->cfg.cpu_budget / 4;
-        rate = budgeted_rate(rate, e->cfg.rate, floor, sampling, allowed);
-    }
+    double sampling = (double)(cpu - b->thread_ns) / 1e9, span = (double)(wall - b->wall_ns) / 1e9;
     pthread_mutex_lock(&e->lock);
-    e->cpu_seconds += (double)(cpu - m->thread_cpu) / 1e9;
-    if (e->realtime && sampling > e->cfg.realtime_budget) {
+    bool start_up = e->start_up_since_check;
+    e->start_up_since_check = false;
+    pthread_mutex_unlock(&e->lock);
+    double rate = budget_check(b, e->rate_now, wall, cpu, process, samples, start_up);
+    pthread_mutex_lock(&e->lock);
+    e->cpu_seconds += sampling;
+    if (e->realtime && sampling > e->cfg.realtime_budget * span) {
         struct sched_param param = {.sched_priority = 0};
         pthread_setschedparam(pthread_self(), SCHED_OTHER, &param);
         e->realtime = false;
     }
-    if (rate != e->rate_now) {
+    /* (a change of under 2% is not worth restarting the schedule's slots for) */
+    if (rate < 0.98 * e->rate_now || rate > 1.02 * e->rate_now || (rate == e->cfg.rate && rate != e->rate_now)) {
         e->rate_now = rate;
         schedule_set_rate(schedule, rate, wall);
         for (uint32_t i = 0; i < e->process_count; i++)
             if (e->processes[i].active) set_idle_check(e, &e->processes[i]);
     }
     pthread_mutex_unlock(&e->lock);
-    m->wall = wall;
-    m->thread_cpu = cpu;
-    m->process_cpu = process;
 }
 
 static void count_tick(pytop_engine *e, uint64_t began, uint64_t due, uint64_t interval, slot_outcome o) {
@@ -361,13 +313,17 @@ static void run(pytop_engine *e) {
     uint64_t start = monotonic_ns(), next_period = start;
     sample_schedule schedule;
     schedule_init(&schedule, e->cfg.rate, e->cfg.jitter, start, (uint64_t)getpid() * 0x9E3779B97F4A7C15ull);
-    budget_marks marks = {start, thread_cpu_ns(), process_cpu_ns(), start, {0}, 0};
+    cpu_budget budget;
+    uint64_t samples = 0;
+    budget_init(&budget, e->cfg.cpu_budget, e->cfg.rate, e->cfg.min_rate, start, thread_cpu_ns(), process_cpu_ns(),
+                samples);
     uint64_t next_trim = start + TRIM_EVERY_NS;
     while (have_work(e) && wait_for_slot(e, &schedule)) {
         uint64_t began = monotonic_ns(), due = schedule.due_ns, interval = schedule.interval_ns;
         bool full = began >= next_period;
+        bool read = false;
         for (uint32_t i = 0; i < e->process_count; i++)
-            if (e->processes[i].active) sample_process(e, i, full, interval);
+            if (e->processes[i].active) read |= sample_process(e, i, full, interval);
         /* Past PERIOD_THREADS threads, a period reads so many counts that it is made longer in
          * proportion: its cost must not grow with the threads while a budget lowers the rate. */
         uint32_t threads = e->threads_seen; /* (the sampling thread's own copy: no lock needed) */
@@ -378,7 +334,11 @@ static void run(pytop_engine *e) {
             malloc_trim(0);
             next_trim = began + TRIM_EVERY_NS;
         }
-        check_budget(e, &marks, &schedule);
+        /* The budget's cost of a sample is that of the samples read: failed attempts are cheap
+         * (a program exec'ing: until it is followed), and counted as samples they doubled the
+         * rate while every sample failed. */
+        samples += read;
+        check_budget(e, &budget, &schedule, samples);
     }
 }
 

@@ -146,6 +146,7 @@ struct pytop_engine {
     weight_map weights;
     /* Schedule, since the previous drain. */
     uint32_t ticks, late, skipped;
+    bool start_up_since_check; /* a process was added since the budget's last check */
     uint64_t slot_ns;          /* the schedule's time the ticks and skipped slots cover */
     double rate_now;           /* what the schedule runs at (the budget may hold it below the rate asked) */
     uint64_t longest_delay_ns; /* a tick that began that long after it was due: a stall of the

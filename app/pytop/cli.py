@@ -116,9 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="also watch the target's Python child processes as they start and stop "
                                "(with --dump: dump each of its Python descendants too)")
     sampling.add_argument("--cpu-budget", type=budget, default=100 * DEFAULT_CPU_BUDGET, metavar="PERCENT",
-                          help=f"the most of one core pytop may use, sampling and screen together (default "
-                               f"{100 * DEFAULT_CPU_BUDGET:g}); over it, pytop lowers its rate until it fits and says "
-                               "so in the header; 0: no budget")
+                          help=f"the most of one core pytop may use from its first sample on, sampling and "
+                               f"screen together (default {100 * DEFAULT_CPU_BUDGET:g}); pytop sets its rate to "
+                               "what fits, from what a sample costs, and says so in the header; 0: no budget")
     sampling.add_argument("--realtime", action="store_true",
                           help="give the sampling thread a real-time priority and the screen a higher one (root "
                                "or CAP_SYS_NICE), so samples come on time even when every core is busy. It "
