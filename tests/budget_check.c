@@ -6,22 +6,13 @@
  */
 #include <stdio.h>
 
+#include "check.h"
+
 #include "budget.h"
 
 #define MS 1000000ull
 #define S 1000000000ull
 
-static int failures = 0;
-
-#define CHECK(cond, ...)                           \
-    do {                                           \
-        if (!(cond)) {                             \
-            fprintf(stderr, "FAILED %s: ", #cond); \
-            fprintf(stderr, __VA_ARGS__);          \
-            fprintf(stderr, "\n");                 \
-            failures++;                            \
-        }                                          \
-    } while (0)
 
 typedef struct world {
     double share, asked, floor;

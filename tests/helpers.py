@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -221,3 +222,19 @@ def wait_samples(sampler: Any, count: int, timeout: float = 60) -> None:
             raise AssertionError(f"{sampler.samples_taken} samples of {count} (running: {sampler.running})")
         time.sleep(0.01)
 
+
+
+def run_c_check(tmp_path: Path, check: str, sources: list[str], flags: list[str],
+                env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Build tests/`check` with native/`sources` (and tests/check.h's CHECK) and run it: a C
+    property check on pure logic. Skips without a C compiler."""
+    import pytest  # (here: bench/ and tools/ import this module without pytest)
+
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if compiler is None:
+        pytest.skip("no C compiler")
+    native = ROOT / "native"
+    binary = tmp_path / Path(check).stem
+    subprocess.run([compiler, "-std=gnu11", *flags, f"-I{native}", f"-I{ROOT / 'tests'}", "-o", str(binary),
+                    str(ROOT / "tests" / check), *(str(native / name) for name in sources)], check=True)
+    return subprocess.run([str(binary)], capture_output=True, text=True, timeout=timeout, env=env)

@@ -7,22 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "schedule.h"
 
 #define MS 1000000ull
 #define US 1000ull
 
-static int failures = 0;
-
-#define CHECK(cond, ...)                       \
-    do {                                       \
-        if (!(cond)) {                         \
-            fprintf(stderr, "FAILED %s: ", #cond); \
-            fprintf(stderr, __VA_ARGS__);      \
-            fprintf(stderr, "\n");             \
-            failures++;                        \
-        }                                      \
-    } while (0)
 
 /* Samples taken from `from` for `count` samples, each `cost` long, the clock jumping by `stall`
  * after sample number `stall_at`. Returns the clock at the end; fills the start of each. */

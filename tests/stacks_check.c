@@ -11,19 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "aggregate.h"
 
-static int failures = 0;
-
-#define CHECK(cond, ...)                           \
-    do {                                           \
-        if (!(cond)) {                             \
-            fprintf(stderr, "FAILED %s (line %d): ", #cond, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);          \
-            fprintf(stderr, "\n");                 \
-            failures++;                            \
-        }                                          \
-    } while (0)
 
 enum { MAIN = 1, WORK, HELPER, OTHER, FIB, TASK, RUN, COPY_OF_WORK };
 static uint32_t fn[16]; /* code id -> function id */

@@ -7,8 +7,6 @@ waiting, nothing a busy machine can change."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,14 +16,8 @@ import helpers
 
 @pytest.mark.process  # the C account compiled and run
 def test_budget_properties(tmp_path: Path) -> None:
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        pytest.skip("no C compiler")
-    native = helpers.ROOT / "native"
-    binary = tmp_path / "budget_check"
-    subprocess.run([compiler, "-std=gnu11", "-O1", "-Wall", "-Wextra", "-Werror", "-fsanitize=undefined",
-                    "-fno-sanitize-recover=all", f"-I{native}", "-o", str(binary),
-                    str(helpers.ROOT / "tests" / "budget_check.c"), str(native / "budget.c")], check=True)
-    result = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    result = helpers.run_c_check(tmp_path, "budget_check.c", ["budget.c"],
+                                 ["-O1", "-Wall", "-Wextra", "-Werror", "-fsanitize=undefined",
+                                  "-fno-sanitize-recover=all"])
     assert result.returncode == 0, result.stderr
     assert "all properties hold" in result.stdout
