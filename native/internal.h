@@ -228,10 +228,23 @@ typedef struct type_memo {
 enum object_kind { OBJECT_OTHER = 0, OBJECT_DICT, OBJECT_INT, OBJECT_STR, OBJECT_MODULE, OBJECT_CODE,
                    OBJECT_LONG_27 /* 2.7's long (3.x's int) */ };
 
+/* Where str keys were found in tables of dict entries: a table's address and a key's text ->
+ * the entry and the key object found there. Read again, the same key object at the same entry
+ * of the same table is taken for the same key without reading the candidates' texts (one page
+ * pinned per candidate: most of what a thread's name cost). */
+#define KEY_MEMO_SLOTS 16
+typedef struct key_memo {
+    uint64_t entries[KEY_MEMO_SLOTS], key[KEY_MEMO_SLOTS];
+    const char *text[KEY_MEMO_SLOTS];
+    uint32_t index[KEY_MEMO_SLOTS];
+    uint32_t next;
+} key_memo;
+
 typedef struct objects {
     remote *mem;
     const pytop_layout *L;
     type_memo types;
+    key_memo keys;
 } objects;
 
 /* What kind of object is at `obj` (from its type's name, remembered per type object). */

@@ -96,10 +96,14 @@ int object_int(objects *o, uint64_t obj, uint64_t *value) {
         ndigits = negative ? (uint64_t)(-(int64_t)size) : size;
     }
     unsigned shift = L->long_shift > 0 && L->long_shift < 32 ? (unsigned)L->long_shift : 30;
-    if (negative || ndigits * shift > 64 + shift) return PYTOP_ERR_CORRUPT; /* not a thread ident */
     uint32_t digits[4] = {0};
-    if (ndigits && (status = remote_read(o->mem, obj + (uint64_t)L->long_digits, digits, 4 * ndigits)) != PYTOP_OK)
-        return status;
+    /* not a thread ident; nor digits of 30 bits in uint32s (a 15-bit build's are uint16s) */
+    if (negative || ndigits * shift > 64 + shift || shift != 30 || ndigits > 4) return PYTOP_ERR_CORRUPT;
+    if (ndigits) { /* a view: the int's header was just read, its digits follow it */
+        const uint8_t *p = remote_view(o->mem, obj + (uint64_t)L->long_digits, 4 * ndigits, 0, &status);
+        if (!p) return status;
+        memcpy(digits, p, 4 * ndigits);
+    }
     uint64_t v = 0;
     for (uint64_t i = 0; i < ndigits; i++) v |= (uint64_t)digits[i] << (shift * i);
     *value = v;
@@ -247,12 +251,39 @@ int object_dict_get_int(objects *o, uint64_t dict, uint64_t key, uint64_t *value
     return PYTOP_OK;
 }
 
-/* The index of the str key `want` among the first `count` entries at `entries` (a view), or
- * -1: the candidate keys are read together in one syscall. */
-static int find_str_key(objects *o, const uint8_t *entries, uint32_t count, uint32_t entry_size,
+/* The entry that held `want` when this table was last searched, if the same key object is
+ * still there (-1: not remembered, or moved). */
+static int64_t remembered_key(const key_memo *m, uint64_t entries_at, const uint8_t *entries, uint32_t count,
+                              uint32_t entry_size, int32_t key_at, const char *want) {
+    for (uint32_t s = 0; s < KEY_MEMO_SLOTS; s++)
+        if (m->entries[s] == entries_at && m->text[s] && m->index[s] < count && strcmp(m->text[s], want) == 0 &&
+            load_u64(entries + (size_t)m->index[s] * entry_size, key_at) == m->key[s])
+            return m->index[s];
+    return -1;
+}
+
+static void remember_key(key_memo *m, uint64_t entries_at, uint32_t index, uint64_t key, const char *want) {
+    for (uint32_t s = 0; s < KEY_MEMO_SLOTS; s++) /* a table searched again: its slot, not a second one */
+        if (m->entries[s] == entries_at && m->text[s] && strcmp(m->text[s], want) == 0) {
+            m->index[s] = index;
+            m->key[s] = key;
+            return;
+        }
+    uint32_t s = m->next++ % KEY_MEMO_SLOTS;
+    m->entries[s] = entries_at;
+    m->index[s] = index;
+    m->key[s] = key;
+    m->text[s] = want; /* the callers' keys are string literals */
+}
+
+/* The index of the str key `want` among the first `count` entries at `entries` (a view of the
+ * table at `entries_at`), or -1: the candidate keys are read together in one syscall. */
+static int find_str_key(objects *o, uint64_t entries_at, const uint8_t *entries, uint32_t count, uint32_t entry_size,
                         int32_t key_at, const char *want, int64_t *index) {
     *index = -1;
     if (count == 0) return PYTOP_OK;
+    if ((*index = remembered_key(&o->keys, entries_at, entries, count, entry_size, key_at, want)) >= 0)
+        return PYTOP_OK;
     size_t peek = KEY_PEEK_BYTES;
     range *want_ranges = calloc(count, sizeof *want_ranges + sizeof(uint8_t *) + sizeof(bool) + peek);
     if (!want_ranges) return PYTOP_ERR_NOMEM;
@@ -280,6 +311,8 @@ static int find_str_key(objects *o, const uint8_t *entries, uint32_t count, uint
         if (ok[j] && ascii_text(o, bufs[j], peek, &data, &have) && have == length && memcmp(data, want, length) == 0)
             *index = slot_of[j];
     }
+    if (*index >= 0)
+        remember_key(&o->keys, entries_at, (uint32_t)*index, load_u64(entries + (size_t)*index * entry_size, key_at), want);
     free(slot_of);
     free(want_ranges);
     return status;
@@ -293,7 +326,7 @@ int object_dict_get_str(objects *o, uint64_t dict, const char *key, uint64_t *va
     const uint8_t *entries = remote_view(o->mem, v.entries, (size_t)v.count * v.entry_size, 0, &status);
     if (!entries) return status;
     int64_t at;
-    if ((status = find_str_key(o, entries, v.count, v.entry_size, v.key_at, key, &at)) != PYTOP_OK || at < 0)
+    if ((status = find_str_key(o, v.entries, entries, v.count, v.entry_size, v.key_at, key, &at)) != PYTOP_OK || at < 0)
         return status;
     if (v.values) return read_u64(o, v.values + 8 * (uint64_t)at, value);
     *value = load_u64(entries + (size_t)at * v.entry_size, v.value_at);
@@ -319,7 +352,7 @@ static int shared_key_index(objects *o, uint64_t type, const char *name, int64_t
     uint64_t entries_at = keys + (uint64_t)L->dk_indices + (1ull << log2_index_bytes);
     const uint8_t *entries = nentries ? remote_view(o->mem, entries_at, (size_t)nentries * entry_size, 0, &status) : NULL;
     if (nentries && !entries) return status;
-    return find_str_key(o, entries, (uint32_t)nentries, entry_size, key_at, name, index);
+    return find_str_key(o, entries_at, entries, (uint32_t)nentries, entry_size, key_at, name, index);
 }
 
 /* The attribute from a values array of `capacity` slots (0: unknown) at `values`. */

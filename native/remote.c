@@ -35,6 +35,8 @@
 #define IOV_BATCH 1024
 #define PREFETCH_MAX_FAILURES 8
 #define PREFETCH_SLACK_BYTES 512u /* read past what was touched: a stack that grew a little */
+#define FRESH_BEFORE_BYTES 256u   /* a fresh view's neighbourhood: an object's pre-header, */
+#define FRESH_AFTER_BYTES 1024u   /* and a heap type's fields up to its cached keys */
 
 static uint64_t page_floor(uint64_t a) { return a & ~(uint64_t)(PAGE_SIZE_BYTES - 1); }
 static uint64_t page_ceil(uint64_t a) { return page_floor(a + PAGE_SIZE_BYTES - 1); }
@@ -376,11 +378,37 @@ void remote_prefetch_also(remote *r, uint64_t addr, size_t len) {
     r->untracked = untracked;
 }
 
+/* A view read afresh (see remote_begin_fresh), with its neighbourhood on the same pages, kept
+ * until the fresh reading ends: reads from fresh memory follow pointers from object to object
+ * (a thread's name: a dict's header, its keys, an int; a Thread, its type, its values, a str),
+ * each object's fields a few words apart, and one syscall costs about as much as a page of
+ * copying. The bytes are as fresh as the first view's: no older than this fresh reading. */
+static const uint8_t *read_fresh_neighbourhood(remote *r, uint64_t addr, size_t len, int *status) {
+    uint64_t start = addr > FRESH_BEFORE_BYTES ? addr - FRESH_BEFORE_BYTES : 0;
+    uint64_t end = addr + len + FRESH_AFTER_BYTES < addr + len ? addr + len : addr + len + FRESH_AFTER_BYTES;
+    if (start < page_floor(addr)) start = page_floor(addr); /* only the pages the view needs anyway */
+    if (end > page_ceil(addr + len) || end < addr + len) end = page_ceil(addr + len);
+    if (end - start > len && end - start <= MAX_READ_BYTES) {
+        int window_status;
+        const uint8_t *w = read_into_arena(r, start, end - start, &window_status);
+        if (w) {
+            keep_extra(r, start, end - start, w);
+            return w + (addr - start);
+        }
+        if (window_status == PYTOP_ERR_GONE || window_status == PYTOP_ERR_PERMISSION) {
+            *status = window_status;
+            return NULL;
+        }
+    }
+    return read_into_arena(r, addr, len, status);
+}
+
 const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int *status) {
     if (bad_request(addr, len, status)) return NULL;
     if (flags & VIEW_TRACK) track(r, addr, len, flags & VIEW_FRAME);
     const uint8_t *hit = lookup(r, addr, len);
-    return hit ? hit : read_into_arena(r, addr, len, status);
+    if (hit) return hit;
+    return r->fresh ? read_fresh_neighbourhood(r, addr, len, status) : read_into_arena(r, addr, len, status);
 }
 
 const uint8_t *remote_view_kept(remote *r, uint64_t addr, size_t len, int *status) {
