@@ -220,6 +220,7 @@ int pytop_engine_drain(pytop_engine *e, pytop_drain *out, int whole) {
     out->running = e->started && !e->finished;
     out->realtime = e->realtime;
     out->stacks_dropped = e->stacks.dropped;
+    out->stacks_coarsened = e->stacks.coarsened;
     out->stack_nodes = e->stacks.live;
     out->end_at = e->end[0] ? text_add(&e->out_text, e->end, ERROR_TEXT_BYTES) : UINT32_MAX;
     e->ticks = e->late = e->skipped = 0;

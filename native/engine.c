@@ -71,7 +71,7 @@ pytop_engine *pytop_engine_new(const pytop_engine_config *config, int *status) {
     pthread_condattr_destroy(&attr);
     e->drain_sums = aggregator_new();
     e->asked_sums = aggregator_new();
-    if (functions_init(&e->functions) != PYTOP_OK || stacks_init(&e->stacks, config->max_stack_nodes, 0) != PYTOP_OK ||
+    if (functions_init(&e->functions) != PYTOP_OK || stacks_init(&e->stacks, config->max_stack_nodes, config->max_stack_nodes) != PYTOP_OK ||
         weights_init(&e->weights) != PYTOP_OK || !e->drain_sums || !e->asked_sums) {
         pytop_engine_free(e);
         *status = PYTOP_ERR_NOMEM;

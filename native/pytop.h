@@ -275,7 +275,8 @@ typedef struct pytop_engine_config {
     double min_rate;          /* the budget never lowers the rate below this */
     int32_t blocking;         /* 1: stop the target's threads with ptrace while they are read */
     int32_t native;           /* 1 (with blocking): native frames in the stacks (PYTOP_OPT_NATIVE) */
-    uint32_t max_stack_nodes; /* bound on the nodes of the stack tree (0: default) */
+    uint32_t max_stack_nodes; /* bound on the nodes of the stack tree (0: default); one given is
+                                 also the room it may grow by between evictions */
     double period;            /* seconds between two full checks of every thread (0: default) */
 } pytop_engine_config;
 
@@ -289,7 +290,10 @@ enum pytop_stack_kind {
     PYTOP_STACK_TORN = 5,        /* a thread whose stack changed under every read before one was whole */
     PYTOP_STACK_UNPLACED = 6,    /* not a root: a node under a thread's frames for CPU time it used
                                     there between samples, where no sample saw it */
-    PYTOP_STACK_INCOMPLETE = 8   /* flag: outer frames are missing (cut or torn): no caller edges */
+    PYTOP_STACK_INCOMPLETE = 8,  /* flag: outer frames are missing (cut or torn): no caller edges */
+    PYTOP_STACK_COARSE = 16      /* flag: a stack that found no room in the tree whole, kept as the set
+                                    of its (function, line) frames (in the order of function ids)
+                                    and its innermost frame: own and total times whole, no callers */
 };
 
 typedef struct pytop_drain_process {
@@ -440,6 +444,7 @@ typedef struct pytop_drain {
     int32_t running;         /* 1 while the sampling thread runs */
     int32_t realtime;        /* 1 while it has a real-time priority */
     uint32_t stacks_dropped; /* stacks that found no room in the tree (overflow rows), since the start */
+    uint32_t stacks_coarsened; /* stacks kept coarse (PYTOP_STACK_COARSE) for want of room, since the start */
     uint32_t stack_nodes;    /* nodes in the stack tree now */
     uint32_t end_at;         /* why sampling ended (offset in `text`), or UINT32_MAX */
 } pytop_drain;

@@ -21,6 +21,8 @@
 /* Between evictions the tree may grow past its bound by the deepest stack read (and a root): a
  * thread 50,000 frames deep is interned whole whatever the bound. */
 #define DEFAULT_ROOM ((uint32_t)DEFAULT_MAX_DEPTH + 2)
+/* Coarse stacks (a set of (function, line) frames each) need few nodes: a program's lines. */
+#define MAX_COARSE_RESERVE 4096u
 
 static uint64_t hash_key(uint32_t parent, uint32_t code_id, int32_t line, uint32_t process) {
     uint64_t h = ((uint64_t)parent << 32 | code_id) * 0x9E3779B97F4A7C15ull;
@@ -34,6 +36,7 @@ int stacks_init(stack_table *t, uint32_t max_nodes, uint32_t room) {
     memset(t, 0, sizeof *t);
     t->max_nodes = max_nodes ? max_nodes : DEFAULT_MAX_NODES;
     t->room = room ? room : DEFAULT_ROOM;
+    t->reserve = t->room / 4 < MAX_COARSE_RESERVE ? t->room / 4 : MAX_COARSE_RESERVE;
     t->slot_mask = 4095;
     t->slots = calloc(t->slot_mask + 1, sizeof *t->slots);
     t->clock = 1;
@@ -109,7 +112,8 @@ static void unindex(stack_table *t, uint32_t id) {
 static uint32_t make(stack_table *t, uint32_t parent, uint32_t code_id, int32_t line, uint32_t process,
                      uint32_t function, uint8_t flags, uint8_t kind) {
     /* Roots are few (a process's kinds of stack): always room for them, the overflow one first. */
-    if (parent && t->live >= (uint64_t)t->max_nodes + t->room) return 0;
+    uint64_t limit = (uint64_t)t->max_nodes + t->room + ((kind & PYTOP_STACK_COARSE) ? t->reserve : 0);
+    if (parent && t->live >= limit) return 0;
     if ((t->live + 1) * 2 > t->slot_mask && grow_slots(t) != PYTOP_OK) return 0;
     /* Room in the list for the next drain, before the node exists. */
     uint32_t *fresh = grow_array(t->fresh, &t->fresh_cap, t->fresh_count + 1ull, sizeof *fresh, 256);
@@ -141,7 +145,7 @@ static uint32_t make(stack_table *t, uint32_t parent, uint32_t code_id, int32_t 
 static uint32_t root_of(stack_table *t, function_table *f, uint32_t process, uint32_t kind) {
     uint32_t slot, id = find(t, 0, kind, 0, process, &slot);
     if (id) return id;
-    uint32_t base = kind & ~(uint32_t)PYTOP_STACK_INCOMPLETE;
+    uint32_t base = kind & ~(uint32_t)(PYTOP_STACK_INCOMPLETE | PYTOP_STACK_COARSE);
     uint32_t function = base == PYTOP_STACK_FRAMES ? 0 : functions_of_kind(f, process, base);
     return make(t, 0, kind, 0, process, function, NODE_FIRST_FUNCTION | NODE_FIRST_LINE, (uint8_t)kind);
 }
@@ -223,10 +227,50 @@ static uint32_t overflow(stack_table *t, function_table *f, uint32_t process, st
     return id;
 }
 
+/* One (function, line) frame of a coarse stack. */
+typedef struct coarse_frame {
+    uint32_t function;
+    pytop_frame frame;
+} coarse_frame;
+
+static int by_function_and_line(const void *a, const void *b) {
+    const coarse_frame *x = a, *y = b;
+    if (x->function != y->function) return x->function < y->function ? -1 : 1;
+    return x->frame.line < y->frame.line ? -1 : x->frame.line > y->frame.line;
+}
+
+/* A stack that found no room whole, kept as what the function table counts: each (function,
+ * line) of its outer frames once, in the order of function ids (so that stacks of the same
+ * frames share one path, however their calls nest and recurse), then its innermost frame. Its
+ * own and total times are whole; its callers are not known (the flag says so). */
+static uint32_t coarse(stack_table *t, function_table *f, uint32_t process, uint32_t kind, const pytop_frame *frames,
+                       uint32_t count, stack_path *path) {
+    if (path) path->count = 0;
+    if ((kind & PYTOP_STACK_COARSE) || count == 0) return overflow(t, f, process, NULL);
+    coarse_frame *set = malloc((size_t)count * sizeof *set);
+    pytop_frame *kept = malloc((size_t)count * sizeof *kept);
+    uint32_t n = 0, leaf = 0;
+    if (set && kept && seen_ready(t, count)) {
+        for (uint32_t i = 1; i < count; i++) { /* frames[0] is the innermost */
+            uint32_t function = functions_of_code(f, process, frames[i].code_id);
+            if (seen_add(t, line_key(function, frames[i].line))) set[n++] = (coarse_frame){function, frames[i]};
+        }
+        qsort(set, n, sizeof *set, by_function_and_line);
+        kept[0] = frames[0];
+        for (uint32_t j = 0; j < n; j++) kept[1 + j] = set[n - 1 - j].frame; /* innermost first */
+        uint32_t dropped = t->dropped;
+        leaf = stacks_intern(t, f, process, kind | PYTOP_STACK_COARSE, kept, n + 1, NULL);
+        if (leaf && t->dropped == dropped) t->coarsened++;
+    }
+    free(set);
+    free(kept);
+    return leaf ? leaf : overflow(t, f, process, NULL);
+}
+
 uint32_t stacks_intern(stack_table *t, function_table *f, uint32_t process, uint32_t kind,
                        const pytop_frame *frames, uint32_t count, stack_path *path) {
     uint32_t root = root_of(t, f, process, kind);
-    if (!root) return kind == PYTOP_STACK_OVERFLOW ? 0 : overflow(t, f, process, path);
+    if (!root) return kind == PYTOP_STACK_OVERFLOW ? 0 : coarse(t, f, process, kind, frames, count, path);
     if (path && !path_room(path, count)) path = NULL;
     /* The outer frames it shares with the thread's previous stack need no look-up. */
     uint32_t same = 0;
@@ -244,7 +288,7 @@ uint32_t stacks_intern(stack_table *t, function_table *f, uint32_t process, uint
         if (!id) {
             uint32_t function = functions_of_code(f, process, fr->code_id);
             if (!making) { /* the first new node: which functions and lines are further out? */
-                if (!seen_ready(t, t->nodes[node - 1].depth + count)) return overflow(t, f, process, path);
+                if (!seen_ready(t, t->nodes[node - 1].depth + count)) return coarse(t, f, process, kind, frames, count, path);
                 seen_path(t, node);
                 making = true;
             }
@@ -252,7 +296,7 @@ uint32_t stacks_intern(stack_table *t, function_table *f, uint32_t process, uint
             if (seen_add(t, function_key(function))) flags |= NODE_FIRST_FUNCTION;
             if (seen_add(t, line_key(function, fr->line))) flags |= NODE_FIRST_LINE;
             id = make(t, node, fr->code_id, fr->line, process, function, flags, (uint8_t)kind);
-            if (!id) return overflow(t, f, process, path);
+            if (!id) return coarse(t, f, process, kind, frames, count, path);
         }
         node = id;
         if (path) {

@@ -54,7 +54,9 @@ typedef struct stack_table {
     uint32_t room;          /* ... and between them it may grow this far past it, no further */
     uint32_t clock;         /* moved on by the engine at each sample */
     uint32_t epoch;         /* evictions so far: stack_paths of an older epoch are not trusted */
-    uint32_t dropped;       /* stacks that found no room even after evictions: overflow rows */
+    uint32_t reserve;       /* past max_nodes + room, nodes for coarse stacks only */
+    uint32_t coarsened;     /* stacks that found no room whole: kept coarse (PYTOP_STACK_COARSE) */
+    uint32_t dropped;       /* stacks that found no room even coarse: overflow rows */
     /* For the next drain: nodes made since the previous one (in the order made, parents first)
      * and nodes evicted since then (all handed out before: only nodes not seen since the
      * previous drain are evicted). */
@@ -66,13 +68,17 @@ typedef struct stack_table {
     uint32_t seen_mask, seen_stamp;
 } stack_table;
 
-/* max_nodes, room: 0 for the defaults (32,768 nodes; room for the deepest stack read). */
+/* max_nodes, room: 0 for the defaults (32,768 nodes; room for the deepest stack read). Coarse
+ * stacks have a reserve of their own past both (a quarter of the room, at most 4,096 nodes). */
 int stacks_init(stack_table *t, uint32_t max_nodes, uint32_t room);
 void stacks_free(stack_table *t);
 void stack_path_free(stack_path *p);
 /* The leaf of this stack (frames innermost first) of `process`, its nodes made the first time;
  * `path` (may be NULL) is the thread's previous stack and becomes this one. 0 only when memory
- * runs out; a stack that finds no room gets its process's overflow row. */
+ * runs out. A stack that finds no room whole is kept coarse: the set of its (function, line)
+ * frames and its innermost frame, under its kind's coarse root (PYTOP_STACK_COARSE), which is
+ * all the function table needs; only one that finds no room even so gets its process's
+ * overflow row. */
 uint32_t stacks_intern(stack_table *t, function_table *f, uint32_t process, uint32_t kind,
                        const pytop_frame *frames, uint32_t count, stack_path *path);
 static inline const stack_node *stacks_get(const stack_table *t, uint32_t id) {

@@ -16,6 +16,7 @@ from pytop.core.aggregate import Counts, StackBook
 from pytop.core.records import (
     NODE_FIRST_FUNCTION,
     NODE_FIRST_LINE,
+    STACK_COARSE,
     STACK_FRAMES,
     STACK_INCOMPLETE,
     Function,
@@ -49,7 +50,7 @@ class Tree:
 
     def __call__(self, *pairs: tuple[int, int], kind: int = STACK_FRAMES) -> int:
         """The leaf of a stack of (function, line) frames, innermost first."""
-        base = kind & ~STACK_INCOMPLETE
+        base = kind & ~(STACK_INCOMPLETE | STACK_COARSE)
         node = self._node(0, kind, 0, kind, KIND_FUNCTIONS + base if base else 0,
                           NODE_FIRST_FUNCTION | NODE_FIRST_LINE, 0)
         functions: set[int] = set()

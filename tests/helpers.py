@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -212,6 +212,15 @@ def sampling(sampler: Any, publish: Any) -> Iterator[Any]:
         yield sampler
     finally:
         sampler.stop()
+
+
+def wait_until(test: Callable[[], Any], timeout: float = 20, what: Callable[[], Any] = lambda: None) -> None:
+    """Until `test()` is true; past `timeout`, fail saying `what()`."""
+    deadline = time.monotonic() + timeout
+    while not test():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what()}")
+        time.sleep(0.02)
 
 
 def wait_samples(sampler: Any, count: int, timeout: float = 60) -> None:

@@ -181,14 +181,51 @@ int main(void) {
     pytop_leaf_tally stale = tally(old[1], 1);
     aggregate_tallies(a, &small, &f, &stale, 1, PYTOP_AGGREGATE_TABLES, &out);
     CHECK(out.skipped == 1 || stacks_get(&small, old[1]), "an evicted leaf is skipped");
-    /* Between evictions the tree may grow by its room; past that a stack is counted and
-     * given its process's overflow row (a root: always room for one), never unbounded memory. */
+    /* Between evictions the tree may grow by its room; past that a stack is kept coarse, in a
+     * reserve of its own (a quarter of the room); past that too it is counted and given its
+     * process's overflow row (a root: always room for one), never unbounded memory. */
     uint32_t dropped = small.dropped, last = 0;
     for (int i = 0; i < 200; i++) last = intern(&small, &f, NULL, 0, 2, OTHER, 1000 + i, HELPER, 1);
-    CHECK(small.live <= 128 + 1 && small.dropped > dropped && stacks_get(&small, last) &&
+    CHECK(small.reserve == 16 && small.coarsened > 0, "coarse first: reserve %u, %u coarse", small.reserve,
+          small.coarsened);
+    CHECK(small.live <= 128 + 16 + 2 && small.dropped > dropped && stacks_get(&small, last) &&
               stacks_get(&small, last)->code_id == PYTOP_STACK_OVERFLOW, "overflow: %u live, %u dropped", small.live,
           small.dropped);
     stacks_free(&small);
+
+    /* Coarse stacks: a full tree keeps a new stack as the set of its (function, line) frames,
+     * in the order of function ids, and its innermost frame: the same set and innermost frame,
+     * however nested, is the same leaf, and its sums are the whole stack's. */
+    stack_table full;
+    stacks_init(&full, 8, 40); /* room 40: 48 nodes, then a reserve of 10 for coarse stacks */
+    for (int i = 0; full.live < 48 && i < 100; i++) intern(&full, &f, NULL, 0, 2, OTHER, 3000 + i, OTHER, 1);
+    uint32_t coarse_before = full.coarsened;
+    uint32_t c1 = intern(&full, &f, NULL, 0, 7, MAIN, 1, FIB, 7, WORK, 20, FIB, 8, WORK, 20, FIB, 8, HELPER, 30);
+    uint32_t c2 = intern(&full, &f, NULL, 0, 5, MAIN, 1, WORK, 20, FIB, 8, FIB, 7, HELPER, 30);
+    const stack_node *cl = stacks_get(&full, c1);
+    CHECK(cl && (cl->kind & PYTOP_STACK_COARSE) && cl->code_id == HELPER && cl->line == 30 && cl->depth == 5,
+          "coarse leaf: kind %u, code %u, depth %u", cl ? cl->kind : 0, cl ? cl->code_id : 0, cl ? cl->depth : 0);
+    CHECK(c2 == c1 && full.coarsened == coarse_before + 2,
+          "the same frames, nested otherwise: the same leaf (%u, %u; %u coarse)", c1, c2, full.coarsened - coarse_before);
+    uint32_t order[4], at = cl ? cl->parent : 0;
+    for (int i = 3; i >= 0 && at; i--, at = stacks_get(&full, at)->parent) order[i] = stacks_get(&full, at)->function;
+    CHECK(order[0] < order[1] && order[1] < order[2] && order[2] <= order[3], "by function id: %u %u %u %u", order[0],
+          order[1], order[2], order[3]);
+    pytop_leaf_tally c10 = tally(c1, 10);
+    aggregate_tallies(a, &full, &f, &c10, 1, PYTOP_AGGREGATE_TABLES, &out);
+    CHECK(own_of(&out, HELPER) == 10 && total_of(&out, HELPER) == 10 && total_of(&out, FIB) == 10 &&
+              total_of(&out, WORK) == 10 && total_of(&out, MAIN) == 10 && own_of(&out, FIB) == 0,
+          "coarse sums: fib %" PRIu64 ", work %" PRIu64, total_of(&out, FIB), total_of(&out, WORK));
+    const pytop_function_row *f7 = row(out.lines, out.line_count, fn[FIB], 7), *f8 = row(out.lines, out.line_count, fn[FIB], 8);
+    CHECK(f7 && f7->total[1] == 10 && f8 && f8->total[1] == 10, "coarse lines");
+    /* Its innermost frame further out too (recursion): counted once, own where it ends. */
+    uint32_t c3 = intern(&full, &f, NULL, 0, 4, MAIN, 1, FIB, 8, WORK, 20, FIB, 8);
+    pytop_leaf_tally c5 = tally(c3, 5);
+    aggregate_tallies(a, &full, &f, &c5, 1, PYTOP_AGGREGATE_TABLES, &out);
+    CHECK(c3 && (stacks_get(&full, c3)->kind & PYTOP_STACK_COARSE) && own_of(&out, FIB) == 5 && total_of(&out, FIB) == 5 &&
+              total_of(&out, WORK) == 5, "coarse recursion: fib %" PRIu64 "/%" PRIu64, own_of(&out, FIB),
+          total_of(&out, FIB));
+    stacks_free(&full);
 
     /* Functions: retired with their last code object; one never handed out is never told gone. */
     f.fresh_count = 0; /* as after a drain */

@@ -6,9 +6,9 @@ import pytest
 
 from figures_fakes import PID, Tree, counts, weight
 from pytop.core.callgraph import ROOT, SELF, call_graph
-from pytop.core.calltree import CUT, SMALLER, call_tree, hottest_path, hottest_path_through
+from pytop.core.calltree import COARSE, CUT, SMALLER, call_tree, hottest_path, hottest_path_through
 from pytop.core.calltree import ROOT as TREE_ROOT
-from pytop.core.records import STACK_FRAMES, STACK_INCOMPLETE, TASK_FILENAME
+from pytop.core.records import STACK_COARSE, STACK_FRAMES, STACK_INCOMPLETE, TASK_FILENAME
 
 NAMES = {1: ("main", "app.py"), 2: ("handle", "app.py"), 3: ("render", "app.py"), 4: ("query", "db.py"),
          5: ("walk", "tree.py")}
@@ -52,6 +52,24 @@ def test_an_incomplete_stack_makes_no_edges(tree: Tree) -> None:
     graph = call_graph(tree.rows(counts(weight(cut, T, cpu=2.0))), tree.book, key(2), by_line=False)
     assert graph.total_seconds == pytest.approx(2.0)
     assert graph.callers == () and graph.callees == ()
+
+
+def test_a_coarse_stack_counts_whole_and_makes_no_edges(tree: Tree) -> None:
+    """A stack kept as its set of frames past pytop's memory bound: its time is its functions'
+    (own and total), but its frames are in no call order, so no callers, no callees; in the
+    tree it hangs under a node that says so."""
+    whole = stack_of(tree, 3, 2, 1)
+    coarse = stack_of(tree, 3, 1, 2, kind=STACK_COARSE)  # set order: not who called whom
+    c = counts(weight(whole, T, cpu=1.0), weight(coarse, T, cpu=2.0))
+    graph = call_graph(tree.rows(c), tree.book, key(2), by_line=False)
+    assert graph.total_seconds == pytest.approx(3.0)
+    assert [(n.key, n.seconds) for n in graph.callers] == [(key(1), 1.0)]
+    made = call_tree(tree.rows(c), tree.book, by_line=False)
+    assert made.total == pytest.approx(3.0)
+    (held, main) = made.children  # hottest first
+    assert main.key == key(1) and main.total == pytest.approx(1.0)
+    assert held.key == COARSE and held.total == pytest.approx(2.0)
+    assert tree.book.info(coarse).frames[-1][0] == COARSE[0] and tree.book.info(coarse).incomplete
 
 
 def test_recursion_counts_each_stack_once_at_its_outermost_call(tree: Tree) -> None:

@@ -259,12 +259,9 @@ def test_gc_share(interp: dict[str, Any]) -> None:
 
 
 def wait_for(got: Collected, test: Any, timeout: float = 20) -> Snapshot:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if got.snapshots and test(got.last):
-            return got.last
-        time.sleep(0.02)
-    raise AssertionError(f"never happened; last snapshot: {got.last if got.snapshots else None}")
+    helpers.wait_until(lambda: got.snapshots and test(got.last), timeout,
+                       lambda: f"last snapshot: {got.last if got.snapshots else None}")
+    return got.last
 
 
 def test_subprocesses_are_followed(some_interp: dict[str, Any]) -> None:

@@ -26,7 +26,9 @@ from typing import NamedTuple
 
 from .model import Mode, RowKey
 from .records import (
+    COARSE_FRAME,
     PSEUDO_FUNCTIONS,
+    STACK_COARSE,
     STACK_INCOMPLETE,
     TASK_FILENAME,
     Drain,
@@ -61,7 +63,7 @@ class StackInfo(NamedTuple):
 
     pid: int
     frames: tuple[tuple[str, str, int], ...]  # (function, filename, line), innermost first
-    incomplete: bool  # outer frames missing: no caller/callee edges from it
+    incomplete: bool  # outer frames missing, or a coarse stack's set of frames: no caller/callee edges
 
     @property
     def own_function(self) -> RowKey:
@@ -148,7 +150,11 @@ class StackBook:
         return self.known(leaf) and self.parent[leaf] != 0
 
     def incomplete(self, leaf: int) -> bool:
-        return bool(self.kind[leaf] & STACK_INCOMPLETE) if self.known(leaf) else False
+        """No call edges from this stack: outer frames missing, or its frames a set (coarse)."""
+        return bool(self.kind[leaf] & (STACK_INCOMPLETE | STACK_COARSE)) if self.known(leaf) else False
+
+    def coarse(self, leaf: int) -> bool:
+        return bool(self.kind[leaf] & STACK_COARSE) if self.known(leaf) else False
 
     def pid(self, node: int) -> int:
         return self.pids.get(self.process[node], self.process[node]) if self.known(node) else 0
@@ -181,8 +187,10 @@ class StackBook:
         frames = tuple((*self.name(self.function[n]).key[:2], self.line[n]) for n in self.path(leaf)
                        if not self.hidden(n))
         if not frames:
-            kind = self.kind[leaf] & 0x7F & ~STACK_INCOMPLETE
+            kind = self.kind[leaf] & 0x7F & ~(STACK_INCOMPLETE | STACK_COARSE)
             frames = ((PSEUDO_FUNCTIONS.get(kind, "(no Python frame)"), "", 0),)
+        if self.coarse(leaf):  # said where stacks are shown whole (exports): under a frame that says so
+            frames += ((COARSE_FRAME, "", 0),)
         return StackInfo(self.pid(leaf), frames, self.incomplete(leaf))
 
     def own_function(self, leaf: int) -> RowKey | None:

@@ -6,7 +6,8 @@ first occurs on its path): its caller is the frame just outside that call (the t
 an outermost frame), its callee the frame just inside (or the function itself, when the stack
 ends there). So callers add up to the function's total, and so do callees, recursion or not; a
 recursive function is its own callee. A stack known to be incomplete (cut at the depth limit,
-or read while it changed) gives no edges: its outermost frame is not really called from nowhere.
+or read while it changed) gives no edges: its outermost frame is not really called from nowhere;
+nor does a coarse one (kept as its set of frames past pytop's memory bound: no call order).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterable
 
 from .aggregate import StackBook, mode_column
 from .model import CallGraph, Mode, Neighbour, RowKey
-from .records import NODE_FIRST_FUNCTION, NODE_FIRST_LINE, STACK_INCOMPLETE, NodeRow
+from .records import NODE_FIRST_FUNCTION, NODE_FIRST_LINE, STACK_COARSE, STACK_INCOMPLETE, NodeRow
 
 ROOT: RowKey = ("(thread start)", "", 0, 0)  # the caller of an outermost frame
 SELF: RowKey = ("(itself)", "", 0, 0)  # the "callee" of samples taken in the function itself
@@ -47,7 +48,7 @@ def call_graph(rows: Iterable[NodeRow], book: StackBook, focus: RowKey, by_line:
         if not seconds:
             continue
         total += seconds
-        if book.kind[node] & STACK_INCOMPLETE:
+        if book.kind[node] & (STACK_INCOMPLETE | STACK_COARSE):
             continue
         caller = book.parent[node]
         while caller and book.parent[caller] and book.hidden(caller):

@@ -18,10 +18,11 @@ from collections.abc import Iterable
 
 from .aggregate import StackBook, mode_column
 from .model import Mode, RowKey, TreeNode
-from .records import STACK_INCOMPLETE, NodeRow
+from .records import COARSE_FRAME, STACK_COARSE, STACK_INCOMPLETE, NodeRow
 
 ROOT: RowKey = ("(all threads)", "", 0, 0)
 CUT: RowKey = ("(stacks cut short: outer frames unknown)", "", 0, 0)
+COARSE: RowKey = (COARSE_FRAME, "", 0, 0)  # their frames a set, in no call order
 SMALLER: RowKey = ("(smaller calls)", "", 0, 0)
 MIN_SHARE = 0.001  # of the root's total
 
@@ -128,12 +129,14 @@ def call_tree(rows: Iterable[NodeRow], book: StackBook, by_line: bool, mode: Mod
     sums = _Sums(rows, book, mode)
     root = _Building(ROOT)
     cut = _Building(CUT)
+    coarse = _Building(COARSE)
+    holders = (root, cut, coarse)
     for node in sums.roots:
         root.total += sums.total.get(node, 0.0)
-        incomplete = bool(book.kind[node] & STACK_INCOMPLETE)
-        holder = cut if incomplete else root
-        if incomplete:
-            cut.total += sums.total.get(node, 0.0)
+        kind = book.kind[node]
+        holder = coarse if kind & STACK_COARSE else cut if kind & STACK_INCOMPLETE else root
+        if holder is not root:
+            holder.total += sums.total.get(node, 0.0)
         if book.function[node]:  # a kind without frames (a thread in C, ...): a node of its own
             pseudo = _Building(book.key(node, by_line))
             pseudo.total = pseudo.own = sums.total.get(node, 0.0)
@@ -142,13 +145,14 @@ def call_tree(rows: Iterable[NodeRow], book: StackBook, by_line: bool, mode: Mod
             holder.nodes.append(node)
     smallest = MIN_SHARE * root.total
     # Grow level by level, from a work list: no recursion, whatever the depth.
-    work = [root, cut]
+    work = list(holders)
     while work:
         building = work.pop()
-        if building is not root and building is not cut:
+        held = not any(building is holder for holder in holders)
+        if held:
             _fold_recursion(building, sums, book, by_line)
         groups = _group(building, sums, book, by_line)
-        while len(groups) == 1 and building is not root and building is not cut:
+        while len(groups) == 1 and held:
             (only,) = groups.values()
             if only.key != building.key:
                 break
@@ -158,8 +162,7 @@ def call_tree(rows: Iterable[NodeRow], book: StackBook, by_line: bool, mode: Mod
             groups = _group(building, sums, book, by_line)
         building.children.extend(groups.values())
         work.extend(child for child in groups.values() if child.total >= smallest)
-    if cut.total:
-        root.children.append(cut)
+    root.children.extend(holder for holder in (cut, coarse) if holder.total)
     return _freeze(root, smallest)
 
 
@@ -170,7 +173,7 @@ def _freeze(root: _Building, smallest: float) -> TreeNode:
     while work:  # parents before children
         node = work.pop()
         order.append(node)
-        work.extend(child for child in node.children if child.total >= smallest or child.key == CUT)
+        work.extend(child for child in node.children if child.total >= smallest or child.key in (CUT, COARSE))
     for node in reversed(order):
         big = [c for c in node.children if c.frozen is not None]
         small = [c for c in node.children if c.frozen is None]

@@ -124,6 +124,7 @@ class Circumstances:
     processes: tuple[int, ...] = ()  # pids sampled (more than one with --subprocesses)
     sampler_cpu: float = 0.0  # CPU seconds pytop's sampling thread used
     stacks_dropped: int = 0  # stacks folded away by the bound on memory
+    stacks_coarsened: int = 0  # stacks kept as their frames only by the bound on memory (times whole)
     last_error: str | None = None
     failure: str | None = None  # pytop itself failed: why (the run has ended)
     work_elsewhere: str | None = None  # the process idles while a child of its computes: where, and how to see it

@@ -86,6 +86,11 @@ STACK_FRAMES, STACK_EMPTY, STACK_NATIVE, STACK_UNSEEN, STACK_OVERFLOW, STACK_TOR
 # Not a root: a node under a thread's frames for CPU it used there where no sample saw it.
 STACK_UNPLACED = 6
 STACK_INCOMPLETE = 8
+# A flag too: a stack the tree had no room for whole, kept as the set of its (function, line)
+# frames and its innermost frame (own and total times whole; no call order, no caller edges).
+STACK_COARSE = 16
+# The outermost frame a coarse stack is shown under (tree, exports): its frames are a set.
+COARSE_FRAME = "(stacks kept as their frames only, past pytop's memory bound)"
 # The file the native core gives an asyncio task's pseudo-frame (PYTOP_OPT_TASKS).
 TASK_FILENAME = "<asyncio task>"
 PSEUDO_FUNCTIONS = {
@@ -237,5 +242,6 @@ class Drain:
     running: bool
     realtime: bool
     stacks_dropped: int  # stacks that found no room in the stack tree, since the start
+    stacks_coarsened: int  # stacks kept as their frames only for want of room, since the start
     stack_nodes: int  # nodes in the stack tree now
     end: str | None  # why sampling ended

@@ -74,7 +74,7 @@ class EngineConfig:
     min_rate: float = 1.0  # samples per second the budget never goes below
     blocking: bool = False  # stop the target's threads with ptrace while they are read
     native: bool = False  # with blocking: each thread's native (C) frames in its stacks (libdw)
-    max_stack_nodes: int = 0  # bound on the nodes of the stack tree (0: the default)
+    max_stack_nodes: int = 0  # bound on the nodes of the stack tree (0: the default; one given is also its room)
     period: float = 0.0  # seconds between full checks of every thread (0: the default)
 
 
@@ -264,7 +264,8 @@ class Engine:
             first_at=out.first_at, last_at=out.last_at, lag=out.lag, longest_delay=out.longest_delay,
             cpu_seconds=out.cpu_seconds, rate_now=out.rate_now, budget_limited=bool(out.budget_limited),
             running=bool(out.running), realtime=bool(out.realtime),
-            stacks_dropped=out.stacks_dropped, stack_nodes=out.stack_nodes, end=text.at(out.end_at),
+            stacks_dropped=out.stacks_dropped, stacks_coarsened=out.stacks_coarsened, stack_nodes=out.stack_nodes,
+            end=text.at(out.end_at),
         )
 
     def aggregate(self, tallies: Iterable[tuple[int, int, int, int, int]], tables: bool = True,

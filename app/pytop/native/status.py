@@ -14,10 +14,11 @@ STATUS_ERRNO = {lib.PYTOP_ERR_GONE: errno.ESRCH, lib.PYTOP_ERR_PERMISSION: errno
 
 # The plain records mirror the header's constants: check they agree.
 assert (records.STACK_FRAMES, records.STACK_EMPTY, records.STACK_NATIVE, records.STACK_UNSEEN,
-        records.STACK_OVERFLOW, records.STACK_TORN, records.STACK_UNPLACED, records.STACK_INCOMPLETE) == (
+        records.STACK_OVERFLOW, records.STACK_TORN, records.STACK_UNPLACED, records.STACK_INCOMPLETE,
+        records.STACK_COARSE) == (
     lib.PYTOP_STACK_FRAMES, lib.PYTOP_STACK_EMPTY, lib.PYTOP_STACK_NATIVE, lib.PYTOP_STACK_UNSEEN,
     lib.PYTOP_STACK_OVERFLOW, lib.PYTOP_STACK_TORN, lib.PYTOP_STACK_UNPLACED,
-    lib.PYTOP_STACK_INCOMPLETE), "pytop.h and core/records.py disagree"
+    lib.PYTOP_STACK_INCOMPLETE, lib.PYTOP_STACK_COARSE), "pytop.h and core/records.py disagree"
 assert (records.DRAIN_ALIVE, records.DRAIN_NAMED, records.DRAIN_NATIVE, records.DRAIN_GIL) == (
     lib.PYTOP_DRAIN_ALIVE, lib.PYTOP_DRAIN_NAMED, lib.PYTOP_DRAIN_NATIVE, lib.PYTOP_DRAIN_GIL)
 assert STATUS_NAMES[lib.PYTOP_ERR_STATE] == "not now" and STATUS_NAMES[lib.PYTOP_ERR_GONE] == "process gone"

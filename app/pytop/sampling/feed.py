@@ -29,6 +29,7 @@ class EngineNews:
     sampler_cpu: float = 0.0  # its thread's CPU seconds
     stacks_dropped: int = 0  # stacks that found no room
     stack_nodes: int = 0  # the size of its stack tree
+    stacks_coarsened: int = 0  # stacks kept as their frames only (no room for them whole)
 
 
 class Feed:
@@ -100,7 +101,7 @@ class Feed:
                     self.processes.gone(p.pid)
                 f.threads.ended_process(p.process)
         self.news = EngineNews(d.realtime, d.rate_now, d.budget_limited, d.cpu_seconds, d.stacks_dropped,
-                               d.stack_nodes)
+                               d.stack_nodes, d.stacks_coarsened)
         if not d.running and d.end is not None and not self._stopping.is_set() and self.end is None:
             self.end = d.end  # every process has gone (not: pytop was asked to stop)
         return d

@@ -65,6 +65,7 @@ class Settings:
     # A view asked for (a key) within this long of the last refresh shows the last window again
     # in the new view: a window of a few milliseconds made shares of 400% out of one lump of CPU.
     shortest_window: float = 0.25
+    max_stack_nodes: int = 0  # the engine's bound on its stack tree (0: its default; tests make it small)
 
 
 class Sampler:
@@ -85,7 +86,7 @@ class Sampler:
         self._stop = threading.Event()
         engine = Engine(EngineConfig(rate=settings.rate, realtime=settings.realtime,
                                      blocking=settings.blocking or settings.native, native=settings.native,
-                                     cpu_budget=settings.cpu_budget))
+                                     cpu_budget=settings.cpu_budget, max_stack_nodes=settings.max_stack_nodes))
         # A program pytop started is the run's from its start: so are all its children.
         processes = ProcessSet(target.pid, attach, follow, since_start=exit_status is not None)
         self.feed = Feed(engine, processes, self._stop)
