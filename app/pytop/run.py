@@ -90,6 +90,9 @@ def last_words(sampler: Sampler, child: Child | None) -> None:
 
 
 FOREVER = 1e7  # seconds: as good as no end
+# How long the end of a run waits for a sample under way (one of a process of many thousand
+# threads on a loaded machine is long), after the sampler's own wait: then it gives up, saying so.
+STOP_PATIENCE = 60.0
 
 
 @contextlib.contextmanager
@@ -168,7 +171,17 @@ def collect(sampler: Sampler, duration: float) -> Snapshot:
         pass
     finally:  # a signal too (errors.Interrupted): sampling ends before pytop does
         sampler.stop()
-    return final[0] if final else sampler.final_snapshot()
+        if sampler.running:
+            errors.say("pytop: waiting for the sample under way to end")
+            deadline = time.monotonic() + STOP_PATIENCE
+            while sampler.running and time.monotonic() < deadline:
+                sampler.stop(1.0)
+    if final:
+        return final[0]
+    if sampler.running:
+        raise errors.PytopError(f"sampling did not stop (a sample of the target did not end within "
+                                f"{STOP_PATIENCE:.0f} s): no report")
+    return sampler.final_snapshot()
 
 
 def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | None = None,
