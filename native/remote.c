@@ -383,17 +383,11 @@ void remote_prefetch_also(remote *r, uint64_t addr, size_t len) {
     r->untracked = untracked;
 }
 
-/* A view read afresh (see remote_begin_fresh), with its neighbourhood on the same pages, kept
- * until the fresh reading ends: reads from fresh memory follow pointers from object to object
- * (a thread's name: a dict's header, its keys, an int; a Thread, its type, its values, a str),
- * each object's fields a few words apart, and one syscall costs about as much as a page of
- * copying. The bytes are as fresh as the first view's: no older than this fresh reading. */
-static const uint8_t *read_fresh_neighbourhood(remote *r, uint64_t addr, size_t len, int *status) {
-    uint64_t start = addr > FRESH_BEFORE_BYTES ? addr - FRESH_BEFORE_BYTES : 0;
-    uint64_t end = addr + len + FRESH_AFTER_BYTES < addr + len ? addr + len : addr + len + FRESH_AFTER_BYTES;
-    if (start < page_floor(addr)) start = page_floor(addr); /* only the pages the view needs anyway */
-    if (end > page_ceil(addr + len) || end < addr + len) end = page_ceil(addr + len);
-    if (end - start > len && end - start <= MAX_READ_BYTES) {
+/* The view of [addr, addr + len) as part of the window [start, end) around it, read in one go
+ * and kept for the views after it; the view alone when the window is not all mapped (or is no
+ * larger than the view, or too large to read). */
+static const uint8_t *read_window(remote *r, uint64_t start, uint64_t end, uint64_t addr, size_t len, int *status) {
+    if (start && start <= addr && end >= addr + len && end - start > len && end - start <= MAX_READ_BYTES) {
         int window_status;
         const uint8_t *w = read_into_arena(r, start, end - start, &window_status);
         if (w) {
@@ -406,6 +400,19 @@ static const uint8_t *read_fresh_neighbourhood(remote *r, uint64_t addr, size_t 
         }
     }
     return read_into_arena(r, addr, len, status);
+}
+
+/* A view read afresh (see remote_begin_fresh), with its neighbourhood on the same pages, kept
+ * until the fresh reading ends: reads from fresh memory follow pointers from object to object
+ * (a thread's name: a dict's header, its keys, an int; a Thread, its type, its values, a str),
+ * each object's fields a few words apart, and one syscall costs about as much as a page of
+ * copying. The bytes are as fresh as the first view's: no older than this fresh reading. */
+static const uint8_t *read_fresh_neighbourhood(remote *r, uint64_t addr, size_t len, int *status) {
+    uint64_t start = addr > FRESH_BEFORE_BYTES ? addr - FRESH_BEFORE_BYTES : 0;
+    uint64_t end = addr + len + FRESH_AFTER_BYTES < addr + len ? addr + len : addr + len + FRESH_AFTER_BYTES;
+    if (start < page_floor(addr)) start = page_floor(addr); /* only the pages the view needs anyway */
+    if (end > page_ceil(addr + len) || end < addr + len) end = page_ceil(addr + len);
+    return read_window(r, start, end, addr, len, status);
 }
 
 const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int *status) {
@@ -479,17 +486,5 @@ const uint8_t *remote_view_window(remote *r, uint64_t addr, size_t len, uint64_t
         start = start > WINDOW_BYTES ? start - WINDOW_BYTES : 0;
         if (start < floor) start = floor;
     }
-    if (start && start < addr && end - start <= MAX_READ_BYTES) {
-        int window_status;
-        const uint8_t *w = read_into_arena(r, start, end - start, &window_status);
-        if (w) {
-            keep_extra(r, start, end - start, w);
-            return w + (addr - start);
-        }
-        if (window_status == PYTOP_ERR_GONE || window_status == PYTOP_ERR_PERMISSION) {
-            *status = window_status;
-            return NULL;
-        }
-    }
-    return read_into_arena(r, addr, len, status); /* the window was not all mapped */
+    return read_window(r, start, end, addr, len, status);
 }
