@@ -36,16 +36,20 @@ static double median(const double *values, uint32_t n) {
 }
 
 double budget_check(cpu_budget *b, double rate, uint64_t wall_ns, uint64_t thread_ns, uint64_t process_ns,
-                    uint64_t samples, bool start_up) {
+                    uint64_t samples, uint64_t start_up_ns, bool start_up) {
     double span = (double)(wall_ns - b->wall_ns) / 1e9;
-    double sampling = (double)(thread_ns - b->thread_ns) / 1e9;
-    double used = process_ns > b->process_ns ? (double)(process_ns - b->process_ns) / 1e9 : 0.0;
+    double first_reads = start_up_ns > b->start_up_ns ? (double)(start_up_ns - b->start_up_ns) / 1e9 : 0.0;
+    double sampling = (double)(thread_ns - b->thread_ns) / 1e9 - first_reads;
+    double used = (process_ns > b->process_ns ? (double)(process_ns - b->process_ns) / 1e9 : 0.0) - first_reads;
+    if (sampling < 0) sampling = 0;
+    if (used < 0) used = 0;
     double rest = used > sampling ? used - sampling : 0.0;
     uint64_t taken = samples - b->samples;
     b->wall_ns = wall_ns;
     b->thread_ns = thread_ns;
     b->process_ns = process_ns;
     b->samples = samples;
+    b->start_up_ns = start_up_ns;
     if (!(b->share > 0) || !(span > 0)) return rate;
     b->balance_s = clamp(b->balance_s + b->share * span - used, -b->share * DEBT_S, b->share * CREDIT_S);
     if (start_up && b->balance_s < 0) b->balance_s = 0;

@@ -13,11 +13,13 @@
  * can keep). The account keeps at most DEBT_S seconds' worth of the budget owed, and CREDIT_S
  * in hand.
  *
- * Not the start-up before the first sample (imports, attaching: 0.4 s of CPU, 1.5 s for 2,000
- * threads): owed, it held a 10 s run at a quarter of the budget throughout (24-28 samples a
- * second on a server); it is measured apart (bench/cost.py) and made small there. Nor the
- * start-up of a process added later (a program that exec'd: owed, it held the rest of a 4 s
- * run so low that the samples failing while the exec was followed were 6-9% of them).
+ * Not the start-up (imports, attaching: 0.4 s of CPU, 1.5 s for 2,000 threads), up to and
+ * including a process's first read (naming every thread, opening every thread's files: 0.3 s
+ * for a pool of 1,000): owed, it held a 10 s run at a quarter of the budget throughout (24-28
+ * samples a second on a server), and as a sample's cost it held a pool's rate near the floor
+ * for seconds; it is measured apart (bench/cost.py) and made small there. Nor the start-up of
+ * a process added later (a program that exec'd: owed, it held the rest of a 4 s run so low
+ * that the samples failing while the exec was followed were 6-9% of them).
  *
  * Self-contained (no pytop headers), pure arithmetic on the clocks it is given.
  */
@@ -39,6 +41,7 @@ typedef struct cpu_budget {
     double per_sample_s;      /* the sampling thread's CPU per sample (smoothed; 0: not known yet) */
     uint64_t started_ns;      /* CLOCK_MONOTONIC of the first check's start */
     uint64_t wall_ns, thread_ns, process_ns, samples; /* at the last check */
+    uint64_t start_up_ns;     /* ... and the sampling thread's CPU on processes' first reads */
 } cpu_budget;
 
 /* The clocks and the sample count as they are now. */
@@ -46,11 +49,13 @@ void budget_init(cpu_budget *b, double share, double asked, double floor, uint64
                  uint64_t process_ns, uint64_t samples);
 /* Whether a check is due: every tenth of a second for the first second, then twice a second. */
 bool budget_due(const cpu_budget *b, uint64_t wall_ns);
-/* A check: the rate to sample at from now (`rate`: the one in force). `start_up`: a process
- * was added since the last check (a program that exec'd, a child with -s): attaching it and
- * its first full read are its start-up, like pytop's own, so what the window owes is forgiven
- * and its samples do not say what a sample costs. */
+/* A check: the rate to sample at from now (`rate`: the one in force). `start_up_ns`: a clock
+ * of the sampling thread's CPU spent on processes' first reads (not counted in `samples`),
+ * taken off the account like the start-up before them. `start_up`: a process was added since
+ * the last check (a program that exec'd, a child with -s): attaching it (in another thread)
+ * is its start-up, like pytop's own, so what the window owes is forgiven and its samples do
+ * not say what a sample costs. */
 double budget_check(cpu_budget *b, double rate, uint64_t wall_ns, uint64_t thread_ns, uint64_t process_ns,
-                    uint64_t samples, bool start_up);
+                    uint64_t samples, uint64_t start_up_ns, bool start_up);
 
 #endif

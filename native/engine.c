@@ -249,7 +249,8 @@ static uint64_t process_cpu_ns(void) {
 /* Once a check is due: the CPU pytop's process used against its budget (the rate follows,
  * budget.c), and the sampling thread's own against its real-time budget (the priority goes
  * back if it is over: it must never starve the target). */
-static void check_budget(pytop_engine *e, cpu_budget *b, sample_schedule *schedule, uint64_t samples) {
+static void check_budget(pytop_engine *e, cpu_budget *b, sample_schedule *schedule, uint64_t samples,
+                         uint64_t start_up_ns) {
     uint64_t wall = monotonic_ns();
     if (!budget_due(b, wall)) return;
     uint64_t cpu = thread_cpu_ns(), process = process_cpu_ns(); /* syscalls: the vDSO serves neither */
@@ -258,7 +259,7 @@ static void check_budget(pytop_engine *e, cpu_budget *b, sample_schedule *schedu
     bool start_up = e->start_up_since_check;
     e->start_up_since_check = false;
     pthread_mutex_unlock(&e->lock);
-    double rate = budget_check(b, e->rate_now, wall, cpu, process, samples, start_up);
+    double rate = budget_check(b, e->rate_now, wall, cpu, process, samples, start_up_ns, start_up);
     pthread_mutex_lock(&e->lock);
     e->cpu_seconds += sampling;
     if (e->realtime && sampling > e->cfg.realtime_budget * span) {
@@ -314,21 +315,37 @@ static void run(pytop_engine *e) {
     sample_schedule schedule;
     schedule_init(&schedule, e->cfg.rate, e->cfg.jitter, start, (uint64_t)getpid() * 0x9E3779B97F4A7C15ull);
     cpu_budget budget;
-    uint64_t samples = 0;
+    uint64_t samples = 0, start_up_ns = 0; /* (start_up_ns: a clock, see budget_check) */
     budget_init(&budget, e->cfg.cpu_budget, e->cfg.rate, e->cfg.min_rate, start, thread_cpu_ns(), process_cpu_ns(),
                 samples);
     uint64_t next_trim = start + TRIM_EVERY_NS;
     while (have_work(e) && wait_for_slot(e, &schedule)) {
         uint64_t began = monotonic_ns(), due = schedule.due_ns, interval = schedule.interval_ns;
         bool full = began >= next_period;
-        bool read = false;
-        for (uint32_t i = 0; i < e->process_count; i++)
-            if (e->processes[i].active) read |= sample_process(e, i, full, interval);
+        bool read = false, first_read = false;
+        for (uint32_t i = 0; i < e->process_count; i++) {
+            if (!e->processes[i].active) continue;
+            /* A process's first read names every thread and opens every thread's files (a
+             * pool of 1,000: ~0.3 s of CPU): attaching's last step, start-up like it (budget.h).
+             * Charged to sampling, it made a sample seem a hundred times dearer than the next
+             * ones, and the rate sat near the floor for seconds. (sample_no: this thread's.) */
+            bool first = e->processes[i].sample_no == 0;
+            uint64_t before = first ? thread_cpu_ns() : 0;
+            bool ok = sample_process(e, i, full, interval);
+            if (first) start_up_ns += thread_cpu_ns() - before;
+            else read |= ok;
+            first_read |= first;
+        }
         /* Past PERIOD_THREADS threads, a period reads so many counts that it is made longer in
          * proportion: its cost must not grow with the threads while a budget lowers the rate. */
         uint32_t threads = e->threads_seen; /* (the sampling thread's own copy: no lock needed) */
         if (full) next_period = began + period * (threads > PERIOD_THREADS ? threads / PERIOD_THREADS : 1);
-        slot_outcome outcome = schedule_advance(&schedule, began, monotonic_ns());
+        /* The slots a first read outlasts are start-up's, not slots a busy machine made pytop
+         * skip: the schedule starts again after it (counted skipped at 1,000/s, the seconds
+         * of naming a pool's threads said "85% skipped" and showed a false "Behind" banner). */
+        slot_outcome outcome = {0};
+        if (first_read) schedule_restart(&schedule, monotonic_ns());
+        else outcome = schedule_advance(&schedule, began, monotonic_ns());
         count_tick(e, began, due, interval, outcome);
         if (began >= next_trim) { /* between samples, off the lock: the screen's allocations too */
             malloc_trim(0);
@@ -338,7 +355,7 @@ static void run(pytop_engine *e) {
          * (a program exec'ing: until it is followed), and counted as samples they doubled the
          * rate while every sample failed. */
         samples += read;
-        check_budget(e, &budget, &schedule, samples);
+        check_budget(e, &budget, &schedule, samples, start_up_ns);
     }
 }
 

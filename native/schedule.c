@@ -82,4 +82,10 @@ void schedule_set_rate(sample_schedule *s, double rate, uint64_t now_ns) {
     s->due_ns = due_in(s, 0, now_ns);
 }
 
+void schedule_restart(sample_schedule *s, uint64_t now_ns) {
+    s->origin_ns = now_ns;
+    s->slot = 0;
+    s->due_ns = due_in(s, 0, now_ns);
+}
+
 double schedule_rate(const sample_schedule *s) { return 1e9 / (double)s->interval_ns; }

@@ -128,6 +128,15 @@ int main(void) {
     CHECK(s.due_ns - schedule_ask(&s) <= 50 * US, "early: asks %" PRIu64 " ns early at 10 kHz",
           s.due_ns - schedule_ask(&s));
 
+    /* A restart after a pause that was not the machine's (a first read of 2 s): slots from
+     * then on, the next due within one interval, none counted skipped after it. */
+    schedule_init(&s, 1000.0, 0.5, 0, 11);
+    uint64_t t = 2000 * MS;
+    schedule_restart(&s, t);
+    CHECK(s.due_ns >= t && s.due_ns < t + MS, "restart: due %" PRIu64 " ns after it", s.due_ns - t);
+    simulate(&s, t, 1000, 30 * US, UINT32_MAX, 0, &r);
+    CHECK(r.skipped == 0 && r.late == 0, "restart: %" PRIu64 " skipped, %" PRIu64 " late", r.skipped, r.late);
+
     if (failures) return 1;
     printf("schedule: all properties hold\n");
     return 0;
