@@ -437,11 +437,27 @@ void account_period(pytop_engine *e, uint32_t p) {
          * a later sample gives it with the thread's stack (as the one handed back at the last
          * close came in this period). */
         uint64_t deferred = P->u->os.deferred_ns;
-        if (P->cpu_known) {
+        /* A first read takes long (naming a pool's 1,000 threads: 0.3 s of pytop's CPU, more
+         * on a busy machine), and each thread's count is first read somewhere inside it, while
+         * the period starts at the clock read before it: what the threads used before their
+         * own first reads is in the clock and in no thread's count. At the next close, a rest
+         * up to the CPU the process used during the first read is that: before the threads'
+         * windows, the process's too (it showed as "threads that ended between samples", 2.4%
+         * of a pool in which no thread ended). */
+        if (P->cpu_known && P->sample_no == 1 && !P->whole_life && P->cpu_clock > clock)
+            P->first_read_ns = P->cpu_clock - clock; /* this close is in the first sample */
+        else if (P->cpu_known) {
             uint64_t used = clock > P->cpu_clock ? clock - P->cpu_clock : 0;
-            P->d_cpu += used;
             int64_t rest = (int64_t)used - (int64_t)P->period_attributed + P->carry_ns - (int64_t)deferred +
                            (int64_t)P->deferred_ns;
+            if (P->first_read_ns && rest > 0) {
+                uint64_t before = (uint64_t)rest < P->first_read_ns ? (uint64_t)rest : P->first_read_ns;
+                before = before < used ? before : used;
+                used -= before;
+                rest -= (int64_t)before;
+            }
+            P->first_read_ns = 0;
+            P->d_cpu += used;
             if (rest >= lag_allowance(e, p)) {
                 place_rest(e, p, (uint64_t)rest);
                 P->carry_ns = 0;

@@ -344,7 +344,7 @@ static void run(pytop_engine *e) {
          * skip: the schedule starts again after it (counted skipped at 1,000/s, the seconds
          * of naming a pool's threads said "85% skipped" and showed a false "Behind" banner). */
         slot_outcome outcome = {0};
-        if (first_read) schedule_restart(&schedule, monotonic_ns());
+        if (first_read) schedule_restart(&schedule, began, monotonic_ns());
         else outcome = schedule_advance(&schedule, began, monotonic_ns());
         count_tick(e, began, due, interval, outcome);
         if (began >= next_trim) { /* between samples, off the lock: the screen's allocations too */

@@ -82,8 +82,12 @@ void schedule_set_rate(sample_schedule *s, double rate, uint64_t now_ns) {
     s->due_ns = due_in(s, 0, now_ns);
 }
 
-void schedule_restart(sample_schedule *s, uint64_t now_ns) {
-    s->origin_ns = now_ns;
+void schedule_restart(sample_schedule *s, uint64_t began_ns, uint64_t now_ns) {
+    /* The slot the sample began in keeps it: slots start again where it ends, or now. */
+    uint64_t taken = slot_at(s, began_ns);
+    if (taken < s->slot) taken = s->slot;
+    uint64_t end = slot_start(s, taken + 1);
+    s->origin_ns = end > now_ns ? end : now_ns;
     s->slot = 0;
     s->due_ns = due_in(s, 0, now_ns);
 }

@@ -44,9 +44,10 @@ void schedule_woke(sample_schedule *s, uint64_t asked, uint64_t now_ns);
 slot_outcome schedule_advance(sample_schedule *s, uint64_t began_ns, uint64_t now_ns);
 /* Sample at `rate` from the next slot on (slots restart at `now_ns`). */
 void schedule_set_rate(sample_schedule *s, double rate, uint64_t now_ns);
-/* Slots start again at `now_ns`, none counted skipped: after a pause that was not the
- * machine's (a process's first read). */
-void schedule_restart(sample_schedule *s, uint64_t now_ns);
+/* A sample began at `began_ns` and ended at `now_ns` after a pause that was not the machine's
+ * (a process's first read): slots start again at the end of the slot it began in, or at
+ * `now_ns` if later, none counted skipped. */
+void schedule_restart(sample_schedule *s, uint64_t began_ns, uint64_t now_ns);
 double schedule_rate(const sample_schedule *s);
 
 #endif

@@ -131,3 +131,9 @@ def interp(request: pytest.FixtureRequest) -> dict[str, Any]:
 def some_interp(request: pytest.FixtureRequest) -> dict[str, Any]:
     """One interpreter per frame layout, for tests above the unwinder (sampler, UI, CLI)."""
     return available(request.param)
+
+
+@pytest.fixture(scope="module")
+def target_interp() -> dict[str, Any]:
+    """One interpreter, for what does not depend on the target's version."""
+    return available("pyenv-3.12")

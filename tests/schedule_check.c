@@ -132,10 +132,21 @@ int main(void) {
      * then on, the next due within one interval, none counted skipped after it. */
     schedule_init(&s, 1000.0, 0.5, 0, 11);
     uint64_t t = 2000 * MS;
-    schedule_restart(&s, t);
+    schedule_restart(&s, 0, t);
     CHECK(s.due_ns >= t && s.due_ns < t + MS, "restart: due %" PRIu64 " ns after it", s.due_ns - t);
     simulate(&s, t, 1000, 30 * US, UINT32_MAX, 0, &r);
     CHECK(r.skipped == 0 && r.late == 0, "restart: %" PRIu64 " skipped, %" PRIu64 " late", r.skipped, r.late);
+    /* A quick first read (0.5 ms at 200/s) keeps its slot: the next sample is not before the
+     * slot ends (two samples in one slot made 301 samples in 1.5 s at 200/s). */
+    for (uint64_t seed = 1; seed <= 50; seed++) {
+        schedule_init(&s, 200.0, 0.5, 0, seed);
+        schedule_restart(&s, 0, 500 * US);
+        CHECK(s.due_ns >= 5 * MS, "quick restart: due at %" PRIu64 " ns, inside the first slot", s.due_ns);
+        r.began[0] = 0;
+        r.count = 1;
+        simulate(&s, 500 * US, 299, 30 * US, UINT32_MAX, 0, &r);
+        CHECK(r.began[r.count - 1] >= 299 * 5 * MS, "quick restart: 300 samples by %" PRIu64 " ns", r.began[r.count - 1]);
+    }
 
     if (failures) return 1;
     printf("schedule: all properties hold\n");

@@ -76,6 +76,21 @@ def test_batch_json(some_interp: dict[str, Any]) -> None:
     assert all(thread["name"] != "threads that ended between samples" for thread in document["per_thread"])
 
 
+def test_a_running_pool_read_whole_at_first_has_no_ended_threads(target_interp: dict[str, Any]) -> None:
+    """A thousand threads, attached while they run (not frozen, as in test_truth): the first read
+    names every one of them and takes a good part of a second, and each thread's count is first
+    read somewhere inside it. What they used before their own first reads was in the process
+    clock and in no thread's count, and showed as a row of threads that ended between samples
+    (0.14 s of a 6 s run, 2.4%), though none ended."""
+    with helpers.running(target_interp, "bursty_pool.py", "1000", "2") as t:
+        result = helpers.run_pytop("--batch", "--duration", "3", "--json", str(t.pid))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["threads"] == 1001
+    assert document["unseen_cpu_time"] == 0, document["unseen_cpu_time"]
+    assert all(thread["name"] != "threads that ended between samples" for thread in document["per_thread"])
+
+
 def test_batch_text_by_line_with_idle_threads(some_interp: dict[str, Any]) -> None:
     with helpers.running(some_interp, "stacks.py") as t:
         result = helpers.run_pytop("--batch", "--duration", "1", "--idle", "--by-line", "--sort", "total", str(t.pid))

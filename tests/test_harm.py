@@ -13,18 +13,8 @@ from typing import Any
 import pytest
 
 import helpers
-from conftest import interpreters
 
 SAMPLING_THREAD = helpers.SAMPLING_THREAD
-
-
-@pytest.fixture(scope="module")
-def target_interp() -> dict[str, Any]:
-    """What is tested here does not depend on the target's version: one interpreter will do."""
-    found, complaints = interpreters()
-    if "pyenv-3.12" not in found:
-        (pytest.fail if helpers.IN_CI else pytest.skip)(f"no pyenv-3.12: {complaints}")
-    return found["pyenv-3.12"]
 
 
 def thread_policies(pid: int) -> dict[str, tuple[int, int]]:
