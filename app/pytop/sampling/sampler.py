@@ -244,7 +244,11 @@ class Sampler:
                 command = commands.Wake()
             now = time.monotonic()
             if now >= next_drain:  # between refreshes: the threads with news only
-                feed.drain(whole=False)
+                # (not when a refresh comes sooner, which drains: at 1 s refreshes these were a
+                # third of the drains, for nothing shown; on a pool of 1,000 threads the thread
+                # that drains went from 3.4-3.5% of a core to 2.35-3.15%)
+                if next_refresh - now > DRAIN_SECONDS:
+                    feed.drain(whole=False)
                 next_drain = now + DRAIN_SECONDS
             if now >= next_exec_check:
                 followed = feed.follow_execs()
