@@ -64,8 +64,23 @@ class CursorView(ScrollView, can_focus=True):
             self.scroll_to_region(Region(0, self.cursor, 1, 1 + self.HEADER_LINES), animate=False, force=True)
 
     def fit_to_lines(self) -> None:
-        """The scrolled size, after the lines changed."""
-        self.virtual_size = Size(self.size.width, self.line_count + self.HEADER_LINES)
+        """The scrolled size, after the lines changed (the caller redraws them). Setting it is a layout pass, which
+        repaints every widget on the screen: on a live server whose table gained or lost a row
+        most refreshes, half the screen's CPU. When the scrollbar stays shown or hidden as it
+        was, only its length and the furthest scroll change, and those are set here instead."""
+        size = Size(self.size.width, self.line_count + self.HEADER_LINES)
+        if size == self.virtual_size:
+            return
+        room = self.container_size.height
+        same_bars = size.width == self.virtual_size.width and (size.height > room) == (self.virtual_size.height > room)
+        if not (self.is_mounted and room and same_bars):
+            self.virtual_size = size
+            return
+        self.set_reactive(CursorView.virtual_size, size)  # no layout pass
+        if self.show_vertical_scrollbar:
+            self.vertical_scrollbar.window_virtual_size = size.height
+        if self.scroll_y > self.max_scroll_y:  # fewer lines than the view was scrolled past
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
 
     def action_cursor(self, step: int) -> None:
         self.move_cursor(self.cursor + step)
