@@ -72,3 +72,9 @@ double budget_check(cpu_budget *b, double rate, uint64_t wall_ns, uint64_t threa
     if (next > rate * RISE_MAX) next = rate * RISE_MAX;
     return clamp(next, b->floor, b->asked);
 }
+
+double budget_first_sample(cpu_budget *b, double rate, double cost_s) {
+    if (!(b->share > 0) || !(cost_s > 0) || b->per_sample_s > 0) return rate;
+    b->per_sample_s = cost_s;
+    return clamp(b->share / cost_s, b->floor, rate);
+}

@@ -246,6 +246,18 @@ static uint64_t process_cpu_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Sample at `rate` from the next slot on; whether the slots started again. Under the lock. */
+static bool set_rate(pytop_engine *e, sample_schedule *schedule, double rate, uint64_t wall) {
+    /* (a change of under 2% is not worth restarting the schedule's slots for) */
+    if (!(rate < 0.98 * e->rate_now || rate > 1.02 * e->rate_now || (rate == e->cfg.rate && rate != e->rate_now)))
+        return false;
+    e->rate_now = rate;
+    schedule_set_rate(schedule, rate, wall);
+    for (uint32_t i = 0; i < e->process_count; i++)
+        if (e->processes[i].active) set_idle_check(e, &e->processes[i]);
+    return true;
+}
+
 /* Once a check is due: the CPU pytop's process used against its budget (the rate follows,
  * budget.c), and the sampling thread's own against its real-time budget (the priority goes
  * back if it is over: it must never starve the target). */
@@ -267,13 +279,7 @@ static void check_budget(pytop_engine *e, cpu_budget *b, sample_schedule *schedu
         pthread_setschedparam(pthread_self(), SCHED_OTHER, &param);
         e->realtime = false;
     }
-    /* (a change of under 2% is not worth restarting the schedule's slots for) */
-    if (rate < 0.98 * e->rate_now || rate > 1.02 * e->rate_now || (rate == e->cfg.rate && rate != e->rate_now)) {
-        e->rate_now = rate;
-        schedule_set_rate(schedule, rate, wall);
-        for (uint32_t i = 0; i < e->process_count; i++)
-            if (e->processes[i].active) set_idle_check(e, &e->processes[i]);
-    }
+    (void)set_rate(e, schedule, rate, wall);
     pthread_mutex_unlock(&e->lock);
 }
 
@@ -323,6 +329,8 @@ static void run(pytop_engine *e) {
         uint64_t began = monotonic_ns(), due = schedule.due_ns, interval = schedule.interval_ns;
         bool full = began >= next_period;
         bool read = false, first_read = false;
+        bool measure = samples == 0 && budget.share > 0; /* the first sample read: what one costs */
+        uint64_t cpu_before = measure ? thread_cpu_ns() : 0, start_up_before = start_up_ns;
         for (uint32_t i = 0; i < e->process_count; i++) {
             if (!e->processes[i].active) continue;
             /* A process's first read names every thread and opens every thread's files (a
@@ -344,8 +352,18 @@ static void run(pytop_engine *e) {
          * skip: the schedule starts again after it (counted skipped at 1,000/s, the seconds
          * of naming a pool's threads said "85% skipped" and showed a false "Behind" banner). */
         slot_outcome outcome = {0};
+        bool rated = false;
+        if (measure && read) { /* (a first read in the same tick is start-up, not its cost) */
+            uint64_t cost = thread_cpu_ns() - cpu_before - (start_up_ns - start_up_before);
+            pthread_mutex_lock(&e->lock);
+            /* A new rate starts the slots again: the ones this sample outlasted were the rate
+             * asked's, which the budget had no cost to judge by yet, not ones the machine took. */
+            rated = set_rate(e, &schedule, budget_first_sample(&budget, e->rate_now, (double)cost / 1e9),
+                             monotonic_ns());
+            pthread_mutex_unlock(&e->lock);
+        }
         if (first_read) schedule_restart(&schedule, began, monotonic_ns());
-        else outcome = schedule_advance(&schedule, began, monotonic_ns());
+        else if (!rated) outcome = schedule_advance(&schedule, began, monotonic_ns());
         count_tick(e, began, due, interval, outcome);
         if (began >= next_trim) { /* between samples, off the lock: the screen's allocations too */
             malloc_trim(0);

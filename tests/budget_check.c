@@ -4,6 +4,7 @@
  * logic, so no load can change what it finds. test_budget.py builds and runs it; a broken
  * property prints what broke and exits 1.
  */
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "check.h"
@@ -29,6 +30,7 @@ typedef struct outcome {
     double lowest, highest;
     double first_full_s;  /* when the rate first came back to the one asked (-1: never) */
     uint64_t samples;
+    uint64_t skipped;     /* slots that passed while a sample was being taken */
 } outcome;
 
 /* Run `w` for `seconds`, sampling at the budget's rate; a sample that costs more than its
@@ -47,6 +49,13 @@ static outcome run(const world *w, double seconds) {
             samples--; /* (not a sample the account counts) */
         }
         double step = cost > interval ? cost : interval;
+        bool first_sample = samples == 0; /* (a first read is not one: it counts as -1) */
+        if (first_sample) { /* the first sample read: its cost sets the rate, the slots start again */
+            double was = rate;
+            rate = budget_first_sample(&b, rate, cost);
+            first_sample = rate != was;
+        }
+        if (cost > interval && !first_sample) o.skipped += (uint64_t)(cost / interval);
         thread += (uint64_t)(cost * S);
         double rest = w->others * step;
         if (!spiked && t >= w->spike_at_s && w->spike_s > 0) {
@@ -81,6 +90,8 @@ int main(void) {
     outcome o = run(&deep, 10);
     CHECK(o.used_s <= 0.05 * o.elapsed_s * 1.02, "deep: %.3f s of CPU in %.2f s at a 5%% budget", o.used_s, o.elapsed_s);
     CHECK(o.rate < 5 && o.rate >= 1, "deep: held at %.2f/s", o.rate);
+    CHECK(o.skipped <= 0.05 * (double)(o.samples + o.skipped), "deep: %llu slots skipped, %llu sampled",
+          (unsigned long long)o.skipped, (unsigned long long)o.samples); /* from its first sample on */
     o = run(&deep, 1);
     CHECK(o.used_s <= 0.05 * 1 + 0.1 + 0.015, "deep: %.3f s in the first second", o.used_s);
 
@@ -126,6 +137,15 @@ int main(void) {
     world awful = {.share = 0.01, .asked = 500, .floor = 2, .sample_s = 0.2, .others = 0.5, .spike_s = 5};
     o = run(&awful, 30);
     CHECK(o.lowest >= 2 && o.highest <= 500, "awful: %.2f..%.2f/s", o.lowest, o.highest);
+
+    /* A first sample's cost that would allow more than the rate asked leaves the rate as it
+     * was; a first read before it is start-up, not that cost (the pool above). */
+    cpu_budget fresh;
+    budget_init(&fresh, 0.05, 1000, 1, 0, 0, 0, 0);
+    CHECK(budget_first_sample(&fresh, 1000, 0.00001) == 1000, "a cheap first sample lowered the rate");
+    CHECK(budget_first_sample(&fresh, 1000, 0.01) == 1000, "a second first sample counted");
+    budget_init(&fresh, 0, 1000, 1, 0, 0, 0, 0);
+    CHECK(budget_first_sample(&fresh, 1000, 0.5) == 1000, "no budget, yet the first sample lowered the rate");
 
     /* No budget: the rate asked, whatever it costs. */
     world none = {.share = 0, .asked = 1000, .floor = 1, .sample_s = 0.015, .others = 0.5};
