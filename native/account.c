@@ -198,11 +198,14 @@ static void remember_ended(engine_process *P, const engine_thread *t) {
 
 /* A thread missing from this many samples in a row has ended (one sample may miss a live one;
  * and its name may still be taken in them: ending a short request thread at once when its task
- * had gone left 4 of 53 unnamed). */
+ * had gone left 4 of 53 unnamed). At a run's last sample there are no more to wait for: a
+ * thread missing from it whose task the kernel no longer has has ended (a thread that ended in
+ * the run's last two samples was reported alive beside the one that replaced it). */
 #define ENDED_AFTER_SAMPLES 3
 
 static bool has_ended(const engine_process *P, const engine_thread *t) {
-    return !P->active || P->sample_no - t->seen >= ENDED_AFTER_SAMPLES;
+    if (!P->active || P->sample_no - t->seen >= ENDED_AFTER_SAMPLES) return true;
+    return P->u && P->u->os.last && t->seen != P->sample_no && kthreads_task_gone(&P->u->os, t->native_id);
 }
 
 void account_ends(pytop_engine *e, uint32_t p) {

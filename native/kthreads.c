@@ -44,6 +44,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,6 +335,17 @@ void kthreads_report(kthreads *o, int tid, int how, kthread_report *out) {
     fill_known(t, out);
     out->running = out->checked ? out->running : false;
     t->last = *out;
+}
+
+bool kthreads_task_gone(const kthreads *o, int tid) {
+    if (o->mode == 0 || tid <= 0) return false;
+    char buf[128];
+    uint32_t at = kthread_slot(o, tid);
+    /* A file held open answers for the task it was opened for, even if its TID is reused. */
+    if (at < o->count && o->items[at].tid == tid && o->items[at].schedstat_fd >= 0)
+        return pread(o->items[at].schedstat_fd, buf, sizeof buf, 0) < 0;
+    snprintf(buf, sizeof buf, "/proc/%d/task/%d", o->pid, tid);
+    return access(buf, F_OK) != 0 && errno == ENOENT;
 }
 
 uint64_t kthreads_defer(kthreads *o, int tid) {
