@@ -590,12 +590,12 @@ void kthreads_report(kthreads *o, int tid, int how, kthread_report *out);
 bool kthreads_due(const kthreads *o, int tid);
 /* Was `tid` last found R (running or waiting for a CPU)? Such a thread is read every sample. */
 bool kthreads_watched(const kthreads *o, int tid);
-/* Hand back what this sample read of `tid`'s figures, as if they had not been read: the next
- * read reports that CPU time again (its stack could not be read again this sample). Returns
- * that time. */
 /* Whether the task `tid` has exited (the kernel has no such task): the engine's last sample
  * ends the threads missing from it by this, having no later samples to wait for. */
 bool kthreads_task_gone(const kthreads *o, int tid);
+/* Hand back what this sample read of `tid`'s figures, as if they had not been read: the next
+ * read reports that CPU time again (its stack could not be read again this sample). Returns
+ * that time. */
 uint64_t kthreads_defer(kthreads *o, int tid);
 /* Samples in a round of counts: each thread without the GIL is due once in it. */
 uint32_t kthreads_round_length(const kthreads *o);

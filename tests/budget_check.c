@@ -49,13 +49,13 @@ static outcome run(const world *w, double seconds) {
             samples--; /* (not a sample the account counts) */
         }
         double step = cost > interval ? cost : interval;
-        bool first_sample = samples == 0; /* (a first read is not one: it counts as -1) */
-        if (first_sample) { /* the first sample read: its cost sets the rate, the slots start again */
+        bool restarted = false; /* the first sample read (a first read counts as -1): its cost */
+        if (samples == 0) {     /* sets the rate, and the slots start again at it */
             double was = rate;
             rate = budget_first_sample(&b, rate, cost);
-            first_sample = rate != was;
+            restarted = rate != was;
         }
-        if (cost > interval && !first_sample) o.skipped += (uint64_t)(cost / interval);
+        if (cost > interval && !restarted) o.skipped += (uint64_t)(cost / interval);
         thread += (uint64_t)(cost * S);
         double rest = w->others * step;
         if (!spiked && t >= w->spike_at_s && w->spike_s > 0) {

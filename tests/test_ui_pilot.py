@@ -171,6 +171,19 @@ async def test_the_table_scrolls() -> None:
         assert table.scroll_y == 0
 
 
+def spy_refreshes(table: FunctionTable) -> list[tuple[tuple[object, ...], bool]]:
+    """The table's refreshes from now on, as they are asked for: (regions, whether a layout pass)."""
+    asked: list[tuple[tuple[object, ...], bool]] = []
+    refresh = table.refresh
+
+    def counted(*regions: object, **kwargs: bool) -> object:
+        asked.append((regions, bool(kwargs.get("layout"))))
+        return refresh(*regions, **kwargs)  # type: ignore[arg-type]
+
+    table.refresh = counted  # type: ignore[method-assign]
+    return asked
+
+
 async def test_rows_that_come_and_go_need_no_layout_pass() -> None:
     """A live server's table gains or loses a row most refreshes. A layout pass repaints every
     widget on the screen (half the screen's CPU, measured); while the scrollbar stays as it was,
@@ -180,14 +193,7 @@ async def test_rows_that_come_and_go_need_no_layout_pass() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         table = app.query_one(FunctionTable)
-        layouts = []
-        refresh = table.refresh
-
-        def counted(*regions: object, **kwargs: bool) -> object:
-            layouts.extend([1] if kwargs.get("layout") else [])
-            return refresh(*regions, **kwargs)  # type: ignore[arg-type]
-
-        table.refresh = counted  # type: ignore[method-assign]
+        refreshes = spy_refreshes(table)
         for count in (45, 52, 30):
             source.publish(snapshot(rows=many_rows(count)))  # type: ignore[misc]
             await pilot.pause()
@@ -196,10 +202,10 @@ async def test_rows_that_come_and_go_need_no_layout_pass() -> None:
             assert table.cursor == count - 1
             assert table.vertical_scrollbar.window_virtual_size == count + 1  # the header, the rows
             assert table.scroll_y == table.max_scroll_y == count + 1 - table.scrollable_content_region.height
-        assert layouts == []
+        assert not any(layout for _, layout in refreshes)
         source.publish(snapshot(rows=many_rows(5)))  # type: ignore[misc]
         await pilot.pause()
-        assert layouts  # the scrollbar goes: that is a layout pass
+        assert any(layout for _, layout in refreshes)  # the scrollbar goes: that is a layout pass
         assert table.scroll_y == 0 and not table.show_vertical_scrollbar
 
 
@@ -210,18 +216,11 @@ async def test_a_refresh_draws_again_only_the_lines_that_changed() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         table = app.query_one(FunctionTable)
-        drawn: list[tuple[object, ...]] = []
-        refresh = table.refresh
-
-        def counted(*regions: object, **kwargs: bool) -> object:
-            drawn.append(regions)
-            return refresh(*regions, **kwargs)  # type: ignore[arg-type]
-
-        table.refresh = counted  # type: ignore[method-assign]
+        drawn = spy_refreshes(table)
         moved = replace(rows[3], total_time=rows[3].total_time + 1)  # its place in the order stays
         source.publish(snapshot(rows=(*rows[:3], moved, *rows[4:])))  # type: ignore[misc]
         await pilot.pause()
-        assert [[(r.y, r.height) for r in regions] for regions in drawn] == [[(4, 1)]]  # type: ignore[attr-defined]
+        assert [[(r.y, r.height) for r in regions] for regions, _ in drawn] == [[(4, 1)]]  # type: ignore[attr-defined]
         assert table.row_text(3)[3] == "13.50s"  # and it shows the new figure (12.50s before)
         drawn.clear()
         source.publish(snapshot(rows=(*rows[:3], moved, *rows[4:])))  # type: ignore[misc]

@@ -64,10 +64,11 @@ class CursorView(ScrollView, can_focus=True):
             self.scroll_to_region(Region(0, self.cursor, 1, 1 + self.HEADER_LINES), animate=False, force=True)
 
     def fit_to_lines(self) -> None:
-        """The scrolled size, after the lines changed (the caller redraws them). Setting it is a layout pass, which
-        repaints every widget on the screen: on a live server whose table gained or lost a row
-        most refreshes, half the screen's CPU. When the scrollbar stays shown or hidden as it
-        was, only its length and the furthest scroll change, and those are set here instead."""
+        """The scrolled size, after the lines changed (the caller redraws them). Setting it is a
+        layout pass, which repaints every widget on the screen: on a live server whose table
+        gained or lost a row most refreshes, half the screen's CPU. When the scrollbar stays
+        shown or hidden as it was, only its length and the furthest scroll change, and those
+        are set here instead."""
         size = Size(self.size.width, self.line_count + self.HEADER_LINES)
         if size == self.virtual_size:
             return
