@@ -836,6 +836,9 @@ typedef struct walk_ctx {
 
 /* The thread state at `ts` into the sample (and its successor in the list into *next). */
 int thread_walk(const walk_ctx *w, uint64_t ts, uint64_t *next);
+/* Once every thread is walked: two threads whose stacks end at the same outermost frame are
+ * read again (one followed the other's frames); still together, both are counted torn. */
+int threads_part_shared_stacks(pytop_unwinder *u);
 /* The holder of the interpreter's GIL, walked first; 0 if none is known here. */
 uint64_t thread_walk_holder_first(const walk_ctx *w, uint64_t *next);
 /* The holder's record, walked first at `first`, to `first + position` (its place in the list),

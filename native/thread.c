@@ -148,6 +148,28 @@ static bool cut_short(const pytop_unwinder *u, const pytop_thread *t) {
     return codes_is_resumable(&u->codes, u->samples.cur->frames[t->first_frame + t->frame_count - 1].code_id);
 }
 
+/* Did the walk of `t` end at another thread's outermost frame? A thread's outermost frame
+ * (threading's bootstrap, the main module) stays its own while it lives, and a frame runs in one
+ * thread only. Before 3.11 a function's frame object is handed from call to call, by whichever
+ * thread calls it next (each code's one spare frame, and the free list): a read of `t`'s
+ * innermost frame made after `t` returned from it, and another thread called the same function,
+ * follows that other thread's callers. Reported, `t` would have that thread's stack, and its time
+ * on functions it never ran. Judged against the previous sample: `t`'s outermost frame moved
+ * there from the one it had, and another thread had it. (Two threads of this sample that end at
+ * one frame are parted once all are walked: threads_part_shared_stacks.) */
+static bool ends_in_another_thread(const pytop_unwinder *u, const pytop_thread *t) {
+    const pytop_thread *old = samples_previous(&u->samples, t);
+    if (!t->outer_frame || !old || old->serial != t->serial || old->status != PYTOP_OK || !old->outer_frame ||
+        old->outer_frame == t->outer_frame)
+        return false;
+    const sample_buf *prev = u->samples.prev;
+    for (uint32_t i = 0; i < prev->thread_count; i++) {
+        const pytop_thread *o = &prev->threads[i];
+        if (o->outer_frame == t->outer_frame && o->serial != t->serial && o->status == PYTOP_OK) return true;
+    }
+    return false;
+}
+
 static int read_stack(pytop_unwinder *u, pytop_thread *t) {
     thread_frames tf;
     u->samples.cur->frame_count = t->first_frame; /* drop what an earlier attempt left */
@@ -178,7 +200,8 @@ static int read_stack(pytop_unwinder *u, pytop_thread *t) {
         status = thread_resolve_ids(u, t);
         if (status == PYTOP_OK) status = t->status;
     }
-    if (status == PYTOP_OK && cut_short(u, t)) status = PYTOP_ERR_CORRUPT; /* torn: read again */
+    if (status == PYTOP_OK && (cut_short(u, t) || ends_in_another_thread(u, t)))
+        status = PYTOP_ERR_CORRUPT; /* torn: read again */
     if (status == PYTOP_OK && marked >= 0 && task_id) status = insert_pseudo_frame(u, t, (uint32_t)marked + 1, task_id);
     t->status = status;
     return status;
@@ -246,6 +269,40 @@ static int read_stack_again_if_torn(pytop_unwinder *u, pytop_thread *t) {
     remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE); /* back to the sample's bound */
     t->frame_count = u->samples.cur->frame_count - t->first_frame;
     return status;
+}
+
+/* After every thread of the sample was walked: two threads whose walks end at the same
+ * outermost frame cannot both be right (see ends_in_another_thread, which catches it while the
+ * other thread's frame is known; not in a first sample, nor after that thread's own read tore).
+ * Both stacks are read again, afresh; a pair still found together is counted torn. */
+int threads_part_shared_stacks(pytop_unwinder *u) {
+    sample_buf *b = u->samples.cur;
+    if (u->stop.stopped) return PYTOP_OK; /* read with the threads stopped: none moved meanwhile */
+    /* A stack kept from the previous sample was checked then: a pair has one read now. */
+    for (uint32_t i = 0; i < b->thread_count; i++) {
+        if (b->threads[i].flags & PYTOP_THREAD_UNCHANGED) continue;
+        for (uint32_t j = 0; j < b->thread_count; j++) {
+            pytop_thread *x = &b->threads[i], *y = &b->threads[j];
+            if (j == i || (j < i && !(y->flags & PYTOP_THREAD_UNCHANGED)) || !x->outer_frame ||
+                x->outer_frame != y->outer_frame || x->serial == y->serial || x->status != PYTOP_OK ||
+                y->status != PYTOP_OK)
+                continue; /* (a pair of two read now is looked at once, from its first) */
+            pytop_thread *pair[2] = {x, y};
+            for (int k = 0; k < 2; k++) {
+                pair[k]->flags &= ~(uint32_t)PYTOP_THREAD_UNCHANGED; /* its frames go at the arena's end */
+                pair[k]->first_frame = b->frame_count;
+                pair[k]->frame_count = 0;
+                fresh_mark mark = remote_begin_fresh(&u->mem);
+                int status = read_stack_again_if_torn(u, pair[k]);
+                remote_end_fresh(&u->mem, mark);
+                if (fatal_status(status))
+                    return fail(u->error, status, "reading the stack of thread %llu", (unsigned long long)pair[k]->thread_id);
+            }
+            if (x->status == PYTOP_OK && y->status == PYTOP_OK && x->outer_frame == y->outer_frame)
+                x->status = y->status = PYTOP_ERR_CORRUPT;
+        }
+    }
+    return PYTOP_OK;
 }
 
 /* A new thread whose name threading's registry did not have yet: from its bootstrap frame

@@ -68,6 +68,8 @@ def test_native_code_under_asan_and_ubsan(tmp_path: Path, memory_build: Path) ->
     native = len(plan)
     plan += [(name, "stacks.py", ()) for name in found]
     plan += [(name, "deep.py", ("3000",)) for name in ("pyenv-3.10", "pyenv-3.12", "sid-3.14-loader") if name in found]
+    # deep stacks read again as their threads take turns, one frame object passing between them
+    plan += [(name, "deep_turns.py", ("1000", "3")) for name in ("pyenv-3.10", "pyenv-3.12") if name in found]
     plan += [(name, "async_tasks.py", ()) for name in ("sid-3.14-loader", "sid-3.15-chroot") if name in found]
     # code objects that die young: the engine recycles their cache entries and functions
     plan += [(name, "short_lived_code.py", ()) for name in ("pyenv-3.12", "sid-3.15-loader") if name in found]

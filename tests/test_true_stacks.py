@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import helpers
+from pytop.native import SampleError
+from pytop.process.attach import attach
 
 TARGET = Path(__file__).parent / "targets" / "moving_sleepers.py"
 
@@ -71,6 +74,38 @@ def test_torn_reads_are_never_reported_as_stacks(interp: dict[str, Any]) -> None
     # Before: 10-37% of the weight under generator or recursion frames with no callers.
     assert weight["cut"] <= 0.003 * weight["all"], (weight, [s for s, _, _ in stacks if "_bootstrap" not in s][:5])
     assert weight["spliced"] <= 0.003 * weight["all"], weight
+
+
+def test_a_thread_never_has_another_threads_callers(interp: dict[str, Any]) -> None:
+    """Three threads, each 2,000 frames deep through a function of its own, take turns through
+    one function: before 3.11 its frame object passes from thread to thread, and a read of a
+    thread's innermost frame made after the thread left it (and another thread called it)
+    followed that other thread's callers: 20% of the stacks read (3.7-3.10) were another
+    thread's, and with them its time on functions it never ran."""
+    wanted = 1500
+    with helpers.running(interp, "deep_turns.py", "2000", "3") as t:
+        own = {info["native_id"]: name for name, info in t.info["threads"].items()}
+        target = attach(t.pid)
+        unwinder = target.unwinder
+        stacks, mixed = 0, []
+        deadline = time.monotonic() + 120  # a bound, not a pace: the count below is what is judged
+        while stacks < wanted and time.monotonic() < deadline:
+            time.sleep(0.001)
+            try:
+                sample = unwinder.sample()
+            except SampleError:
+                continue
+            for thread in sample.threads:
+                name = own.get(thread.native_id)
+                if name is None or thread.error:
+                    continue
+                names = {unwinder.code(code_id).name for code_id, _ in thread.frames()}
+                stacks += 1
+                if name not in names or any(n.startswith("climb_") and n != name for n in names):
+                    mixed.append((name, sorted(n for n in names if n.startswith("climb_"))))
+        target.close()
+    assert stacks >= wanted, stacks
+    assert not mixed, (len(mixed), stacks, mixed[:3])
 
 
 def test_blocking_reads_never_pair_a_generator_with_a_caller_past_the_call(some_interp: dict[str, Any]) -> None:
