@@ -327,7 +327,7 @@ int codes_confirm_due(code_cache *c) {
     bool *ok = (bool *)(bufs + n);
     uint8_t *space = (uint8_t *)(ok + n);
     for (uint32_t i = 0; i < n; i++) {
-        want[i] = (range){c->entries[c->due[i] - 1].addr, header, NULL, false};
+        want[i] = (range){c->entries[c->due[i] - 1].addr, header, NULL, false, 0};
         bufs[i] = space + (size_t)i * header;
     }
     int replaced = 0;

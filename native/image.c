@@ -70,7 +70,7 @@ static void log_read(memory_image *m, uint64_t addr, uint64_t len) {
     range *log = grow_array(m->log, &m->log_cap, m->log_count + 1ull, sizeof *log, 256);
     if (!log) return;
     m->log = log;
-    m->log[m->log_count++] = (range){addr, len, NULL, false};
+    m->log[m->log_count++] = (range){addr, len, NULL, false, 0};
 }
 
 long image_readv(memory_image *m, const struct iovec *local, const struct iovec *remote_iov, size_t n) {

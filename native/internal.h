@@ -90,6 +90,7 @@ typedef struct range {
     uint64_t len;
     const uint8_t *data; /* NULL while not (or not successfully) read */
     bool grows;          /* frames: next time, read a little more (the stack may have grown) */
+    uint32_t fresh_in;   /* read ahead during this fresh reading (remote_begin_fresh's serial; 0: none) */
 } range;
 
 /* ---- image.c ---------------------------------------------------------------------------- */
@@ -132,7 +133,11 @@ typedef struct remote {
     size_t range_count, range_cap, last_hit;
     uint8_t *prefetch;
     size_t prefetch_cap;
-    /* Regions read whole during this sample (windows of stack chunks), searched after `ranges`. */
+    /* Regions read ahead for a walk (remote_read_ahead), sorted and apart, searched after
+     * `ranges`; then regions read whole during this sample (windows of stack chunks). */
+    range *ahead;
+    uint32_t ahead_count, ahead_cap;
+    size_t ahead_hit;
     range *extra;
     uint32_t extra_count, extra_cap;
     arena_block *arena;
@@ -141,6 +146,7 @@ typedef struct remote {
      * `extra`) and the prefetch, so the new walk sees memory of one moment, read anew. */
     bool fresh;
     size_t fresh_from;
+    uint32_t fresh_since, fresh_serial; /* this fresh reading's serial; the last one given */
     /* Reads that failed this sample, and how many may fail before reads give up at once. */
     uint32_t failed_reads, failure_limit;
     bool untracked;       /* for now, tracked views are not remembered for the next prefetch */
@@ -175,6 +181,12 @@ const uint8_t *remote_view_if_cached(remote *r, uint64_t addr, size_t len);
 void remote_prefetch_also(remote *r, uint64_t addr, size_t len);
 /* Does this sample hold that memory already? (Nothing read, nothing asked for next time.) */
 bool remote_holds(remote *r, uint64_t addr, size_t len);
+/* Read these regions (any order; overlaps merged) in one syscall and keep them for the rest of
+ * the sample, not for the next sample's prefetch: memory a walk is about to need that the
+ * prefetch did not bring (a stack read again: the pages its frames had at its last read).
+ * Regions already held, or overlapping ones read ahead before, are left out; while reading
+ * afresh, what they overlap of older reads is dropped instead. `want` is reordered. */
+int remote_read_ahead(remote *r, range *want, size_t count);
 /* Read `count` regions of `len` bytes at once, in one syscall, and keep them for the rest of
  * the sample, not for the next sample's prefetch; regions that cannot be read are left out
  * (later views of them read again). */
@@ -186,6 +198,7 @@ void remote_allow_failures(remote *r, uint32_t count);
  * Nests: remote_end_fresh() takes what remote_begin_fresh() returned and restores it. */
 typedef struct fresh_mark {
     bool fresh;
+    uint32_t since;
     size_t from;
 } fresh_mark;
 fresh_mark remote_begin_fresh(remote *r);

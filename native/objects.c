@@ -299,7 +299,7 @@ static int find_str_key(objects *o, uint64_t entries_at, const uint8_t *entries,
     for (uint32_t i = 0; i < count; i++) {
         uint64_t key = load_u64(entries + (size_t)i * entry_size, key_at);
         if (!plausible_pointer(key)) continue;
-        want_ranges[n] = (range){key, peek, NULL, false};
+        want_ranges[n] = (range){key, peek, NULL, false, 0};
         bufs[n] = space + (size_t)n * peek;
         slot_of[n++] = i;
     }

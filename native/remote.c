@@ -42,9 +42,10 @@ static uint64_t page_floor(uint64_t a) { return a & ~(uint64_t)(PAGE_SIZE_BYTES 
 static uint64_t page_ceil(uint64_t a) { return page_floor(a + PAGE_SIZE_BYTES - 1); }
 
 fresh_mark remote_begin_fresh(remote *r) {
-    fresh_mark before = {r->fresh, r->fresh_from};
+    fresh_mark before = {r->fresh, r->fresh_since, r->fresh_from};
     r->fresh = true;
     r->fresh_from = r->extra_count;
+    r->fresh_since = ++r->fresh_serial ? r->fresh_serial : ++r->fresh_serial; /* never 0 */
     return before;
 }
 
@@ -56,6 +57,7 @@ void remote_end_fresh(remote *r, fresh_mark before) {
     if (!before.fresh) r->extra_count = r->fresh_from;
     r->fresh = before.fresh;
     r->fresh_from = before.from;
+    r->fresh_since = before.since;
 }
 
 void remote_init(remote *r, int pid) {
@@ -98,6 +100,7 @@ void remote_free(remote *r) {
     arena_release(r, 0);
     free(r->touched);
     free(r->ranges);
+    free(r->ahead);
     free(r->extra);
     UNPOISON(r->prefetch, r->prefetch_cap);
     free(r->prefetch);
@@ -213,7 +216,7 @@ static void track(remote *r, uint64_t addr, uint64_t len, bool grows) {
     range *touched = grow_array(r->touched, &r->touched_cap, r->touched_count + 1ull, sizeof *touched, 64);
     if (!touched) return;
     r->touched = touched;
-    r->touched[r->touched_count++] = (range){addr, len, NULL, grows};
+    r->touched[r->touched_count++] = (range){addr, len, NULL, grows, 0};
 }
 
 static int by_address(const void *a, const void *b) {
@@ -258,7 +261,7 @@ static size_t plan_prefetch(remote *r) {
                 continue;
             }
         }
-        r->ranges[n++] = (range){a, e - a, NULL, r->touched[i].grows};
+        r->ranges[n++] = (range){a, e - a, NULL, r->touched[i].grows, 0};
     }
     /* A little more than was touched catches stacks that grew since last time; not to the end
      * of the page: with a hundred threads that would copy hundreds of KiB every sample. */
@@ -276,6 +279,8 @@ static size_t plan_prefetch(remote *r) {
 int remote_begin_sample(remote *r) {
     arena_release(r, ARENA_KEEP_BYTES);
     r->extra_count = 0;
+    r->ahead_count = 0;
+    r->ahead_hit = 0;
     r->syscalls = 0;
     r->failed_reads = 0;
     r->failure_limit = MAX_FAILED_READS_PER_SAMPLE;
@@ -330,22 +335,46 @@ static const uint8_t *lookup_extra(const remote *r, size_t from, uint64_t addr, 
     return NULL;
 }
 
+/* First range of sorted `v` (n of them) that starts after `addr`. */
+static size_t first_after(const range *v, size_t n, uint64_t addr) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v[mid].addr <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Read ahead, and (while reading afresh) during this fresh reading or one nested in it. */
+static bool ahead_holds(const remote *r, const range *c, uint64_t addr, uint64_t len) {
+    return holds(c, addr, len) && (!r->fresh || c->fresh_in >= r->fresh_since);
+}
+
+static const uint8_t *lookup_ahead(remote *r, uint64_t addr, uint64_t len) {
+    if (r->ahead_hit < r->ahead_count && ahead_holds(r, &r->ahead[r->ahead_hit], addr, len))
+        return r->ahead[r->ahead_hit].data + (addr - r->ahead[r->ahead_hit].addr);
+    size_t i = first_after(r->ahead, r->ahead_count, addr);
+    if (i == 0 || !ahead_holds(r, &r->ahead[i - 1], addr, len)) return NULL;
+    r->ahead_hit = i - 1;
+    return r->ahead[i - 1].data + (addr - r->ahead[i - 1].addr);
+}
+
 static const uint8_t *lookup(remote *r, uint64_t addr, uint64_t len) {
-    if (r->fresh) return lookup_extra(r, r->fresh_from, addr, len);
+    if (r->fresh) {
+        const uint8_t *ahead = lookup_ahead(r, addr, len);
+        return ahead ? ahead : lookup_extra(r, r->fresh_from, addr, len);
+    }
     /* Walks read neighbours in a row: try the range of the last hit first. */
     if (r->last_hit < r->range_count && holds(&r->ranges[r->last_hit], addr, len))
         return r->ranges[r->last_hit].data + (addr - r->ranges[r->last_hit].addr);
-    size_t lo = 0, hi = r->range_count;
-    while (lo < hi) { /* first range starting after addr */
-        size_t mid = (lo + hi) / 2;
-        if (r->ranges[mid].addr <= addr) lo = mid + 1;
-        else hi = mid;
-    }
+    size_t lo = first_after(r->ranges, r->range_count, addr);
     if (lo > 0 && holds(&r->ranges[lo - 1], addr, len)) {
         r->last_hit = lo - 1;
         return r->ranges[lo - 1].data + (addr - r->ranges[lo - 1].addr);
     }
-    return lookup_extra(r, 0, addr, len);
+    const uint8_t *ahead = lookup_ahead(r, addr, len);
+    return ahead ? ahead : lookup_extra(r, 0, addr, len);
 }
 
 static const uint8_t *read_into_arena(remote *r, uint64_t addr, size_t len, int *status) {
@@ -363,7 +392,7 @@ static void keep_extra(remote *r, uint64_t addr, size_t len, const uint8_t *data
     range *extra = grow_array(r->extra, &r->extra_cap, r->extra_count + 1ull, sizeof *extra, 16);
     if (!extra) return;
     r->extra = extra;
-    r->extra[r->extra_count++] = (range){addr, len, data, false};
+    r->extra[r->extra_count++] = (range){addr, len, data, false, 0};
 }
 
 static bool bad_request(uint64_t addr, size_t len, int *status) {
@@ -460,13 +489,91 @@ int remote_keep_many(remote *r, const uint64_t *addrs, size_t count, size_t len)
         if (bad_request(addrs[i], len, &status) || lookup(r, addrs[i], len)) continue;
         uint8_t *buf = arena_alloc(r, len);
         if (!buf) break;
-        want[n] = (range){addrs[i], len, NULL, false}; /* untracked: the next sample has other threads due */
+        want[n] = (range){addrs[i], len, NULL, false, 0}; /* untracked: the next sample has other threads due */
         bufs[n++] = buf;
     }
     int status = n ? remote_readv(r, want, bufs, n, ok) : PYTOP_OK;
     for (size_t i = 0; status == PYTOP_OK && i < n; i++)
         if (ok[i]) keep_extra(r, want[i].addr, len, bufs[i]);
     free(want);
+    return status;
+}
+
+/* Does a region read ahead before overlap [addr, addr + len)? */
+static bool overlaps_ahead(const remote *r, uint64_t addr, uint64_t len) {
+    size_t i = first_after(r->ahead, r->ahead_count, addr + len - 1);
+    return i > 0 && r->ahead[i - 1].addr + r->ahead[i - 1].len > addr;
+}
+
+/* Sort `want` and merge the regions that overlap or touch; returns how many are left. */
+static size_t merge_sorted(range *want, size_t count) {
+    qsort(want, count, sizeof *want, by_address);
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t end = want[i].addr + want[i].len;
+        if (n && want[i].addr <= want[n - 1].addr + want[n - 1].len &&
+            end - want[n - 1].addr <= MAX_READ_BYTES) {
+            if (end > want[n - 1].addr + want[n - 1].len) want[n - 1].len = end - want[n - 1].addr;
+            continue;
+        }
+        want[n++] = want[i];
+    }
+    return n;
+}
+
+/* Reading afresh: drop what regions read ahead before this fresh reading overlap of sorted
+ * `want` (n of them), so that the fresh ones take their place (the list stays apart). */
+static void drop_older_ahead(remote *r, const range *want, size_t n) {
+    size_t kept = 0, w = 0;
+    for (size_t i = 0; i < r->ahead_count; i++) {
+        const range *c = &r->ahead[i];
+        while (w < n && want[w].addr + want[w].len <= c->addr) w++;
+        bool overlapped = w < n && want[w].addr < c->addr + c->len;
+        if (!overlapped || c->fresh_in >= r->fresh_since) r->ahead[kept++] = *c;
+    }
+    r->ahead_count = (uint32_t)kept;
+    r->ahead_hit = 0;
+}
+
+int remote_read_ahead(remote *r, range *want, size_t count) {
+    if (count == 0) return PYTOP_OK;
+    count = merge_sorted(want, count);
+    if (r->fresh) drop_older_ahead(r, want, count);
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        int status;
+        if (bad_request(want[i].addr, want[i].len, &status) || lookup(r, want[i].addr, want[i].len) ||
+            overlaps_ahead(r, want[i].addr, want[i].len))
+            continue;
+        uint8_t *buf = arena_alloc(r, want[i].len);
+        if (!buf) break; /* the sample's bound: later views read what they need */
+        want[n] = want[i];
+        want[n].fresh_in = r->fresh ? r->fresh_since : 0;
+        want[n++].data = buf;
+    }
+    if (n == 0) return PYTOP_OK;
+    uint8_t **bufs = malloc(n * (sizeof *bufs + sizeof(bool)));
+    range *merged = bufs ? grow_array(r->ahead, &r->ahead_cap, (uint64_t)r->ahead_count + n, sizeof *merged, 64) : NULL;
+    if (!merged) {
+        free(bufs);
+        return PYTOP_ERR_NOMEM;
+    }
+    r->ahead = merged;
+    bool *ok = (bool *)(bufs + n);
+    for (size_t i = 0; i < n; i++) bufs[i] = (uint8_t *)want[i].data;
+    int status = remote_readv(r, want, bufs, n, ok);
+    size_t kept = 0;
+    for (size_t i = 0; status == PYTOP_OK && i < n; i++)
+        if (ok[i]) want[kept++] = want[i];
+    free(bufs);
+    /* Both lists are sorted and apart from each other: merge them from the back, in place. */
+    size_t a = r->ahead_count, b = kept, out = a + b;
+    while (b > 0) {
+        if (a > 0 && r->ahead[a - 1].addr > want[b - 1].addr) r->ahead[--out] = r->ahead[--a];
+        else r->ahead[--out] = want[--b];
+    }
+    r->ahead_count += (uint32_t)kept;
+    r->ahead_hit = 0;
     return status;
 }
 
