@@ -42,11 +42,11 @@ def bottom():
 def make_climb(name):
     """A function of its own code object, named `name` (2.7 has no code.replace)."""
     space = {"bottom": bottom}
-    exec("def %s(n):\n    if n > 0:\n        return %s(n - 1)\n    return bottom()\n" % (name, name), space)
+    exec("def {0}(n):\n    if n > 0:\n        return {0}(n - 1)\n    return bottom()\n".format(name), space)
     return space[name]
 
 
-names = ["climb_%d" % i for i in range(THREADS)]
+names = ["climb_{0}".format(i) for i in range(THREADS)]
 for name in names:
     daemon_thread(make_climb(name), name, (DEPTH,))
 with ready_lock:
