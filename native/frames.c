@@ -59,9 +59,9 @@ static read_ahead ahead_start(const sample_pair *s, const pytop_thread *t) {
     return (read_ahead){fits ? old : NULL, 0};
 }
 
-/* The walk is about to view `need` bytes of the frame at `frame`. */
-static int ahead_before_view(read_ahead *a, remote *mem, const sample_pair *s, uint64_t frame, size_t need) {
-    if (!a->old || remote_holds(mem, frame, need)) return PYTOP_OK;
+/* The walk found `need` bytes of the frame at `frame` in none of what the sample holds. */
+static int ahead_at_miss(read_ahead *a, remote *mem, const sample_pair *s, uint64_t frame, size_t need) {
+    if (!a->old) return PYTOP_OK;
     if (++a->tries > AHEAD_TRIES) {
         a->old = NULL;
         return PYTOP_OK;
@@ -105,9 +105,10 @@ static int walk_objects(remote *mem, const pytop_layout *L, sample_pair *s, int 
             break;
         }
         if (!plausible_pointer(frame) || comes_back(&cycle, frame)) return PYTOP_ERR_CORRUPT;
-        int status = ahead_before_view(&ahead, mem, s, frame, need);
-        if (status != PYTOP_OK) return status;
-        const uint8_t *h = remote_view(mem, frame, need, VIEW_TRACK | VIEW_FRAME, &status);
+        int status = PYTOP_OK;
+        const uint8_t *h = remote_view_if_held(mem, frame, need, VIEW_TRACK | VIEW_FRAME);
+        if (!h && (status = ahead_at_miss(&ahead, mem, s, frame, need)) != PYTOP_OK) return status;
+        if (!h) h = remote_view(mem, frame, need, VIEW_TRACK | VIEW_FRAME, &status);
         if (!h) return status;
         /* A frame object no reference holds is off every stack: its code's spare ("zombie")
          * frame, or on the free list, whose links f_back follows into other dead frames. */
@@ -141,10 +142,11 @@ static int walk_interpreter(remote *mem, const pytop_layout *L, sample_pair *s, 
             break;
         }
         if (!plausible_pointer(frame) || comes_back(&cycle, frame)) return PYTOP_ERR_CORRUPT;
-        int status = ahead_before_view(&ahead, mem, s, frame, need);
-        if (status != PYTOP_OK) return status;
+        int status = PYTOP_OK;
         uint64_t floor = frame >= first_slot && frame < tf->stack_top ? first_slot : 0;
-        const uint8_t *h = remote_view_window(mem, frame, need, floor, &status);
+        const uint8_t *h = remote_view_if_held(mem, frame, need, VIEW_TRACK | VIEW_FRAME);
+        if (!h && (status = ahead_at_miss(&ahead, mem, s, frame, need)) != PYTOP_OK) return status;
+        if (!h) h = remote_view_window(mem, frame, need, floor, &status);
         if (!h) return status;
         uint8_t owner = h[L->fr_owner];
         uint64_t next = load_u64(h, L->fr_previous);

@@ -179,6 +179,9 @@ const uint8_t *remote_view_if_cached(remote *r, uint64_t addr, size_t len);
 /* Before remote_begin_sample(): read this too with the coming prefetch (memory the sample is
  * known to need that the last one did not touch). */
 void remote_prefetch_also(remote *r, uint64_t addr, size_t len);
+/* remote_view() of memory this sample holds already, or NULL without a read (tracked as
+ * remote_view() would, so a view of the same memory that follows costs nothing more). */
+const uint8_t *remote_view_if_held(remote *r, uint64_t addr, size_t len, int flags);
 /* Does this sample hold that memory already? (Nothing read, nothing asked for next time.) */
 bool remote_holds(remote *r, uint64_t addr, size_t len);
 /* Read these regions (any order; overlaps merged) in one syscall and keep them for the rest of

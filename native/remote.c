@@ -472,6 +472,13 @@ const uint8_t *remote_view_if_cached(remote *r, uint64_t addr, size_t len) {
     return lookup(r, addr, len);
 }
 
+const uint8_t *remote_view_if_held(remote *r, uint64_t addr, size_t len, int flags) {
+    int status;
+    if (bad_request(addr, len, &status)) return NULL;
+    if (flags & VIEW_TRACK) track(r, addr, len, flags & VIEW_FRAME);
+    return lookup(r, addr, len);
+}
+
 bool remote_holds(remote *r, uint64_t addr, size_t len) {
     int status;
     return !bad_request(addr, len, &status) && lookup(r, addr, len) != NULL;
