@@ -444,10 +444,15 @@ static const uint8_t *read_fresh_neighbourhood(remote *r, uint64_t addr, size_t 
     return read_window(r, start, end, addr, len, status);
 }
 
+/* A checked request's view from what the sample holds (NULL: none), tracked as `flags` say. */
+static const uint8_t *tracked_lookup(remote *r, uint64_t addr, size_t len, int flags) {
+    if (flags & VIEW_TRACK) track(r, addr, len, flags & VIEW_FRAME);
+    return lookup(r, addr, len);
+}
+
 const uint8_t *remote_view(remote *r, uint64_t addr, size_t len, int flags, int *status) {
     if (bad_request(addr, len, status)) return NULL;
-    if (flags & VIEW_TRACK) track(r, addr, len, flags & VIEW_FRAME);
-    const uint8_t *hit = lookup(r, addr, len);
+    const uint8_t *hit = tracked_lookup(r, addr, len, flags);
     if (hit) return hit;
     return r->fresh ? read_fresh_neighbourhood(r, addr, len, status) : read_into_arena(r, addr, len, status);
 }
@@ -474,9 +479,7 @@ const uint8_t *remote_view_if_cached(remote *r, uint64_t addr, size_t len) {
 
 const uint8_t *remote_view_if_held(remote *r, uint64_t addr, size_t len, int flags) {
     int status;
-    if (bad_request(addr, len, &status)) return NULL;
-    if (flags & VIEW_TRACK) track(r, addr, len, flags & VIEW_FRAME);
-    return lookup(r, addr, len);
+    return bad_request(addr, len, &status) ? NULL : tracked_lookup(r, addr, len, flags);
 }
 
 bool remote_holds(remote *r, uint64_t addr, size_t len) {
