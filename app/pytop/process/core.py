@@ -18,14 +18,14 @@ import bisect
 import mmap
 import os
 from dataclasses import dataclass
-
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.segments import NoteSegment
+from typing import TYPE_CHECKING
 
 from .. import errors, files
 from ..core.visible import visible_command
 from .procmaps import Mapping
+
+if TYPE_CHECKING:
+    from elftools.elf.elffile import ELFFile
 
 PF_X, PF_W, PF_R = 1, 2, 4
 MAX_FILE_MAPPINGS = 1 << 16
@@ -85,6 +85,10 @@ class CoreFile:
     """A `MemorySource` (see memory.py) read from a core file."""
 
     def __init__(self, path: str, executable: str | None = None, sysroot: str | None = None):
+        # Imported here: pyelftools takes 50-70 ms to import, and only a core needs it.
+        from elftools.common.exceptions import ELFError
+        from elftools.elf.elffile import ELFFile
+
         self.path = path
         self._executable_override = executable
         self._sysroot = sysroot.rstrip("/") if sysroot else ""
@@ -150,6 +154,8 @@ class CoreFile:
             self.cut = (size, needed)
 
     def _parse(self, elf: ELFFile) -> None:
+        from elftools.elf.segments import NoteSegment
+
         if elf["e_type"] != "ET_CORE":
             raise ValueError("not an ELF core file")
         if elf.elfclass != 64 or elf["e_machine"] != "EM_X86_64":
