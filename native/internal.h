@@ -70,6 +70,11 @@ static inline uint32_t load_u32(const uint8_t *p, int32_t off) {
     __builtin_memcpy(&v, p + off, sizeof v);
     return v;
 }
+static inline uint16_t load_u16(const uint8_t *p, int32_t off) {
+    uint16_t v;
+    __builtin_memcpy(&v, p + off, sizeof v);
+    return v;
+}
 static inline int32_t load_i32(const uint8_t *p, int32_t off) { return (int32_t)load_u32(p, off); }
 static inline int64_t load_i64(const uint8_t *p, int32_t off) { return (int64_t)load_u64(p, off); }
 
