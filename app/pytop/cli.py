@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import os
 import sys
-import tempfile
 import traceback
 from collections.abc import Sequence
 
@@ -282,6 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def bug_report(exc: BaseException) -> str:
     """Where the traceback went, to say in the line."""
+    import tempfile  # here: only a bug needs it
+
     try:
         fd, path = tempfile.mkstemp(prefix="pytop-error-", suffix=".txt")
         with os.fdopen(fd, "w") as f:

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import psutil
 
@@ -24,12 +25,14 @@ from .core.records import ProcessStacks
 from .native import Unwinder, libdw, terminal_guarded
 from .process import asyncio_tasks
 from .process.attach import Target, attach, attach_core, command_line
-from .process.launch import Child, attach_when_ready, demo_command
 from .process.stacks import read_stacks, stacks_now
 from .report import dump as report_dump
 from .report import export, pprof, table
 from .sampling import priority
 from .sampling.sampler import Sampler, Settings
+
+if TYPE_CHECKING:
+    from .process.launch import Child
 
 
 @dataclass
@@ -275,10 +278,16 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
         raise errors.UsageError(f"--native: {libdw.why_unavailable()}")
     child = None
     if args.demo or command:
+        # Imported here: a run of a command is the only one that needs subprocess and tempfile
+        # (~10 ms of a ~190 ms start-up).
+        from .process.launch import Child, demo_command
+
         child = Child(demo_command() if args.demo else command, quiet=not args.batch, log=args.child_output)
     try:
         target: Target | Parent | None
         if child:
+            from .process.launch import attach_when_ready
+
             target = attach_when_ready(child, not_python_after=NOT_PYTHON_AFTER if args.subprocesses else None)
             target = target or Parent(child.pid, command_line(child.pid))
         else:
