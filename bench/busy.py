@@ -13,13 +13,17 @@
   memory   pytop's live view for --minutes on the `churn` workload (new code, new threads,
            recursion bursts all the time): its RSS every 30 s, and at the end the share of time in
            rows that memory bounds made (--stats-file's catch_all_share).
+  deep     The deep random recursion (`deep_random` workload, 4 threads) for --minutes: pytop's
+           live view at its defaults, a key every 2 s as a user presses them; each minute its RSS
+           and the keys' p95; at the end `T` (the call tree) from key to tree on screen, and the
+           share of time in rows that memory bounds made (issue 33's hour).
   threads  The `pool` workload (2,000 threads) for --minutes: pytop's live view at its defaults,
            then py-spy (`record`, 100 Hz, nonblocking) for --peer-minutes (default as long):
            samples taken, CPU, CPU per sample; pytop's keys in the first and the last minute, and
            how long q takes.
 Flask is installed (once) into ~/.cache/pytop/bench-site with pip; the interpreters come from
 tools/provision_interpreters.py; py-spy from the environment (pip install py-spy).
-Usage: bench/busy.py web|tree|memory|threads [--seconds S] [--rounds N] [--minutes M]
+Usage: bench/busy.py web|tree|memory|deep|threads [--seconds S] [--rounds N] [--minutes M]
 """
 
 from __future__ import annotations
@@ -308,6 +312,55 @@ def memory(args: argparse.Namespace) -> None:
           f"{result['samples']:,} samples at {result['rate']:.0f}/s")
 
 
+def deep(args: argparse.Namespace) -> None:
+    interp = interpreter("pyenv-3.12")
+    stats = Path(tempfile.mkstemp(suffix=".json")[1])
+    keys: list[float] = []
+    rss: list[float] = []
+    with started([*interp["argv"], str(HERE / "workloads" / "deep_random.py"), "4"]) as target, \
+            pytop_live(target.pid, stats=stats) as (session, me):
+        start = time.monotonic()
+        print("minute  RSS MiB  keys p95 ms (that minute)", flush=True)
+        while time.monotonic() - start < args.minutes * 60:
+            minute: list[float] = []
+            while len(minute) < 30 and time.monotonic() - start < args.minutes * 60:
+                minute += key_latencies(session, 1)  # (it waits 0.3 s after the redraw)
+                time.sleep(1.7)
+            keys += minute
+            rss.append(me.memory_info().rss / 2**20)
+            print(f"{(time.monotonic() - start) / 60:6.1f}  {rss[-1]:7.1f}  {1000 * p95(minute):6.0f}", flush=True)
+        trees = []
+        for _ in range(3):
+            began = time.monotonic()
+            tmux("send-keys", "-t", session, "T")
+            wait_gone(session, "Function (filename)")
+            trees.append(time.monotonic() - began)
+            tmux("send-keys", "-t", session, "T")
+            wait_for(session, "Function (filename)")
+            time.sleep(1)
+    result = json.loads(stats.read_text())
+    stats.unlink()
+    print(f"{args.minutes:g} min on the deep random recursion (4 threads, pyenv 3.12), defaults: RSS "
+          f"{rss[0]:.1f} MiB after the first minute, {max(rss):.1f} at most, {rss[-1]:.1f} at the end (goal: within "
+          f"100, flat); keys p95 {1000 * p95(keys):.0f} ms, max {1000 * max(keys):.0f} ms over {len(keys)} presses "
+          f"(goal: 150); T to the tree {', '.join(f'{1000 * t:.0f}' for t in trees)} ms (goal: under 1 s); "
+          f"rows made by memory bounds {100 * result['catch_all_share']:.3f}% of the time (goal: none); "
+          f"{result['samples']:,} samples at {result['rate']:.1f}/s")
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[int(0.95 * (len(ordered) - 1))] if ordered else float("nan")
+
+
+def wait_gone(session: str, text: str, timeout: float = 30.0) -> None:
+    start = time.monotonic()
+    while text in screen(session):
+        if time.monotonic() - start > timeout:
+            raise RuntimeError(f"{text!r} never went")
+        time.sleep(0.002)
+
+
 def threads(args: argparse.Namespace) -> None:
     interp = interpreter("pyenv-3.12")
     seconds = args.minutes * 60
@@ -348,15 +401,15 @@ def threads(args: argparse.Namespace) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("web", "tree", "memory", "threads"))
+    parser.add_argument("what", choices=("web", "tree", "memory", "deep", "threads"))
     parser.add_argument("--seconds", type=float, default=20.0, help="web: each phase")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--minutes", type=float, default=60.0, help="memory, threads")
+    parser.add_argument("--minutes", type=float, default=60.0, help="memory, deep, threads")
     parser.add_argument("--peer-minutes", type=float, default=None, help="threads: py-spy's run (default --minutes)")
     parser.add_argument("--targets", nargs="*", default=["pyenv-3.12", "sid-3.15-loader"],
                         choices=["pyenv-3.12", "sid-3.15-loader"], help="web: which apps")
     args = parser.parse_args()
-    {"web": web, "tree": tree, "memory": memory, "threads": threads}[args.what](args)
+    {"web": web, "tree": tree, "memory": memory, "deep": deep, "threads": threads}[args.what](args)
     return 0
 
 
