@@ -3,7 +3,7 @@
 For each target shape it runs, each on the same running target:
 - `pytop --batch --duration D` at the defaults: the whole process's CPU (the kernel's count of the
   child, start-up included), split into the sampling thread (the engine's own clock, from
-  --stats-file), start-up (a run of --duration 0.001) and the rest (drains, aggregation, the
+  --stats-file), start-up (the median of 5 runs of --duration 0.001) and the rest (drains, aggregation, the
   report);
   samples a second, late and skipped;
 - the same run under cProfile in every Python thread: the Python functions that cost the most;
@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import pstats
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,7 @@ SHAPES = {
     "2,000-thread pool": [str(WORKLOADS / "pool.py"), "2000"],
     "thread-per-request server": [str(ROOT / "tests" / "targets" / "server.py")],
 }
+STARTUP_RUNS = 5
 PROFILED = """
 import cProfile, runpy, sys, threading
 profiles = [cProfile.Profile()]
@@ -115,7 +117,9 @@ def measure(python: str, shape: list[str], duration: float, work: Path) -> dict[
     try:
         stats_file = work / "stats.json"
         stats_file.unlink(missing_ok=True)
-        startup, _ = timed([*pytop, "--batch", "--duration", "0.001", str(target.pid)], env=PYTOP_ENV)
+        # The median of 5: one run's CPU moves by a third from run to run on a shared machine.
+        startup = statistics.median(timed([*pytop, "--batch", "--duration", "0.001", str(target.pid)],
+                                          env=PYTOP_ENV)[0] for _ in range(STARTUP_RUNS))
         cpu, status = timed([*pytop, "--batch", "--duration", str(duration), "--json", "--stats-file",
                              str(stats_file), str(target.pid)], env=PYTOP_ENV)
         stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
