@@ -211,10 +211,11 @@ def _old_runtime_not_loaded(source: MemorySource, older: str) -> bool:
     return not holder_seen
 
 
-def find_runtime(source: MemorySource) -> Runtime | None:
-    """The Python runtime in `source`'s files, or None. OSErrors other than a missing or
-    unreadable file of one candidate (the process gone, permission) come out as they are."""
-    for path in _candidates(source, files := files_in_order(source.mappings())):
+def find_runtime(source: MemorySource, mappings: list[Mapping] | None = None) -> Runtime | None:
+    """The Python runtime in `source`'s files (its `mappings` if read already), or None. OSErrors
+    other than a missing or unreadable file of one candidate (the process gone, permission)
+    come out as they are."""
+    for path in _candidates(source, files := files_in_order(source.mappings() if mappings is None else mappings)):
         try:
             found = _find_in(source, path, files[path])
         except (PermissionError, ProcessLookupError):
@@ -234,13 +235,14 @@ def locate_runtime(pid: int) -> Runtime:
         raise errors.TargetExited(f"process {pid} has exited")
     source = LiveProcess(pid)
     try:
-        source.mappings()
+        # Read once for the search as well: a process of 2,000 threads maps 6,000 regions (~25 ms).
+        mappings = source.mappings()
     except PermissionError:
         raise errors.permission_denied(pid, "reading the memory maps of") from None
     except (FileNotFoundError, ProcessLookupError):
         raise errors.NoSuchProcess(f"no process with pid {pid} (it has exited)") from None
     try:
-        found = find_runtime(source)
+        found = find_runtime(source, mappings)
     except PermissionError:
         raise errors.permission_denied(pid, "reading the memory of") from None
     except (ProcessLookupError, FileNotFoundError):
