@@ -145,6 +145,9 @@ typedef struct remote {
     size_t ahead_hit;
     range *extra;
     uint32_t extra_count, extra_cap;
+    /* `extra`'s first extra_indexed ranges by address (remote.c, index_extras). */
+    struct extra_key *extra_keys;
+    uint32_t extra_indexed, extra_keys_cap;
     arena_block *arena;
     size_t arena_total;
     /* While re-reading a torn stack: ignore what was read before `fresh_from` (an index into

@@ -55,6 +55,7 @@ void remote_end_fresh(remote *r, fresh_mark before) {
      * that names 2,000 new threads reads afresh some 10,000 times (every later view missed
      * the prefetch only to search them all: a sample of a pool took 5 s). */
     if (!before.fresh) r->extra_count = r->fresh_from;
+    if (r->extra_indexed > r->extra_count) r->extra_indexed = 0; /* (not indexed while fresh: never) */
     r->fresh = before.fresh;
     r->fresh_from = before.from;
     r->fresh_since = before.since;
@@ -102,6 +103,7 @@ void remote_free(remote *r) {
     free(r->ranges);
     free(r->ahead);
     free(r->extra);
+    free(r->extra_keys);
     UNPOISON(r->prefetch, r->prefetch_cap);
     free(r->prefetch);
     memset(r, 0, sizeof *r);
@@ -279,6 +281,7 @@ static size_t plan_prefetch(remote *r) {
 int remote_begin_sample(remote *r) {
     arena_release(r, ARENA_KEEP_BYTES);
     r->extra_count = 0;
+    r->extra_indexed = 0;
     r->ahead_count = 0;
     r->ahead_hit = 0;
     r->syscalls = 0;
@@ -327,12 +330,70 @@ static bool holds(const range *c, uint64_t addr, uint64_t len) {
     return c->data && addr >= c->addr && addr + len <= c->addr + c->len;
 }
 
+/* The ranges kept this sample, indexed by address: a view that misses the prefetch looks for
+ * them, and a sample that reads many stacks whole keeps thousands (a pool of 2,000 threads,
+ * attached: searched in order, they were a seventh of the first read). The newest are searched
+ * in order, the rest through the index, sorted by address, each key with the furthest end of
+ * the ranges up to it: a range ending at or past the view's end and starting at or before it
+ * is one that holds it. */
+typedef struct extra_key {
+    uint64_t addr;
+    uint64_t reach; /* the furthest end of the ranges of this key and those before it */
+    uint32_t at;    /* its index in `extra` */
+} extra_key;
+
+#define INDEX_BATCH 64 /* ranges searched in order before they are put in the index */
+
+static int key_order(const void *a, const void *b) {
+    const extra_key *x = a, *y = b;
+    if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* The ranges kept since the last call join the index: sorted, merged into it, reaches again. */
+static void index_extras(remote *r) {
+    uint32_t old = r->extra_indexed, n = r->extra_count, added = n - old;
+    extra_key *keys = grow_array(r->extra_keys, &r->extra_keys_cap, (uint64_t)n + added, sizeof *keys, 256);
+    if (!keys) return; /* still correct: they are searched in order */
+    r->extra_keys = keys;
+    extra_key *batch = keys + n; /* sorted after the index, then merged into it from the back */
+    for (uint32_t i = 0; i < added; i++) batch[i] = (extra_key){r->extra[old + i].addr, 0, old + i};
+    qsort(batch, added, sizeof *batch, key_order);
+    for (uint32_t a = old, b = added, out = n; b > 0;)
+        keys[--out] = a > 0 && key_order(&keys[a - 1], &batch[b - 1]) > 0 ? keys[--a] : batch[--b];
+    uint64_t reach = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const range *c = &r->extra[keys[i].at];
+        if (c->addr + c->len > reach) reach = c->addr + c->len;
+        keys[i].reach = reach;
+    }
+    r->extra_indexed = n;
+}
+
+static const uint8_t *lookup_indexed(const remote *r, uint64_t addr, uint64_t len) {
+    const extra_key *keys = r->extra_keys;
+    size_t lo = 0, hi = r->extra_indexed;
+    while (lo < hi) { /* the first key past addr */
+        size_t mid = (lo + hi) / 2;
+        if (keys[mid].addr <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    for (size_t j = lo; j > 0 && keys[j - 1].reach >= addr + len; j--) { /* one of these holds it */
+        const range *c = &r->extra[keys[j - 1].at];
+        if (holds(c, addr, len)) return c->data + (addr - c->addr);
+    }
+    return NULL;
+}
+
+/* A range kept since `from` that holds the view: the newest first (a walk reads what it just
+ * kept), then, when all are asked for, the index. */
 static const uint8_t *lookup_extra(const remote *r, size_t from, uint64_t addr, uint64_t len) {
-    for (size_t i = r->extra_count; i > from; i--) { /* the newest first: a walk reads what it just kept */
+    size_t indexed = from == 0 ? r->extra_indexed : 0;
+    for (size_t i = r->extra_count; i > from && i > indexed; i--) {
         const range *c = &r->extra[i - 1];
         if (addr >= c->addr && addr + len <= c->addr + c->len) return c->data + (addr - c->addr);
     }
-    return NULL;
+    return indexed ? lookup_indexed(r, addr, len) : NULL;
 }
 
 /* First range of sorted `v` (n of them) that starts after `addr`. */
@@ -393,6 +454,8 @@ static void keep_extra(remote *r, uint64_t addr, size_t len, const uint8_t *data
     if (!extra) return;
     r->extra = extra;
     r->extra[r->extra_count++] = (range){addr, len, data, false, 0};
+    /* Not while reading afresh: what it keeps is forgotten at its end (remote_end_fresh). */
+    if (!r->fresh && r->extra_count - r->extra_indexed >= INDEX_BATCH) index_extras(r);
 }
 
 static bool bad_request(uint64_t addr, size_t len, int *status) {
