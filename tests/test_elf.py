@@ -25,7 +25,10 @@ from hypothesis import strategies as st
 import helpers
 from pytop.process.elf import ElfImage
 
-NAMES = ("_PyRuntime", "Py_Version", "Py_Initialize", "interp_head", "_PyThreadState_Current", "_PyGC_generation0")
+# Every symbol pytop looks for (locate.py: the runtime, its version, 3.6's and 2.7's statics),
+# and one it does not.
+NAMES = ("_PyRuntime", "Py_Version", "Py_Initialize", "interp_head", "_PyThreadState_Current", "gil_locked",
+         "gil_last_holder", "gil_switch_number", "collecting", "_PyGC_generation0")
 SYMBOL = struct.Struct("<IBBHQQ")
 OLD_VERSION_PATTERN = re.compile(rb"(?<![0-9.])([23])\.(\d{1,2})\.(\d{1,3})(?:[abrc]{1,2}\d{1,2})?\+?\x00")
 
