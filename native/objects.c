@@ -238,7 +238,7 @@ typedef struct key_search {
     int status;
 } key_search;
 
-/* Whether entry `i` of `v` holds the int `key` (its stored hash, then the int itself): its value if so. */
+/* Whether the entry at `e` holds the int `key` (its stored hash, then the int itself): its value if so. */
 static bool entry_holds_int(objects *o, const dict_view *v, const uint8_t *e, uint64_t key, uint64_t *value) {
     uint64_t k = load_u64(e, v->key_at), number = 0;
     if (!k || load_u64(e, v->hash_at) != key || object_int(o, k, &number) != PYTOP_OK || number != key) return false;

@@ -55,7 +55,7 @@ void remote_end_fresh(remote *r, fresh_mark before) {
      * that names 2,000 new threads reads afresh some 10,000 times (every later view missed
      * the prefetch only to search them all: a sample of a pool took 5 s). */
     if (!before.fresh) r->extra_count = r->fresh_from;
-    if (r->extra_indexed > r->extra_count) r->extra_indexed = 0; /* (not indexed while fresh: never) */
+    if (r->extra_indexed > r->extra_count) r->extra_indexed = 0; /* (never: nothing is indexed while fresh) */
     r->fresh = before.fresh;
     r->fresh_from = before.from;
     r->fresh_since = before.since;
