@@ -233,6 +233,11 @@ def wait_samples(sampler: Any, count: int, timeout: float = 60) -> None:
 
 
 
+# A C check built with warnings as errors and AddressSanitizer/UndefinedBehaviorSanitizer.
+SANITIZED_CHECK_FLAGS = ["-O1", "-g", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-Wno-unused-function",
+                         "-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+
+
 def run_c_check(tmp_path: Path, check: str, sources: list[str], flags: list[str],
                 env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """Build tests/`check` with native/`sources` (and tests/check.h's CHECK) and run it: a C

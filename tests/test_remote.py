@@ -17,8 +17,7 @@ SOURCES = ["remote.c", "image.c", "status.c"]
 @pytest.mark.process  # the C check compiled and run
 def test_kept_ranges_are_found_again(tmp_path: Path) -> None:
     result = helpers.run_c_check(tmp_path, "remote_check.c", SOURCES,
-                                 ["-O1", "-g", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter",
-                                  "-Wno-unused-function", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
+                                 helpers.SANITIZED_CHECK_FLAGS,
                                  env={"ASAN_OPTIONS": "detect_leaks=1"}, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "all properties hold" in result.stdout

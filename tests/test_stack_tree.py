@@ -17,8 +17,7 @@ SOURCES = ["functions.c", "stacks.c", "aggregate.c"]
 @pytest.mark.process  # the C tree compiled and run
 def test_stack_tree_properties(tmp_path: Path) -> None:
     result = helpers.run_c_check(tmp_path, "stacks_check.c", SOURCES,
-                                 ["-O1", "-g", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter",
-                                  "-Wno-unused-function", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
+                                 helpers.SANITIZED_CHECK_FLAGS,
                                  env={"ASAN_OPTIONS": "detect_leaks=1"}, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "all properties hold" in result.stdout

@@ -286,31 +286,32 @@ def test_a_thread_that_ran_is_read_again(interp: dict[str, Any]) -> None:
     assert seen["phase_a"] > 60 and seen["phase_b"] > 60, seen
 
 
-def test_names_of_four_hundred_threads(interp: dict[str, Any]) -> None:
-    """A thread is found in threading's `_active` by probing its hash table as CPython does:
-    past 170 or so threads the table's entry numbers take two bytes (and a table of 8 slots
-    one), and every thread is still found under its own name."""
-    with helpers.running(interp, "many_threads.py", "400", timeout=120) as t:
+def names_read(interp: dict[str, Any], script: str, *args: str) -> tuple[dict[int, str | None], dict[int, str]]:
+    """Each thread's name as pytop reads it in a sample of `script`, and as the target's
+    threading has it."""
+    with helpers.running(interp, script, *args, timeout=120) as t:
         target = attach(t.pid)
         try:
             sample = good_sample(target)
             names = {thread.thread_id: target.unwinder.thread_name(thread.thread_id) for thread in sample.threads}
         finally:
             target.close()
-    assert names == {info["thread_id"]: info["name"] for info in t.info["threads"].values()}
+    return names, {info["thread_id"]: info["name"] for info in t.info["threads"].values()}
+
+
+def test_names_of_four_hundred_threads(interp: dict[str, Any]) -> None:
+    """A thread is found in threading's `_active` by probing its hash table as CPython does:
+    past 170 or so threads the table's entry numbers take two bytes (and a table of 8 slots
+    one), and every thread is still found under its own name."""
+    names, expected = names_read(interp, "many_threads.py", "400")
+    assert names == expected
     assert len(names) == 401
 
 
 def test_thread_names(interp: dict[str, Any]) -> None:
     """As threading.enumerate() has them, wherever the version keeps the attribute."""
-    with helpers.running(interp, "thread_names.py") as t:
-        target = attach(t.pid)
-        try:
-            sample = good_sample(target)
-            names = {thread.thread_id: target.unwinder.thread_name(thread.thread_id) for thread in sample.threads}
-        finally:
-            target.close()
-    assert names == {info["thread_id"]: info["name"] for info in t.info["threads"].values()}
+    names, expected = names_read(interp, "thread_names.py")
+    assert names == expected
     assert "ünïcode-名前-🚀" in names.values() and "główny-wątek" in names.values()
 
 
