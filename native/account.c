@@ -86,6 +86,23 @@ static uint32_t stack_of(pytop_engine *e, uint32_t p, engine_thread *t, const py
     return stacks_intern(&e->stacks, &e->functions, p, kind, frames + pt->first_frame, pt->frame_count, &t->path);
 }
 
+/* An interval with the thread running at both ends, holding the GIL at one and on a CPU
+ * without it at the other, in another call. Without the GIL it runs C code that let the GIL
+ * go (compressing: it uses the interval's CPU), or it only waits, for the GIL or a CPU, in a
+ * call that napped (a request handler's `time.sleep`, just over: it uses next to nothing
+ * there). The kernel's count of the interval tells which, when it was read at both ends: the
+ * GIL's end stands for up to its half of the interval, the other end only for CPU beyond that.
+ * (Half of each such interval drew the handlers' requests' CPU to their nap.) */
+static void split_by_use(const engine_process *P, const engine_thread *t, const pytop_thread *pt, bool created,
+                         bool gil_before, uint64_t *before_ns, uint64_t *now_ns) {
+    bool exact = (pt->flags & PYTOP_THREAD_CHECKED) && !(pt->flags & PYTOP_THREAD_NEW_TASK) && !created &&
+                 t->checked_at + 1 == P->sample_no;
+    if (!exact) return;
+    uint64_t used = pt->cpu_delta_ns;
+    if (gil_before) *now_ns = used > *before_ns ? (used - *before_ns < *now_ns ? used - *before_ns : *now_ns) : 0;
+    else *before_ns = used > *now_ns ? (used - *now_ns < *before_ns ? used - *now_ns : *before_ns) : 0;
+}
+
 void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t now, uint64_t interval_ns,
                     uint64_t cap_ns) {
     engine_process *P = &e->processes[p];
@@ -157,8 +174,12 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         bool gil = pt->flags & PYTOP_THREAD_GIL;
         t->running = pt->flags & (PYTOP_THREAD_GIL | PYTOP_THREAD_ON_CPU);
         bool glimpse = seen_before && stack == stack_before && !(ran_before && t->running);
-        if (ran_before && (t->running || gil_before)) attribute_running(e, t, stack_before, span / 2, glimpse);
-        if (t->running && (ran_before || gil)) attribute_running(e, t, t->stack, span - span / 2, glimpse);
+        uint64_t before_ns = span / 2, now_ns = span - span / 2;
+        if (ran_before && t->running && gil != gil_before && stack != stack_before)
+            split_by_use(P, t, pt, created, gil_before, &before_ns, &now_ns);
+        if (ran_before && (t->running || gil_before) && before_ns)
+            attribute_running(e, t, stack_before, before_ns, glimpse);
+        if (t->running && (ran_before || gil) && now_ns) attribute_running(e, t, t->stack, now_ns, glimpse);
         if (gil) {
             t->acc_gil += dt;
             t->d_gil++;

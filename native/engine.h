@@ -57,6 +57,7 @@ typedef struct engine_thread {
     uint64_t unseen_ns;        /* CPU used unseen, waiting for a sample to see it run (attribute.c) */
     uint64_t unseen_since;     /* monotonic ns: since when it has had some */
     uint32_t unseen_anchor;    /* the frames it was used in (0: anywhere in the thread) */
+    bool unseen_napped_in;     /* ... found not running in the anchor's own frame at both ends */
     /* The stacks it was lately seen running with, by time (a ring), in the tree's epoch. */
     pending_run runs[THREAD_RUNS];
     uint32_t runs_count, runs_next, runs_epoch;

@@ -13,6 +13,12 @@ default rate and at 100/s, with --blocking, in --batch and in the live view.
 A thread in C code without the GIL is running wherever its stack is, whatever share of a core
 the machine gives it; CPU that no sample saw a thread use is never handed to another thread's
 function (it once was: the compressor's CPU went to the Python loop of another thread).
+
+The demo's shape (targets/self_timed_service.py) is held to its clocks too: request handlers
+that nap in one request in ten, beside a reporting loop, more threads wanting the GIL than
+there are cores. A handler found napping at two samples ran whole requests between them; their
+CPU once went to the nap (0.12 s shown of a function whose clock said 0.01 s, 8% of the
+process's CPU, at 100 samples a second).
 """
 
 from __future__ import annotations
@@ -62,19 +68,27 @@ def check(own: dict[str, float], total: dict[str, float], info: dict[str, Any], 
 
 def sampled(interp: dict[str, Any], settings: Settings, load: bool) -> None:
     """The sampler over a frozen window of the target (as test_truth.measure), checked."""
-    with helpers.running(interp, "self_timed.py") as t:
+    final, window, log, info = sampled_window(interp, "self_timed.py", settings, load)
+    assert final.attributed == pytest.approx(window.process, rel=0.10), (final.attributed, window.process)
+    check(*self_timing.pytop_figures(final.rows), info, final.attributed, self_timing.inside(log, window))
+
+
+def sampled_window(interp: dict[str, Any], script: str, settings: Settings, load: bool, *args: str,
+                   seconds: float = WINDOW) -> tuple[Any, self_timing.Window, list[list[Any]], dict[str, Any]]:
+    """pytop's final snapshot of a frozen window of the target's life, the window, the target's
+    log and its readiness line."""
+    with helpers.running(interp, script, *args) as t:
         target = attach(t.pid)
         with kernel.frozen(t.pid):
             sampler = Sampler(target.unwinder, info_of(target), settings)
             with helpers.sampling(sampler, lambda snapshot: None):
                 helpers.wait_samples(sampler, 30)  # pytop's first samples, of the frozen target
                 with kernel.saturated() if load else contextlib.nullcontext():
-                    window = self_timing.run_window(t.pid, WINDOW)
+                    window = self_timing.run_window(t.pid, seconds)
                 helpers.wait_samples(sampler, sampler.samples_taken + 30)  # the kernel's counts are final
         final = sampler.final_snapshot()
         log = self_timing.read_log(t)
-    assert final.attributed == pytest.approx(window.process, rel=0.10), (final.attributed, window.process)
-    check(*self_timing.pytop_figures(final.rows), t.info, final.attributed, self_timing.inside(log, window))
+    return final, window, log, t.info
 
 
 # (machine saturated, rate): idle at the default rate, saturated at 100/s, and the other two.
@@ -95,6 +109,39 @@ def test_each_function_against_its_own_clock(interp: dict[str, Any]) -> None:
 @pytest.mark.parametrize("load, rate", CORNERS, ids=CORNER_IDS)
 def test_every_corner(some_interp: dict[str, Any], load: bool, rate: float) -> None:
     sampled(some_interp, Settings(rate=rate, delay=3600, quick_start=False, cpu_budget=0), load)
+
+
+# Checked: the whole request, the reporting loop, and the nap. The request's steps are timed but
+# not held to 15%: their calls last 0.05-0.5 ms, and samples find the threads at the clock reads
+# that time them (system calls, where the kernel preempts a thread when the sampler needs its
+# core; py-spy finds `leave` in 16% of its samples too, 3% when it runs on another core), which
+# moves a part of each step's time to the next step's call to `leave`.
+SERVICE_TIMED = ("handle_request", "monthly_report")
+NAP = "query_database"  # its clock: the wake-ups and the GIL taken back, microseconds a call
+SERVICE_WINDOW = 4.0  # 400 samples: calls of a fraction of a millisecond, found at random
+# Of the process's CPU, over the nap's own clock (about 1%): the defect put 2-9% there, 3% or
+# more on 11 of 14 setups.
+NAP_MAX_SHARE = 0.015
+
+
+def test_a_service_whose_handlers_nap(interp: dict[str, Any]) -> None:
+    """The demo's shape, with its orders of 300 items (calls of a fraction of a millisecond: many
+    requests between two samples), at 100/s; idle or saturated in turn by interpreter."""
+    load = bool(helpers.EXPECTED.index(interp["name"]) % 2)
+    settings = Settings(rate=100.0, delay=3600, quick_start=False, cpu_budget=0)
+    final, window, log, _ = sampled_window(interp, "self_timed_service.py", settings, load, "300",
+                                           seconds=SERVICE_WINDOW)
+    assert final.attributed == pytest.approx(window.process, rel=0.10), (final.attributed, window.process)
+    own, total = self_timing.pytop_figures(final.rows)
+    true_own, true_total = self_timing.inside(log, window)
+    assert all(true_total.get(name, 0) > 0.01 for name in SERVICE_TIMED), true_total
+    wrong = [f"{name} total {total.get(name, 0.0):.3f} s, its clock {true_total[name]:.3f} s"
+             for name in SERVICE_TIMED if abs(total.get(name, 0.0) - true_total[name]) > max(0.15 * true_total[name], 0.15)]
+    assert not wrong, (wrong, sorted(own.items(), key=lambda kv: -kv[1])[:12])
+    nap_over = total.get(NAP, 0.0) - true_total.get(NAP, 0.0)
+    assert nap_over <= NAP_MAX_SHARE * final.attributed, (
+        f"{NAP} total {total.get(NAP, 0.0):.3f} s, its clock {true_total.get(NAP, 0.0):.3f} s, "
+        f"of {final.attributed:.3f} s", sorted(own.items(), key=lambda kv: -kv[1])[:12])
 
 
 def test_blocking(some_interp: dict[str, Any]) -> None:
