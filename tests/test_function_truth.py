@@ -136,7 +136,8 @@ def test_a_service_whose_handlers_nap(interp: dict[str, Any]) -> None:
     true_own, true_total = self_timing.inside(log, window)
     assert all(true_total.get(name, 0) > 0.01 for name in SERVICE_TIMED), true_total
     wrong = [f"{name} total {total.get(name, 0.0):.3f} s, its clock {true_total[name]:.3f} s"
-             for name in SERVICE_TIMED if abs(total.get(name, 0.0) - true_total[name]) > max(0.15 * true_total[name], 0.15)]
+             for name in SERVICE_TIMED
+             if abs(total.get(name, 0.0) - true_total[name]) > max(0.15 * true_total[name], 0.15)]
     assert not wrong, (wrong, sorted(own.items(), key=lambda kv: -kv[1])[:12])
     nap_over = total.get(NAP, 0.0) - true_total.get(NAP, 0.0)
     assert nap_over <= NAP_MAX_SHARE * final.attributed, (
