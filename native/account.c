@@ -93,14 +93,10 @@ static uint32_t stack_of(pytop_engine *e, uint32_t p, engine_thread *t, const py
  * there). The kernel's count of the interval tells which, when it was read at both ends: the
  * GIL's end stands for up to its half of the interval, the other end only for CPU beyond that.
  * (Half of each such interval drew the handlers' requests' CPU to their nap.) */
-static void split_by_use(const engine_process *P, const engine_thread *t, const pytop_thread *pt, bool created,
-                         bool gil_before, uint64_t *before_ns, uint64_t *now_ns) {
-    bool exact = (pt->flags & PYTOP_THREAD_CHECKED) && !(pt->flags & PYTOP_THREAD_NEW_TASK) && !created &&
-                 t->checked_at + 1 == P->sample_no;
-    if (!exact) return;
-    uint64_t used = pt->cpu_delta_ns;
-    if (gil_before) *now_ns = used > *before_ns ? (used - *before_ns < *now_ns ? used - *before_ns : *now_ns) : 0;
-    else *before_ns = used > *now_ns ? (used - *now_ns < *before_ns ? used - *now_ns : *before_ns) : 0;
+static void split_by_use(uint64_t used, bool gil_before, uint64_t *before_ns, uint64_t *now_ns) {
+    uint64_t *gil_end = gil_before ? before_ns : now_ns, *other_end = gil_before ? now_ns : before_ns;
+    uint64_t beyond = used > *gil_end ? used - *gil_end : 0;
+    if (beyond < *other_end) *other_end = beyond;
 }
 
 void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t now, uint64_t interval_ns,
@@ -174,9 +170,13 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         bool gil = pt->flags & PYTOP_THREAD_GIL;
         t->running = pt->flags & (PYTOP_THREAD_GIL | PYTOP_THREAD_ON_CPU);
         bool glimpse = seen_before && stack == stack_before && !(ran_before && t->running);
+        /* exact: the count's last read was at the previous sample; counted: and it is read again now
+         * (not a first read), so the interval's CPU is known. */
+        bool exact = t->checked_at + 1 == P->sample_no && !created;
+        bool counted = exact && (pt->flags & PYTOP_THREAD_CHECKED) && !(pt->flags & PYTOP_THREAD_NEW_TASK);
         uint64_t before_ns = span / 2, now_ns = span - span / 2;
-        if (ran_before && t->running && gil != gil_before && stack != stack_before)
-            split_by_use(P, t, pt, created, gil_before, &before_ns, &now_ns);
+        if (counted && ran_before && t->running && gil != gil_before && stack != stack_before)
+            split_by_use(pt->cpu_delta_ns, gil_before, &before_ns, &now_ns);
         if (ran_before && (t->running || gil_before) && before_ns)
             attribute_running(e, t, stack_before, before_ns, glimpse);
         if (t->running && (ran_before || gil) && now_ns) attribute_running(e, t, t->stack, now_ns, glimpse);
@@ -193,7 +193,6 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
             cpu = created && (!first_sample || P->whole_life) ? born_cpu(P, pt) : 0;
         t->d_wait += pt->wait_delta_ns;
         t->pending_wait += pt->wait_delta_ns;
-        bool exact = t->checked_at + 1 == P->sample_no && !created;
         t->checked_at = P->sample_no;
         if (cpu || (t->unseen_ns && P->u->os.last)) {
             attribute_cpu(e, t, cpu, now, P->u->os.last, exact);
