@@ -45,14 +45,15 @@ void attribute_add(pytop_engine *e, uint32_t key, uint32_t stack, uint64_t ns) {
 
 /* Runs are kept in time order, so that time the thread spent waiting for a CPU can be taken
  * off the oldest (see drop_waiting). */
-static void pending_add(engine_thread *t, uint32_t stack, uint64_t ns) {
+static void pending_add(engine_thread *t, uint32_t stack, uint64_t ns, bool firm) {
     if (!ns) ns = 1; /* a sample with no time before it still says the stack ran */
     t->pending_total += ns;
-    if (t->pending_count && t->pending[t->pending_count - 1].stack == stack) {
-        t->pending[t->pending_count - 1].weight_ns += ns;
+    pending_run *last = t->pending_count ? &t->pending[t->pending_count - 1] : NULL;
+    if (last && last->stack == stack && last->firm == firm) {
+        last->weight_ns += ns;
         return;
     }
-    if (t->pending_count < PENDING_RUNS) t->pending[t->pending_count++] = (pending_run){stack, ns};
+    if (t->pending_count < PENDING_RUNS) t->pending[t->pending_count++] = (pending_run){stack, firm, ns};
     else t->pending[PENDING_RUNS - 1].weight_ns += ns; /* full: the last one stands for the rest */
 }
 
@@ -67,16 +68,25 @@ static void remember_run(const stack_table *s, engine_thread *t, uint32_t stack,
             t->runs[i].weight_ns += ns ? ns : 1;
             return;
         }
-    t->runs[t->runs_next] = (pending_run){stack, ns ? ns : 1};
+    t->runs[t->runs_next] = (pending_run){stack, true, ns ? ns : 1};
     t->runs_next = (t->runs_next + 1) % THREAD_RUNS;
     if (t->runs_count < THREAD_RUNS) t->runs_count++;
 }
 
-void attribute_running(pytop_engine *e, engine_thread *t, uint32_t stack, uint64_t ns, bool glimpse) {
-    pending_add(t, stack, ns);
-    if (glimpse) return; /* not where its unseen CPU goes */
-    t->pending_firm++;
-    remember_run(&e->stacks, t, stack, ns);
+void attribute_running(engine_thread *t, uint32_t stack, uint64_t ns, bool glimpse) {
+    pending_add(t, stack, ns, !glimpse); /* a glimpse is not where its unseen CPU goes */
+    if (!glimpse) t->pending_firm++;
+}
+
+/* The runs the count has just moved for, remembered by their time net of run-queue wait (after
+ * drop_waiting): a thread woken from a nap waits for a CPU at the nap's line, found there by
+ * samples in a row while it uses nothing; remembered by its time, the nap drew a share of the
+ * CPU that no sample saw. */
+static void remember_pending(const stack_table *s, engine_thread *t) {
+    for (uint32_t i = 0; i < t->pending_count; i++) {
+        const pending_run *run = &t->pending[i];
+        if (run->firm && run->weight_ns) remember_run(s, t, run->stack, run->weight_ns);
+    }
 }
 
 /* Split `ns` over runs by their weights (the last gets what rounding leaves). */
@@ -262,6 +272,7 @@ static void release(pytop_engine *e, engine_thread *t) {
 void attribute_cpu(pytop_engine *e, engine_thread *t, uint64_t ns, uint64_t now, bool settle, bool exact) {
     const stack_table *s = &e->stacks;
     drop_waiting(t);
+    remember_pending(s, t);
     if (t->pending_total && t->pending_firm) { /* seen running: held CPU goes with it */
         attribute_split(e, t->key, t->pending, t->pending_count, t->pending_total, ns + t->unseen_ns);
         t->unseen_ns = t->unseen_since = 0;

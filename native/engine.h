@@ -23,6 +23,7 @@
  * interval between two samples counts half for the stack at either end (see attribute.c). */
 typedef struct pending_run {
     uint32_t stack;
+    bool firm;                 /* a run, not a glimpse: remembered for CPU no sample saw */
     uint64_t weight_ns;
 } pending_run;
 
@@ -173,7 +174,7 @@ void attribute_add(pytop_engine *e, uint32_t key, uint32_t stack, uint64_t ns);
  * holding the GIL in the very call (the same line) the other end of the interval found it
  * asleep in, waking there or about to sleep: it takes its interval's CPU when that is known
  * exactly, never CPU used unseen before (see attribute.c). */
-void attribute_running(pytop_engine *e, engine_thread *t, uint32_t stack, uint64_t ns, bool glimpse);
+void attribute_running(engine_thread *t, uint32_t stack, uint64_t ns, bool glimpse);
 /* Split `ns` of thread `key` over `runs` by their weights (`total` their sum). */
 void attribute_split(pytop_engine *e, uint32_t key, const pending_run *runs, uint32_t count, uint64_t total,
                      uint64_t ns);
