@@ -99,21 +99,6 @@ static void split_by_use(uint64_t used, bool gil_before, uint64_t *before_ns, ui
     if (beyond < *other_end) *other_end = beyond;
 }
 
-/* Did a thread found on a CPU without the GIL, in one stack, at both ends of an interval whose
- * count was read at both, sleep in between? The kernel's counts say so when much of the interval
- * was neither CPU nor run-queue wait. Such a thread was waking (from a nap, for the GIL or a
- * CPU) at both ends, or ran C code that blocked: what CPU it used in between, it may have used
- * anywhere, returning to that stack (a request handler that naps in one request in ten, found
- * waking at its nap twice, ran whole requests between). Schedstat's waits are told when a wait
- * ends, so a thread waiting at an end shifts up to a wait either way: hence the margin. */
-#define SLEPT_MIN_NS 2000000ull
-
-static bool slept_between(uint64_t span, const pytop_thread *pt) {
-    uint64_t awake = pt->cpu_delta_ns + pt->wait_delta_ns, margin = span / 4;
-    if (margin < SLEPT_MIN_NS) margin = SLEPT_MIN_NS;
-    return span > awake && span - awake > margin;
-}
-
 void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t now, uint64_t interval_ns,
                     uint64_t cap_ns) {
     engine_process *P = &e->processes[p];
@@ -192,11 +177,6 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         uint64_t before_ns = span / 2, now_ns = span - span / 2;
         if (counted && ran_before && t->running && gil != gil_before && stack != stack_before)
             split_by_use(pt->cpu_delta_ns, gil_before, &before_ns, &now_ns);
-        /* On a CPU without the GIL at both ends, in one stack, asleep in between: neither end
-         * saw where its CPU went; it is CPU used unseen, inside the frames the ends share. */
-        if (counted && ran_before && t->running && !gil && !gil_before && stack == stack_before &&
-            slept_between(span, pt))
-            before_ns = now_ns = 0;
         if (ran_before && (t->running || gil_before) && before_ns)
             attribute_running(t, stack_before, before_ns, glimpse);
         if (t->running && (ran_before || gil) && now_ns) attribute_running(t, t->stack, now_ns, glimpse);
