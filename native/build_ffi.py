@@ -31,6 +31,7 @@ SOURCES = [
     "asyncio.c",   # which asyncio task a thread runs (3.14+), as a pseudo-frame
     "samplebuf.c", # one sample's threads and frames, and the previous sample's
     "frames.c",    # walking one thread's frames (PyFrameObject or _PyInterpreterFrame)
+    "image_id.c",  # which program a process runs (an exec replaces it)
     "kthreads.c",  # each thread as the kernel reports it (/proc/PID/task/TID): CPU time, state
     "pidns.c",     # a process in another PID namespace: its thread numbers as the host sees them
     "tracking.c",  # which thread is which from one sample to the next (serials)

@@ -191,10 +191,16 @@ static bool sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t inte
     pytop_unwinder *u = P->u;
     pytop_sample sample = {0};
     bool retired = __atomic_load_n(&P->retired, __ATOMIC_ACQUIRE);
+    if (P->replaced && !retired) return false; /* until Python follows the new program, or not */
     u->os.check_all = full;
     int status = retired ? PYTOP_ERR_GONE : pytop_collect(u, &sample);
     u->os.check_all = false;
     uint64_t began = (uint64_t)(sample.taken_at * 1e9);
+    /* A failure of a process that exec'd: the addresses read name nothing now. Not pytop's
+     * error, and no attempt is made until the new program is followed (or not: it is retired).
+     * (Asked before the lock: it reads a file of /proc.) */
+    bool replaced = status != PYTOP_OK && status != PYTOP_ERR_GONE && status != PYTOP_ERR_PERMISSION &&
+                    !retired && unwinder_image_replaced(u);
     pthread_mutex_lock(&e->lock);
     if (status == PYTOP_OK) {
         account_codes(e, i); /* first: the stack tree needs each code's function */
@@ -213,6 +219,10 @@ static bool sample_process(pytop_engine *e, uint32_t i, bool full, uint64_t inte
             P->active = false;
             account_ends(e, i);
             P->u = NULL;
+        } else if (replaced) {
+            P->replaced = true;
+            P->error_new = false;
+            P->status = PYTOP_OK;
         } else {
             P->d_failed++;
             P->status = PYTOP_OK;

@@ -86,6 +86,7 @@ typedef struct engine_process {
     int pid;
     bool active;
     bool retired;              /* pytop_engine_retire(): ends like an exit at its next tick */
+    bool replaced;             /* it exec'd (image_id.c): not sampled until retired */
     bool whole_life;           /* its CPU before its first sample counts (pytop_engine_add) */
     int32_t status;
     char error[ERROR_TEXT_BYTES];

@@ -816,8 +816,15 @@ struct pytop_unwinder {
     asyncio_book asyncio_names;
     int32_t gc_collecting;
     double taken_at;
+    uint64_t image_id;      /* the program it was opened on (image_id.c) */
+    bool image_known;
     char error[ERROR_TEXT_BYTES];
 };
+
+/* ---- image_id.c ------------------------------------------------------------------------- */
+bool image_digest(int pid, uint64_t *out);
+/* Whether the process exec'd another program since the unwinder was opened. */
+bool unwinder_image_replaced(const pytop_unwinder *u);
 
 /* A word of target memory, remembered for the next sample's prefetch. */
 static inline int unwinder_read_u64(pytop_unwinder *u, uint64_t addr, uint64_t *out) {

@@ -54,6 +54,7 @@ pytop_unwinder *pytop_open(int pid, const pytop_layout *layout, uint64_t runtime
         return NULL;
     }
     u->pid = pid;
+    u->image_known = image_digest(pid, &u->image_id);
     remote_init(&u->mem, pid);
     return finish_open(u, layout, runtime_address, status);
 }

@@ -364,12 +364,13 @@ def batch_across_exec(interp: dict[str, Any], then: str, seconds: int) -> dict[s
 def test_a_target_that_execs_python_is_followed(some_interp: dict[str, Any]) -> None:
     """An exec keeps the pid and replaces the program: its old stacks end there, and the new
     Python program is sampled from then on (it was sampled under the old one's addresses, with
-    44-72% of the samples failing)."""
+    44-72% of the samples failing). The attempts between the exec and the follow are not errors:
+    the engine sees the program was replaced and waits (they were 5.5% of a CI run's samples)."""
     document = batch_across_exec(some_interp, "python", 4)
     functions = by_name(document)
     assert functions["after_exec"]["own_time"] > 0, functions
     assert document["command"].endswith("after"), document["command"]  # the program it is now
-    assert document["errors"] <= 0.05 * document["samples"], document
+    assert document["errors"] <= 0.01 * document["samples"], document
 
 
 def test_a_target_that_execs_something_else_ends_the_run_saying_so(some_interp: dict[str, Any]) -> None:
