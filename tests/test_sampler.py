@@ -131,6 +131,19 @@ def test_a_view_asked_for_right_after_a_refresh_shows_the_last_window_again(some
     assert wall.samples >= shown_before[-1].samples  # totals as they are now
 
 
+def test_a_window_shares_the_time_its_samples_cover(some_interp: dict[str, Any]) -> None:
+    """At twelve samples a second a 0.3 s window holds three or four, each standing for the
+    time since the one before: shared over the refreshes' wall clock, a sleeper's wall time
+    showed 115% of every window (or half of it when sampling stalled before a refresh). Shared
+    over the time its samples cover, a thread asleep all along has 100% of every window."""
+    with helpers.running(some_interp, "stacks.py") as t:
+        sampler, got = run_sampler(t.pid, Settings(rate=12, delay=0.3, mode="wall", cpu_budget=0), 2.0)
+    windows = [s for s in got.snapshots if not s.run.exited and functions(s).get("level_two")]
+    assert len(windows) >= 4, got.snapshots
+    shares = [round(functions(s)["level_two"].own_pct, 1) for s in windows]
+    assert all(99 <= share <= 101 for share in shares), shares
+
+
 def test_the_call_tree_of_a_real_target(some_interp: dict[str, Any]) -> None:
     with helpers.running(some_interp, "stacks.py") as t:
         target = attach(t.pid)

@@ -108,7 +108,7 @@ class ThreadRow:
 class Circumstances:
     """What the figures do not say: time, the sampler's state, the process's memory and fate."""
 
-    window_seconds: float  # the window's length: the figures "now" are over it
+    window_seconds: float  # the time the window's samples cover: the figures "now" are over it
     elapsed: float  # seconds since the last reset
     rate_asked: float
     skipped_share: float = 0.0  # share of the samples asked for lately that a busy machine made pytop skip

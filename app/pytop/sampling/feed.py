@@ -44,6 +44,9 @@ class Feed:
         self.end: str | None = None  # why the run ended, once every process has gone
         self._stopping = stopping
         self._process_of: dict[int, int] = {}  # pid -> the engine's process for it now
+        # CLOCK_MONOTONIC of the latest tick drained, resets or not: where the time of the
+        # samples drained next begins (each sample's time is that since the one before).
+        self.sampled_until: float | None = None
 
     @property
     def sampling(self) -> bool:
@@ -93,6 +96,8 @@ class Feed:
         f.window_table.add_rows(d.function_rows, d.line_rows)
         f.totals.add_rows(d.function_rows, d.line_rows, bounded=True)
         f.threads.update(d.threads, lambda process: f.book.pids.get(process, 0), f.book.has_frames)
+        if d.ticks:
+            self.sampled_until = d.last_at
         for p in d.processes:
             if p.error:
                 self.last_error = p.error
