@@ -19,8 +19,9 @@ from .unwinder import (
     Sample,
     ThreadSample,
     Unwinder,
+    process_image,
 )
 
 __all__ = ["OS_STATE_EXACT", "OS_STATE_FAST", "OS_STATE_OFF", "UNKNOWN", "Closed", "CodeInfo", "Engine",
            "EngineConfig", "ImageRegion", "Sample", "SampleError", "ThreadSample", "Unwinder", "decode_line",
-           "decode_text", "read_memory", "terminal_guarded"]
+           "decode_text", "process_image", "read_memory", "terminal_guarded"]

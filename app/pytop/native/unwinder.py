@@ -26,6 +26,16 @@ class CodeInfo:
 
 UNKNOWN = CodeInfo("<unknown>", "<unknown>", "<unknown>", 0)
 
+
+def process_image(pid: int) -> bytes | None:
+    """Which program `pid` runs: its auxiliary vector, which the kernel writes anew at every
+    exec (the entry point, the stack's random bytes). None if it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/auxv", "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
 _THREAD = mirror("pytop_thread")  # as laid out in C (pytop.h), field by field
 
 
@@ -123,6 +133,10 @@ class Unwinder:
     def __init__(self, pid: int, layout: dict[str, int], runtime_address: int):
         status = ffi.new("int *")
         self._pinned: list[Any] = []
+        # The program it reads, taken before the native side takes its own digest (image_id.c):
+        # an exec in between is then seen by both, never by the engine alone (which stops
+        # reading a replaced program and waits for it to be followed).
+        self.image = process_image(pid)
         self._adopt(pid, lib.pytop_open(pid, _c_layout(layout), runtime_address, status), status[0])
 
     @classmethod
@@ -132,6 +146,7 @@ class Unwinder:
         region's bytes are `size` bytes at `offset` in its `buffer` (an mmap or a bytearray),
         pinned, not copied, until close()."""
         self = cls.__new__(cls)
+        self.image = None  # no process: no exec
         pinned: dict[int, Any] = {}
         c_regions = ffi.new("pytop_region[]", len(regions))
         for c_region, region in zip(c_regions, regions):

@@ -17,7 +17,7 @@ import psutil
 from .. import errors
 from ..core.model import TargetInfo
 from ..core.visible import visible_command
-from ..native import Unwinder
+from ..native import Unwinder, process_image
 from ..process.pythons import looks_like_python
 
 HINT_EVERY = 3.0  # seconds between looks at whether the work runs in a child (without -s)
@@ -26,14 +26,6 @@ IDLE_ROOT_PCT = 2.0  # ... while the process watched uses less
 
 Attach = Callable[[int], Unwinder]
 Follow = Callable[[int], "tuple[Unwinder, TargetInfo]"]  # the program a process exec'd, if Python
-
-
-def _auxv(pid: int) -> bytes | None:
-    try:
-        with open(f"/proc/{pid}/auxv", "rb") as f:
-            return f.read()
-    except OSError:
-        return None
 
 
 def command_of(pid: int) -> str:
@@ -61,10 +53,11 @@ def _process(pid: int) -> psutil.Process | None:
 
 class ProcessSet:
     def __init__(self, root: int, attach: Attach | None = None, follow: Follow | None = None,
-                 since_start: bool = False):
+                 since_start: bool = False, image: bytes | None = None):
         """attach: how to start watching a new descendant (None: only the root is watched).
         follow: how to read the program a watched process exec'd (None: it is not followed).
-        since_start: the run began when the root did (pytop started it), not now."""
+        since_start: the run began when the root did (pytop started it), not now.
+        image: the program the root's unwinder was opened on (None: the one it runs now)."""
         self.root = root
         self._kids: dict[int, psutil.Process] = {}  # children looked at for where the work runs
         self._next_look = 0.0
@@ -76,7 +69,7 @@ class ProcessSet:
         self.attach = attach
         self.follow = follow
         self.watched: dict[int, psutil.Process | None] = {root: _process(root)}
-        self._images: dict[int, bytes | None] = {root: _auxv(root)}
+        self._images: dict[int, bytes | None] = {root: image if image is not None else process_image(root)}
         self._gone: set[int] = set()
         self._not_python: set[int] = set()
 
@@ -118,7 +111,7 @@ class ProcessSet:
             except errors.PytopError:
                 continue  # exited, or not started far enough yet: try again next time
             self.watched[pid] = _process(pid)
-            self._images[pid] = _auxv(pid)
+            self._images[pid] = unwinder.image
             found.append((pid, unwinder, _started_after(child, self.made_at)))
         return found
 
@@ -161,6 +154,8 @@ class ProcessSet:
         found = []
         for pid in self._execed():
             followed = self._following(pid)
+            if followed is not None and followed[0].image is not None:
+                self._images[pid] = followed[0].image  # (an exec again since: followed next time)
             why = f"pid {pid} exec'd {command_of(pid)}" + (
                 ": following it" if followed else ", which is not a Python program pytop can read")
             found.append((pid, followed, why))
@@ -170,7 +165,7 @@ class ProcessSet:
         """The live watched processes that exec'd a program since the last look."""
         found = []
         for pid in self.alive:
-            now = _auxv(pid)
+            now = process_image(pid)
             if now is None:
                 continue  # gone, or not ours to read: the engine says so
             if self._images.get(pid) not in (None, now):

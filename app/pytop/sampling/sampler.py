@@ -88,7 +88,8 @@ class Sampler:
                                      blocking=settings.blocking or settings.native, native=settings.native,
                                      cpu_budget=settings.cpu_budget, max_stack_nodes=settings.max_stack_nodes))
         # A program pytop started is the run's from its start: so are all its children.
-        processes = ProcessSet(target.pid, attach, follow, since_start=exit_status is not None)
+        processes = ProcessSet(target.pid, attach, follow, since_start=exit_status is not None,
+                               image=unwinder.image if unwinder is not None else None)
         self.feed = Feed(engine, processes, self._stop)
         self.feed.figures.book.show_tasks(settings.tasks)
         # A target that is not Python: the run lasts as long as it does, with or without a
