@@ -52,12 +52,13 @@ def test_sampling_at_rate_with_idle_threads_left_out(some_interp: dict[str, Any]
     # No CPU budget: here pytop's process is pytest's, whose own CPU (its polling, the callback
     # keeping every snapshot) would count against the budget and hold the rate (tested in test_harm.py).
     with helpers.running(some_interp, "stacks.py") as t:
-        sampler, got = run_sampler(t.pid, Settings(rate=200, delay=0.5, cpu_budget=0), 2.0)
+        sampler, got = run_sampler(t.pid, Settings(rate=200, delay=0.5, cpu_budget=0), 3.0)
     final = sampler.final_snapshot()
-    # Refreshes came quickly at first, then at the chosen pace.
-    assert len(got.snapshots) >= 5
+    # Refreshes came quickly at first, then at the chosen pace: at 0.1 and 0.25 s, then every
+    # 0.5 s from the last (7 in 3 s; over 2 s a loaded machine's late refreshes left 4 of 5).
+    assert len(got.snapshots) >= 5, [s.run.elapsed for s in got.snapshots]
     assert [s.run.skipped_share for s in got.snapshots[:3]] == [0.0] * 3  # the engine's start is not falling behind
-    assert 400 <= final.samples <= 450, final.samples
+    assert 600 <= final.samples <= 650, final.samples
     assert 180 <= final.samples / final.run.elapsed <= 210, (final.samples, final.run.elapsed)
     assert final.rate > 100 and final.run.rate_asked == 200 and final.mode == "cpu"
     rows = functions(final)
@@ -137,7 +138,7 @@ def test_a_window_shares_the_time_its_samples_cover(some_interp: dict[str, Any])
     showed 115% of every window (or half of it when sampling stalled before a refresh). Shared
     over the time its samples cover, a thread asleep all along has 100% of every window."""
     with helpers.running(some_interp, "stacks.py") as t:
-        sampler, got = run_sampler(t.pid, Settings(rate=12, delay=0.3, mode="wall", cpu_budget=0), 2.0)
+        sampler, got = run_sampler(t.pid, Settings(rate=12, delay=0.3, mode="wall", cpu_budget=0), 3.0)
     windows = [s for s in got.snapshots if not s.run.exited and functions(s).get("level_two")]
     assert len(windows) >= 4, got.snapshots
     shares = [round(functions(s)["level_two"].own_pct, 1) for s in windows]

@@ -154,7 +154,8 @@ def test_a_large_pool_whose_stacks_are_read_a_few_at_a_time(some_interp: dict[st
     """300 threads waking ~9 times a second each, at 20 samples/s: far more threads move between
     two samples than a sample reads again (16), so most hand their counts back and are read by
     a later sample. Nothing is lost or counted twice: every thread's time, and the whole,
-    against the kernel's."""
-    final, usage, _ = measure(some_interp, "bursty_pool.py", "300", load=saturated, rate=20.0)
+    against the kernel's. (Over 2 s, 40 samples, burst() had 4.6-8.7% of the CPU saturated and
+    once fell under the bound in CI; over 4 s, 10-13%.)"""
+    final, usage, _ = measure(some_interp, "bursty_pool.py", "300", load=saturated, rate=20.0, window=4.0)
     check_threads_and_total(final, usage)
-    check_unseen(final, 0.05)  # 40 samples for 300 threads: most are never seen computing
+    check_unseen(final, 0.05)  # 80 samples for 300 threads: most are never seen computing
