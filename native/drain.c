@@ -217,6 +217,7 @@ int pytop_engine_drain(pytop_engine *e, pytop_drain *out, int whole) {
     out->lag = e->lag;
     out->longest_delay = (double)e->longest_delay_ns / 1e9;
     out->cpu_seconds = e->cpu_seconds;
+    out->start_up_cpu = e->start_up_cpu;
     out->running = e->started && !e->finished;
     out->realtime = e->realtime;
     out->stacks_dropped = e->stacks.dropped;

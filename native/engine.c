@@ -372,6 +372,12 @@ static void run(pytop_engine *e) {
                              monotonic_ns());
             pthread_mutex_unlock(&e->lock);
         }
+        if (first_read && e->start_up_cpu == 0) { /* (read off the lock: a syscall) */
+            double cpu = (double)process_cpu_ns() / 1e9;
+            pthread_mutex_lock(&e->lock);
+            e->start_up_cpu = cpu;
+            pthread_mutex_unlock(&e->lock);
+        }
         if (first_read) schedule_restart(&schedule, began, monotonic_ns());
         else if (!rated) outcome = schedule_advance(&schedule, began, monotonic_ns());
         count_tick(e, began, due, interval, outcome);

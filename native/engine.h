@@ -158,6 +158,7 @@ struct pytop_engine {
     double first_at, last_at, lag;
     bool realtime;
     double cpu_seconds;
+    double start_up_cpu;       /* pytop's process CPU at the end of its first process's first read */
     char end[ERROR_TEXT_BYTES];
     /* The latest drain's output, owned until the next one. */
     pytop_drain_process *out_processes;

@@ -440,6 +440,9 @@ typedef struct pytop_drain {
     double lag;              /* seconds the latest tick began after it was due */
     double longest_delay;    /* seconds: the latest a tick began after it was due (a stall) */
     double cpu_seconds;      /* CPU time the sampling thread used */
+    double start_up_cpu;     /* pytop's whole process's CPU time (the kernel's count) at the end of its
+                              * first process's first read: imports, attaching, naming every thread
+                              * (0 until then). The budget's account starts there (budget.h). */
     double rate_now;         /* samples per second the schedule runs at now */
     int32_t running;         /* 1 while the sampling thread runs */
     int32_t realtime;        /* 1 while it has a real-time priority */

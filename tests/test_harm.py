@@ -84,11 +84,18 @@ def test_the_budget_is_kept_from_the_start(target_interp: dict[str, Any], shape:
     off. (CPU time, not wall: a loaded machine makes pytop use less CPU, never more.) The pool
     naps 0.2-2 s: at its default naps a thousand workers keep ~300 threads runnable on this
     machine's 2 cores, pytop's sampling thread gets a three-hundredth of a core, and how many
-    samples it takes in 6 s is the scheduler's to say (9 in one CI run, 1 to 21 here)."""
+    samples it takes in 6 s is the scheduler's to say (9 in one CI run, 1 to 21 here).
+    The start-up is the run's own (the process's CPU at its first read's end, as pytop read the
+    kernel's clock): another run's, with the pool beside it, was 0.27-0.46 s of CPU for imports
+    and attaching alone, and put a run keeping its budget to 0.3% over the bound in CI. What a
+    run costs once sampling ends (the last read, the report) is a short run's."""
     budget = 0.20
     with helpers.running(target_interp, *shape) as t:
-        startup, _ = batch_cpu("--duration", "0.001", str(t.pid))
+        short_used, short = batch_cpu("--duration", "0.001", str(t.pid))
         used, report = batch_cpu("--duration", "6", "--cpu-budget", str(budget * 100), str(t.pid))
     assert report["samples"] >= 10, report["samples"]
     assert shape[0] != "deep.py" or report["rate_held"] is not None, report
-    assert used - startup <= 1.1 * budget * report["duration"], (used, startup, report["duration"], report["samples"])
+    start_up, ending = report["start_up_cpu_time"], short_used - short["start_up_cpu_time"]
+    assert 0 < start_up < used and 0 <= ending, (start_up, used, ending)
+    assert used - start_up - ending <= 1.1 * budget * report["duration"], \
+        (used, start_up, ending, report["duration"], report["samples"])

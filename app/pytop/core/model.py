@@ -123,6 +123,7 @@ class Circumstances:
     exported: tuple[str, ...] = ()  # files written by the latest export
     processes: tuple[int, ...] = ()  # pids sampled (more than one with --subprocesses)
     sampler_cpu: float = 0.0  # CPU seconds pytop's sampling thread used
+    start_up_cpu: float = 0.0  # pytop's process CPU up to its first read's end: the start-up its budget leaves out
     stacks_dropped: int = 0  # stacks folded away by the bound on memory
     stacks_coarsened: int = 0  # stacks kept as their frames only by the bound on memory (times whole)
     last_error: str | None = None

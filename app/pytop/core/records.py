@@ -237,6 +237,7 @@ class Drain:
     lag: float  # how late the latest tick began
     longest_delay: float  # the latest a tick began after it was due (a stall of the sampling thread)
     cpu_seconds: float  # CPU time of the sampling thread
+    start_up_cpu: float  # pytop's process CPU at the end of its first read (0: not yet)
     rate_now: float  # samples per second the schedule runs at now
     budget_limited: bool  # pytop's CPU budget holds the rate below the one asked for
     running: bool

@@ -112,6 +112,7 @@ def as_json(s: Snapshot, sort: str) -> str:
         "unseen_cpu_time": round(s.unseen_time, 6),
         "attributed_time": round(s.attributed, 6),
         "sampler_cpu_time": round(s.run.sampler_cpu, 6),
+        "start_up_cpu_time": round(s.run.start_up_cpu, 6),  # pytop's, to its first read's end
         "stacks_coarsened": s.run.stacks_coarsened,  # kept as their frames only: the tree had no room
         "stacks_dropped": s.run.stacks_dropped,  # not even so: an overflow row (memory)
         "gil_pct": round(s.gil_pct, 3),

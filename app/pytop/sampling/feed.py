@@ -27,6 +27,7 @@ class EngineNews:
     rate_now: float = 0.0  # samples a second it aims at now (the budget may hold it below the rate asked)
     budget_limited: bool = False  # held below the rate asked by pytop's CPU budget
     sampler_cpu: float = 0.0  # its thread's CPU seconds
+    start_up_cpu: float = 0.0  # pytop's process CPU when its first read ended (0: not yet)
     stacks_dropped: int = 0  # stacks that found no room
     stack_nodes: int = 0  # the size of its stack tree
     stacks_coarsened: int = 0  # stacks kept as their frames only (no room for them whole)
@@ -105,8 +106,8 @@ class Feed:
                 if self._process_of.get(p.pid) == p.process:  # not a process that exec'd and was followed
                     self.processes.gone(p.pid)
                 f.threads.ended_process(p.process)
-        self.news = EngineNews(d.realtime, d.rate_now, d.budget_limited, d.cpu_seconds, d.stacks_dropped,
-                               d.stack_nodes, d.stacks_coarsened)
+        self.news = EngineNews(d.realtime, d.rate_now, d.budget_limited, d.cpu_seconds, d.start_up_cpu,
+                               d.stacks_dropped, d.stack_nodes, d.stacks_coarsened)
         if not d.running and d.end is not None and not self._stopping.is_set() and self.end is None:
             self.end = d.end  # every process has gone (not: pytop was asked to stop)
         return d

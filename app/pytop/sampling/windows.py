@@ -94,6 +94,7 @@ class Windows:
             rate_held=news.rate_now if news.budget_limited and not exited else None,
             cpu_budget=self.cpu_budget, pytop_cpu_pct=self._pytop_cpu(seconds),
             exported=self.exported, processes=processes.alive, sampler_cpu=news.sampler_cpu,
+            start_up_cpu=news.start_up_cpu,
             stacks_dropped=news.stacks_dropped, stacks_coarsened=news.stacks_coarsened,
             last_error=self.feed.last_error, failure=self.failure,
             exit_status=self.exit_status, window_number=self._number,
