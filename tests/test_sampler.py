@@ -86,6 +86,16 @@ def test_samples_taken_counts_what_is_not_drained_yet(some_interp: dict[str, Any
     assert len(seen) >= 8, sorted(seen)  # about 20 at 200 Hz; a count of drains alone gives 1 or 2
 
 
+def test_a_stopped_run_lasted_until_it_stopped(some_interp: dict[str, Any]) -> None:
+    # The report's duration is the sampling's: not the time until the figures are asked for
+    # (giving a stopped engine's memory back once stalled 1.9 s: a 6 s run said it lasted 8).
+    with helpers.running(some_interp, "stacks.py") as t:
+        sampler, _ = run_sampler(t.pid, Settings(rate=200, cpu_budget=0), 1.0)
+        time.sleep(3.0)
+        final = sampler.final_snapshot()
+    assert 0.9 < final.run.elapsed < 3.0, final.run.elapsed
+
+
 def test_wall_mode_counts_every_thread(some_interp: dict[str, Any]) -> None:
     with helpers.running(some_interp, "stacks.py") as t:
         sampler, _ = run_sampler(t.pid, Settings(rate=100, mode="wall"), 1.0)

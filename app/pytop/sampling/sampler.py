@@ -123,6 +123,7 @@ class Sampler:
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
         if not self._thread.is_alive():
+            self.windows.ended = min(self.windows.ended, time.monotonic())
             self.feed.close()  # final_snapshot() still works: it needs no stack sums in the default view
 
     def send(self, command: commands.Command) -> None:

@@ -8,6 +8,7 @@ is kept so that a view asked for right after a refresh (a key) shows it again in
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -43,6 +44,9 @@ class Windows:
         # The share of samples skipped, held after the last window that skipped many.
         self._skipping = StickyShare(SKIPPING_SHOWN_FROM, SKIPPING_HOLD_SECONDS)
         self.started = self.opened = time.monotonic()
+        # When the sampler stopped: the run's time ends there. (Giving a stopped engine's
+        # memory back once stalled 1.9 s in the kernel: a 6 s run said it lasted 8.)
+        self.ended = math.inf
         self._cpu_mark = time.process_time()  # pytop's own CPU at the window's start
         self._sampled_from = feed.sampled_until  # where the open window's samples' time begins
 
@@ -80,7 +84,7 @@ class Windows:
         moved = f.threads.fold_finished()
         if moved:
             f.total.fold(moved)
-        now = time.monotonic()
+        now = min(time.monotonic(), self.ended)
         seconds = max(now - self.opened, 1e-9)
         sampled = self._sampled_seconds(f.window, seconds)
         self._sampled_from = self.feed.sampled_until
