@@ -14,7 +14,7 @@ TOKENS = [
     "--batch", "--dump", "--json", "--duration", "--rate", "--pid", "-p", "--core", "--sysroot", "--executable",
     "--format", "--output", "--cpu-budget", "--realtime", "--no-priority", "--blocking", "--nonblocking", "--mode",
     "-i", "-g", "--idle", "--gil", "--delay", "--sort", "--stats-file", "--child-output", "--output-dir", "--demo",
-    "-s", "--subprocesses", "--async", "--by-line", "--full-filenames", "--", "-r",
+    "-s", "--subprocesses", "--async", "--by-line", "--full-filenames", "--", "-r", "--all",
     "inf", "-inf", "nan", "1e30", "1e-300", "-1", "0", "1", "42", "100000", "100001", "abc", "", " ", "é", "\x00",
     "pprof", "collapsed", "json", "text", "cpu", "wall", "gil", "own", "total", "/", "/dev/full", "/nonexistent",
     "python", "-c",

@@ -85,7 +85,7 @@ async def test_the_picker_shows_another_users_command_line_as_text() -> None:
             await app.workers.wait_for_complete()
             await pilot.pause()
             table = app.query_one(DataTable)
-            shown = str(table.get_row_at(app.pids.index(python.pid))[3])
+            shown = str(table.get_cell(str(python.pid), "command"))
     finally:
         python.kill()
         python.wait()

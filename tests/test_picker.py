@@ -7,10 +7,11 @@ import sys
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 import helpers
-from pytop.process.pythons import PythonProcess, python_processes
+from pytop.core.model import PythonProcess
+from pytop.process.pythons import python_processes
 from pytop.ui.picker import PickerApp
 
 
@@ -38,7 +39,7 @@ async def test_choosing_a_process_in_the_picker(some_interp: dict[str, Any]) -> 
             await pilot.pause()
             table = app.query_one(DataTable)
             row = app.pids.index(t.pid)
-            assert "stacks.py" in str(table.get_row_at(row)[3])
+            assert "stacks.py" in str(table.get_cell(str(t.pid), "command"))
             table.move_cursor(row=row)
             await pilot.press("enter")
             await pilot.pause()
@@ -65,3 +66,46 @@ async def test_a_refresh_does_not_move_rows_under_the_cursor() -> None:
         await pilot.pause()
         assert app.pids == [10, 11, 12]  # busier now, still where they were; the newcomer last
         assert app.pids[app.query_one(DataTable).cursor_row] == 11
+
+
+def two_processes() -> list[PythonProcess]:
+    return [PythonProcess(10, "a", "one", 50.0, "3.12", threads=2, rss=1 << 20),
+            PythonProcess(11, "b", "two", 10.0, "2.7", threads=9, rss=5 << 20)]
+
+
+@pytest.mark.ui  # the picker driven by its pilot
+async def test_the_keys_sort_as_the_function_tables_do_and_the_cursor_stays() -> None:
+    app = PickerApp(refresh_seconds=60)
+    async with app.run_test(size=(120, 20)) as pilot:
+        await app.workers.wait_for_complete()
+        app.show_processes(two_processes())
+        table = app.query_one(DataTable)
+        table.move_cursor(row=0)
+        orders = {}
+        for key in "2314":
+            await pilot.press(key)
+            await pilot.pause()
+            orders[key] = list(app.pids)
+            assert app.pids[table.cursor_row] == 10  # on its process, wherever it went
+        intro = str(app.query_one("#intro", Static).render())
+    assert orders == {"2": [11, 10], "3": [11, 10], "1": [10, 11], "4": [10, 11]}, orders
+    assert "Sorted by PID" in intro, intro
+
+
+@pytest.mark.ui  # the picker driven by its pilot
+async def test_a_filter_narrows_the_table_and_c_clears_it() -> None:
+    app = PickerApp(refresh_seconds=60)
+    async with app.run_test(size=(120, 20)) as pilot:
+        await app.workers.wait_for_complete()
+        app.show_processes(two_processes())
+        await pilot.press("slash", *"[/]tw", "enter")  # markup in the pattern is text
+        await pilot.pause()
+        nothing = list(app.pids)
+        await pilot.press("slash", "ctrl+u", *"2.7", "enter")
+        await pilot.pause()
+        narrowed, intro = list(app.pids), str(app.query_one("#intro", Static).render())
+        await pilot.press("c")
+        await pilot.pause()
+        cleared = list(app.pids)
+    assert nothing == [] and narrowed == [11] and sorted(cleared) == [10, 11], (nothing, narrowed, cleared)
+    assert "1 of 2 match" in intro, intro

@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-p", "--pid", dest="pid_option", type=parse_pid, metavar="PID",
                         help="process id (same as the positional PID)")
     parser.add_argument("--demo", action="store_true", help="start and watch pytop's demo workload")
+    parser.add_argument("--all", action="store_true",
+                        help="every Python process on the host: with --batch, a table of them (CPU over "
+                             "--duration, threads, memory); alone, the table to pick one from (as with no PID)")
     sampling = parser.add_argument_group("sampling")
     sampling.add_argument("-r", "--rate", type=rate, default=1000.0, metavar="HZ",
                           help="samples per second (default 1000, up to 100000)")
@@ -209,8 +212,11 @@ def terminal_problem() -> str | None:
 def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
     pid = args.pid_option or args.pid
     sources = sum([pid is not None, bool(command), args.demo, bool(args.core)])
-    if sources == 0 and (args.dump or args.batch or not has_terminal()):
-        raise errors.UsageError("which process? give a PID, a command after --, or --demo (see pytop --help)")
+    if args.all:
+        check_all(args, sources)
+    elif sources == 0 and (args.dump or args.batch or not has_terminal()):
+        raise errors.UsageError("which process? give a PID, a command after --, or --demo; or --all with --batch "
+                                "for every Python process (see pytop --help)")
     if sources > 1:
         raise errors.UsageError("give only one of a PID, a command after --, --demo or --core")
     if args.json and not (args.dump or args.batch):
@@ -252,6 +258,19 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         raise errors.UsageError("--stats-file goes with the live view or --batch (a dump takes one sample)")
     if (args.dump or args.batch) and not args.output and sys.stdout is None:
         raise errors.UsageError("standard output is closed: open it, or give --output FILE (with --batch)")
+
+
+def check_all(args: argparse.Namespace, sources: int) -> None:
+    """--all: the host's table, printed (--batch) or on screen."""
+    if sources:
+        raise errors.UsageError("--all is every Python process: give no PID, command, --demo or --core with it")
+    if args.dump:
+        raise errors.UsageError("--all goes with --batch (a table of the host's Python processes), or alone")
+    if args.format not in (None, "text", "json"):
+        raise errors.UsageError("--all prints a table of processes: --format text or json")
+    if args.stats_file or args.subprocesses:
+        raise errors.UsageError(f"{'--stats-file' if args.stats_file else '--subprocesses'} is for one process, "
+                                "not with --all")
 
 
 # Exit statuses (the README has the table): what a script around pytop can tell apart.
@@ -303,6 +322,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.dump:
         return run.dump(args.pid_option or args.pid, args.json, args.blocking, args.core, args.executable,
                         args.sysroot, args.tasks, args.subprocesses, args.locals, args.native)
+    if args.all and args.batch:
+        return run.host_table(args)
     if not (args.pid_option or args.pid or command or args.demo):
         from .ui.picker import PickerApp
 

@@ -117,5 +117,14 @@ def permission_advice(pid: int) -> str:
     return "run pytop with sudo or give it CAP_SYS_PTRACE"
 
 
+def refusal_expected(pid: int, denied: bool) -> str | None:
+    """Why the kernel will refuse pytop's reads of process `pid`, foreseen without trying
+    (`denied`: its /proc files were refused already); None if it will not."""
+    scope, capable = _ptrace_scope(), _has_ptrace_capability()
+    if denied or scope == 3 or (scope is not None and scope > 0 and not capable):
+        return f"cannot read it: {permission_advice(pid)}"
+    return None
+
+
 def permission_denied(pid: int, what: str) -> PermissionDenied:
     return PermissionDenied(f"permission denied {what} process {pid}: {permission_advice(pid)}")

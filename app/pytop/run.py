@@ -244,6 +244,39 @@ def write_report(data: bytes) -> None:
         raise errors.PytopError(f"cannot write the report: {exc.strerror or exc}") from None
 
 
+def deliver(report: bytes, output: str | None) -> None:
+    """A batch report to --output FILE, or to stdout."""
+    if output:
+        try:
+            files.write_file(output, report)
+        except OSError as exc:
+            raise errors.UsageError(f"cannot write {output}: {exc.strerror}") from None
+        errors.say(f"pytop: wrote {output}")
+    else:
+        write_report(report)
+
+
+def host_table(args: argparse.Namespace) -> int:
+    """`pytop --batch --all`: the host's Python processes, each one's CPU over --duration (or
+    until Ctrl-C) as the kernel counts it, its threads and memory."""
+    from .process.pythons import PythonScan
+    from .report import host
+
+    scan = PythonScan()
+    scan.look()
+    started = time.monotonic()
+    with ended_by_signals():  # SIGTERM, SIGHUP: no report; Ctrl-C: the report of the time so far
+        try:
+            threading.Event().wait(args.duration if math.isfinite(args.duration) else None)
+        except KeyboardInterrupt:
+            pass
+    processes = scan.look()
+    seconds = time.monotonic() - started
+    form = args.format or ("json" if args.json else "text")
+    deliver((host.as_json if form == "json" else host.as_text)(processes, seconds).encode(), args.output)
+    return 0
+
+
 def write_statistics(path: str, statistics: dict[str, float]) -> None:
     try:
         files.write_file(path, json.dumps(statistics, indent=1).encode())
@@ -316,14 +349,7 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
                 report = pprof.profile(sampler.profile(), snapshot.mode, args.rate, started, duration)
             else:
                 report = table.render(snapshot, sampler.profile(), form, sort, args.full_filenames).encode()
-            if args.output:
-                try:
-                    files.write_file(args.output, report)
-                except OSError as exc:
-                    raise errors.UsageError(f"cannot write {args.output}: {exc.strerror}") from None
-                errors.say(f"pytop: wrote {args.output}")
-            else:
-                write_report(report)
+            deliver(report, args.output)
             if args.stats_file:
                 write_statistics(args.stats_file, sampler.statistics())
             return shell_status(sampler.status)

@@ -174,3 +174,24 @@ class Snapshot:
     def late_pct(self) -> float:
         asked = self.samples + self.skipped
         return 100.0 * (self.late + self.skipped) / asked if asked else 0.0
+
+
+@dataclass(frozen=True)
+class PythonProcess:
+    """One of the host's Python processes, as a look at /proc saw it (process/pythons.py)."""
+
+    pid: int
+    user: str
+    command: str
+    cpu_pct: float  # the kernel's count between the last two looks, 100 = one core
+    version: str = ""  # "3.12": from its program's or libpython's name ("": not told by them)
+    threads: int = 0
+    rss: int = 0  # resident memory, bytes
+    pid_inside: int | None = None  # its pid in its own PID namespace (a container), when not ours
+    problem: str | None = None  # why pytop cannot read it
+
+    @property
+    def described(self) -> str:
+        """Its command line, with its pid inside its container and why pytop cannot read it."""
+        where = f"(pid {self.pid_inside} in its namespace) " if self.pid_inside is not None else ""
+        return f"{where}{self.command}" + (f"  [{self.problem}]" if self.problem else "")

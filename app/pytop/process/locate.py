@@ -87,7 +87,7 @@ def _candidates(source: MemorySource, by_file: dict[str, list[Mapping]]) -> list
     return libs + named + rest
 
 
-def _version_from_name(path: str) -> PythonVersion | None:
+def version_from_name(path: str) -> PythonVersion | None:
     match = _NAME_VERSION.search(basename(path))
     return PythonVersion(int(match.group(1)), int(match.group(2))) if match else None
 
@@ -116,7 +116,7 @@ def _find_in(source: MemorySource, path: str, mappings: list[Mapping]) -> Runtim
 
 def _runtime_from_statics(path: str, image: ElfImage, bias: int) -> Runtime | None:
     """CPython 3.6 or 2.7, from its static variables' symbols (None: another file, or no symbols)."""
-    named = _version_from_name(path)
+    named = version_from_name(path)
     wanted = STATICS.get(named.minor_key) if named else None
     if named is None or wanted is None:
         return None
@@ -154,7 +154,7 @@ def _version(source: MemorySource, runtime: int, symbols: dict[str, int], path: 
     if "Py_Version" in symbols:
         (value,) = struct.unpack("<I", source.read(symbols["Py_Version"], 4))
         return PythonVersion.from_hex(value)
-    named = _version_from_name(path)
+    named = version_from_name(path)
     found = image.version_string(named.minor if named else None)
     if found:
         return PythonVersion(3, found[0], found[1])

@@ -1,53 +1,199 @@
-"""The machine's Python processes, for the picker that `pytop` without a PID opens."""
+"""The machine's Python processes, as `top` sees processes: for the table that `pytop` without a
+PID opens, and for `pytop --batch --all`.
+
+Everything here is read from /proc, and cheaply enough to be read again every second on a host
+of thousands of processes: each look reads one `stat` file a process (its CPU count, threads,
+memory). Whether a process is Python is judged once per program (by its name, else by a
+libpython in its maps: embedded interpreters), not at every look: py-spy's picker probed every
+process each time, "dozens of seconds" of CPU on a busy host (its issue #561).
+"""
 
 from __future__ import annotations
 
 import os
+import pwd
 import re
+import time
 from dataclasses import dataclass
 
-import psutil
-
+from .. import errors
+from ..core.model import PythonProcess
 from ..core.visible import visible, visible_command
+from .locate import version_from_name
+from .memory import own_number
 
 _PYTHON_NAME = re.compile(r"^python\d*(\.\d+)?[a-z]*$")
+_LIBPYTHON = re.compile(r"libpython(\d+\.\d+)")
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+_KERNEL_THREAD = 0x00200000  # PF_KTHREAD, in stat's flags
 
 
 @dataclass(frozen=True)
-class PythonProcess:
-    pid: int
+class _Stat:
+    """What one read of /proc/PID/stat says."""
+
+    name: str
+    state: str
+    flags: int
+    cpu_ticks: int
+    threads: int
+    started: int  # clock ticks after boot: with the pid, names one process whatever reuses the pid
+    rss: int
+
+
+@dataclass(frozen=True)
+class _Program:
+    """What is judged once per program (a pid, its start, its name: an exec changes the name)."""
+
+    python: bool
     user: str
     command: str
-    cpu_pct: float
+    version: str
+    pid_inside: int | None
+    problem: str | None
 
 
-def looks_like_python(process: psutil.Process) -> bool:
-    """A python executable, or a program with libpython mapped (embedded interpreters)."""
+def _read_stat(pid: int) -> _Stat | None:
+    try:  # (os.open, not open(): a file object costs three times the read, on every process)
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        try:
+            raw = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+    except OSError:  # ended since the listing, or hidden (hidepid)
+        return None
+    # The name is in parentheses and may hold anything, parentheses and spaces too: the fields
+    # come after the last ")".
+    close = raw.rfind(b")")
+    fields = raw[close + 2:].split()
+    if close < 0 or len(fields) < 22:
+        return None
     try:
-        cmdline = process.cmdline()
-        names = [process.name(), os.path.basename(cmdline[0]) if cmdline else ""]
-        if any(_PYTHON_NAME.match(name) for name in names):
-            return True
-        with open(f"/proc/{process.pid}/maps") as f:
-            return "libpython" in f.read()
-    except (psutil.Error, OSError, IndexError):
-        return False
+        return _Stat(name=raw[raw.find(b"(") + 1:close].decode("utf-8", "replace"), state=fields[0].decode(),
+                     flags=int(fields[6]), cpu_ticks=int(fields[11]) + int(fields[12]), threads=int(fields[17]),
+                     started=int(fields[19]), rss=int(fields[21]) * _PAGE)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _user(pid: int) -> str:
+    try:
+        uid = os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return "?"
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _mapped_python(maps: str) -> str | None:
+    """The version of a libpython, or of a program named python*, in a process's maps ("" if
+    their names do not say it); None if none is mapped."""
+    found = _LIBPYTHON.search(maps)
+    if found:
+        return found.group(1)
+    for line in maps.splitlines():
+        fields = line.split(maxsplit=5)
+        path = fields[5] if len(fields) == 6 else ""
+        if path.startswith("/") and _PYTHON_NAME.match(os.path.basename(path)):
+            named = version_from_name(path)
+            return str(named) if named is not None else ""
+    return None
+
+
+def _judge(pid: int, name: str) -> _Program:
+    """Whether process `pid` (named `name` by the kernel) runs Python, and what it is."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        argv = []
+    denied = False
+    try:
+        program = os.path.realpath(f"/proc/{pid}/exe", strict=True)
+    except OSError as exc:
+        program = ""
+        denied = isinstance(exc, PermissionError)
+    names = [name, os.path.basename(argv[0]) if argv else "", os.path.basename(program)]
+    python = any(_PYTHON_NAME.match(n) for n in names)
+    version = next((str(v) for v in map(version_from_name, names) if v is not None), "")
+    if not python or not version:  # an embedded interpreter, one started by ld.so; or a version untold
+        try:
+            with open(f"/proc/{pid}/maps") as f:
+                mapped = _mapped_python(f.read())
+            if mapped is not None:
+                python, version = True, version or mapped
+        except PermissionError:
+            denied = True
+        except OSError:
+            pass
+    inside = own_number(pid, pid)
+    command = " ".join(argv) or f"[{name}]"
+    return _Program(python, visible(_user(pid)), visible_command(command), version,
+                    inside if inside != pid else None, errors.refusal_expected(pid, denied) if python else None)
+
+
+def is_python(pid: int) -> bool:
+    """Whether process `pid` runs Python (by its name, else a libpython in its maps)."""
+    stat = _read_stat(pid)
+    return stat is not None and _judge(pid, stat.name).python
+
+
+class PythonScan:
+    """Looks at the machine's processes again and again; each look gives its Python processes,
+    with the CPU share each used since the previous look."""
+
+    def __init__(self) -> None:
+        self._programs: dict[tuple[int, int, str], _Program] = {}
+        self._ticks: dict[tuple[int, int], int] = {}  # (pid, start): CPU ticks at the last look
+        # Kernel threads, by pid and /proc entry (a new process under an old pid has a new entry):
+        # never Python, so not read again (hundreds of them on a big host).
+        self._kernel: set[tuple[int, int]] = set()
+        self._looked_at = 0.0
+
+    def look(self, exclude: set[int] | None = None) -> list[PythonProcess]:
+        """Python processes this user can see, busiest first (at the first look, none is busier)."""
+        skip = {os.getpid(), *(exclude or set())}
+        now = time.monotonic()
+        seconds = now - self._looked_at if self._looked_at else 0.0
+        self._looked_at = now
+        programs: dict[tuple[int, int, str], _Program] = {}
+        ticks: dict[tuple[int, int], int] = {}
+        kernel: set[tuple[int, int]] = set()
+        found = []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) in skip:
+                continue
+            pid = int(entry.name)
+            if (pid, entry.inode()) in self._kernel:
+                kernel.add((pid, entry.inode()))
+                continue
+            stat = _read_stat(pid)
+            if stat is not None and stat.flags & _KERNEL_THREAD:
+                kernel.add((pid, entry.inode()))
+            if stat is None or stat.flags & _KERNEL_THREAD or stat.state in ("Z", "X"):
+                continue  # gone, a kernel thread, a zombie: no Python runs there now
+            key = (pid, stat.started, stat.name)
+            program = self._programs.get(key) or _judge(pid, stat.name)
+            programs[key] = program
+            if not program.python:
+                continue
+            before = self._ticks.get((pid, stat.started))
+            ticks[(pid, stat.started)] = stat.cpu_ticks
+            used = (stat.cpu_ticks - before) / _CLOCK_TICKS if before is not None else 0.0
+            found.append(PythonProcess(pid, program.user, program.command,
+                                       100.0 * used / seconds if seconds > 0 else 0.0, program.version,
+                                       stat.threads, stat.rss, program.pid_inside, program.problem))
+        self._programs, self._ticks, self._kernel = programs, ticks, kernel  # what ended is forgotten
+        return sorted(found, key=lambda p: (-p.cpu_pct, p.pid))
+
+
+_SCAN = PythonScan()
 
 
 def python_processes(exclude: set[int] | None = None) -> list[PythonProcess]:
     """Python processes this user can see, busiest first. CPU shares are since the previous
-    call (psutil keeps the processes between calls)."""
-    skip = {os.getpid(), *(exclude or set())}
-    found = []
-    for process in psutil.process_iter(["pid", "username", "cmdline"]):
-        if process.pid in skip or not looks_like_python(process):
-            continue
-        try:
-            cpu = process.cpu_percent(None)
-        except psutil.Error:
-            continue
-        command = " ".join(process.info["cmdline"] or []) or process.info.get("name") or "?"
-        # another user's choosing: shown as text, never markup, never control characters
-        user = visible(process.info["username"] or "?")
-        found.append(PythonProcess(process.pid, user, visible_command(command), cpu))
-    return sorted(found, key=lambda p: (-p.cpu_pct, p.pid))
+    call."""
+    return _SCAN.look(exclude)

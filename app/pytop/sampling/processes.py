@@ -18,7 +18,7 @@ from .. import errors
 from ..core.model import TargetInfo
 from ..core.visible import visible_command
 from ..native import Unwinder, process_image
-from ..process.pythons import looks_like_python
+from ..process.pythons import is_python
 
 HINT_EVERY = 3.0  # seconds between looks at whether the work runs in a child (without -s)
 BUSY_CHILD_PCT = 5.0  # a child using this much of a core is at work
@@ -138,7 +138,7 @@ class ProcessSet:
                 cpu = known.cpu_percent(None)  # since the last look (0 at the first)
             except psutil.Error:
                 continue
-            if cpu >= BUSY_CHILD_PCT and looks_like_python(known):
+            if cpu >= BUSY_CHILD_PCT and is_python(child.pid):
                 busy.append((cpu, child.pid))
         self._kids = {child.pid: self._kids[child.pid] for child in children if child.pid in self._kids}
         self.hint = None

@@ -1,0 +1,35 @@
+"""The host's Python processes as a report (`pytop --batch --all`): a table as text, or JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..core.model import PythonProcess
+from . import format as fmt
+
+HEADER = f"{'PID':>8}  {'USER':<10} {'PYTHON':<7} {'CPU%':>7} {'THREADS':>7} {'RSS':>10}  COMMAND"
+
+
+def _row(p: PythonProcess) -> str:
+    return (f"{p.pid:>8}  {p.user[:10]:<10} {p.version or '?':<7} {fmt.percent(p.cpu_pct):>7} {p.threads:>7} "
+            f"{fmt.byte_size(p.rss):>10}  {p.described}")
+
+
+def as_text(processes: list[PythonProcess], seconds: float) -> str:
+    busy = sum(p.cpu_pct for p in processes)
+    lines = [f"{len(processes)} Python process{'' if len(processes) == 1 else 'es'}, "
+             f"{fmt.percent(busy)} of a core between them over {fmt.seconds(seconds)} (the kernel's count)",
+             HEADER, *map(_row, processes)]
+    return "\n".join(lines) + "\n"
+
+
+def _record(p: PythonProcess) -> dict[str, Any]:
+    return {"pid": p.pid, "user": p.user, "python_version": p.version or None, "cpu_pct": round(p.cpu_pct, 3),
+            "threads": p.threads, "rss": p.rss, "command": p.command, "pid_in_namespace": p.pid_inside,
+            "problem": p.problem}
+
+
+def as_json(processes: list[PythonProcess], seconds: float) -> str:
+    document = {"duration": round(seconds, 6), "processes": [_record(p) for p in processes]}
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

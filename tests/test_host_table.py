@@ -1,0 +1,206 @@
+"""`pytop --batch --all`: the host's Python processes, as the kernel counts them, each with its
+version, threads and memory; and what is not a Python process left out."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import helpers
+from conftest import available
+from pytop.process.pythons import PythonScan
+
+pytestmark = pytest.mark.process  # pytop run as its users run it
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def host_table(*options: str) -> dict[str, Any]:
+    done = helpers.run_pytop("--batch", "--all", "--json", *options)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def rows_by_pid(table: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    return {row["pid"]: row for row in table["processes"]}
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def started(*argv: str) -> subprocess.Popen[bytes]:
+    """A program that says "ready" once it runs (so that its name and maps are its own)."""
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE)
+    assert process.stdout is not None and process.stdout.readline()
+    return process
+
+
+def ended(*processes: subprocess.Popen[bytes]) -> None:
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
+def test_every_setups_python_is_listed_with_its_version(interp: dict[str, Any]) -> None:
+    """Whether by its name, through ld.so (the loader setups), in a chroot or a static build."""
+    with helpers.running(interp, "stacks.py") as t:
+        row = rows_by_pid(host_table("--duration", "0.2")).get(t.pid)
+    assert row is not None, f"pid {t.pid} not listed"
+    assert row["python_version"] == interp["version"], row
+    assert row["threads"] == 3 and row["rss"] > 1 << 20 and "stacks.py" in row["command"], row
+    assert row["problem"] is None, row
+
+
+@pytest.mark.target  # an interpreter's library to embed
+def test_an_embedded_interpreter_is_listed(tmp_path: Path) -> None:
+    """A program of another name that runs Python through libpython."""
+    prefix = Path(available("pyenv-3.12")["argv"][0]).parent.parent
+    source = tmp_path / "embedder.c"
+    source.write_text(textwrap.dedent("""\
+        #include <Python.h>
+        int main(void) {
+            Py_Initialize();
+            return PyRun_SimpleString("import time; print('ready', flush=True); time.sleep(60)");
+        }
+        """))
+    program = tmp_path / "embedder"
+    subprocess.run(["gcc", "-o", str(program), str(source), f"-I{prefix}/include/python3.12", f"-L{prefix}/lib",
+                    f"-Wl,-rpath,{prefix}/lib", "-lpython3.12"], check=True)
+    embedder = started(str(program))
+    try:
+        row = rows_by_pid(host_table("--duration", "0.2")).get(embedder.pid)
+    finally:
+        ended(embedder)
+    assert row is not None and row["python_version"] == "3.12" and "embedder" in row["command"], row
+
+
+def test_the_busiest_comes_first_with_the_kernels_count() -> None:
+    busy = started(sys.executable, "-c", "print('ready', flush=True)\nwhile True: pass")
+    idle = started(sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)")
+    try:
+        before = cpu_seconds(busy.pid)
+        table = host_table("--duration", "1")
+        used = cpu_seconds(busy.pid) - before
+    finally:
+        ended(busy, idle)
+    order = [row["pid"] for row in table["processes"]]
+    rows = rows_by_pid(table)
+    assert order.index(busy.pid) < order.index(idle.pid), order
+    assert rows[idle.pid]["cpu_pct"] == 0.0, rows[idle.pid]
+    # The kernel's count over pytop's span, which lies inside the test's (a tick each end).
+    shown = rows[busy.pid]["cpu_pct"] / 100 * table["duration"]
+    assert 0 < shown <= used + 2 / CLOCK_TICKS, (shown, used, table["duration"])
+
+
+def test_what_runs_no_python_now_is_left_out() -> None:
+    """A zombie (a Python that ended, not yet reaped), a program of another name, kernel threads."""
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        listed = rows_by_pid(host_table("--duration", "0.1"))
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        zombie.wait()
+    assert zombie.pid not in listed and sleeper.pid not in listed and 2 not in listed  # 2: kthreadd
+
+
+def test_a_program_that_execs_python_is_listed_once_it_has() -> None:
+    """Judged once per program, not once per pid: a shell that execs Python (a container's
+    entry point) is looked at again when its name changes."""
+    scan = PythonScan()
+    shell = subprocess.Popen(["sh", "-c", f"read go; exec {sys.executable} -c "
+                              "\"import time; print('ready', flush=True); time.sleep(60)\""],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert shell.stdin is not None and shell.stdout is not None
+        before = {p.pid for p in scan.look()}
+        shell.stdin.write(b"go\n")
+        shell.stdin.flush()
+        assert shell.stdout.readline()
+        after = {p.pid for p in scan.look()}
+    finally:
+        ended(shell)
+    assert shell.pid not in before and shell.pid in after
+
+
+def test_a_name_with_parentheses_and_spaces() -> None:
+    """/proc/PID/stat gives the name in parentheses, whatever it holds: the fields after it are
+    found from the last one."""
+    renamed = started(sys.executable, "-c", textwrap.dedent("""\
+        import time
+        with open("/proc/self/comm", "w") as f:
+            f.write("x) (y 9 Z")
+        print("ready", flush=True)
+        time.sleep(60)
+        """))
+    try:
+        row = rows_by_pid(host_table("--duration", "0.1")).get(renamed.pid)
+    finally:
+        ended(renamed)
+    assert row is not None and row["threads"] == 1 and row["rss"] > 1 << 20, row
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to look as another user")
+def test_a_process_that_cannot_be_read_says_why() -> None:
+    """Seen by another user, root's Python is listed, with what would let pytop read it. (The
+    scan runs under Debian's python as `nobody`: pyenv's lie under /root.)"""
+    python = started(sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)")
+    app = Path(__file__).resolve().parent.parent / "app"
+    script = (f"import sys; sys.path.insert(0, {str(app)!r}); from pytop.process.pythons import PythonScan; "
+              f"print([p.problem for p in PythonScan().look() if p.pid == {python.pid}])")
+    try:
+        seen = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+                               "-c", script], capture_output=True, text=True, check=True).stdout
+    finally:
+        ended(python)
+    assert "another user" in seen and "sudo" in seen, seen
+
+
+def test_ctrl_c_prints_the_table_so_far() -> None:
+    pytop = subprocess.Popen([*helpers.PYTOP, "--batch", "--all", "--json", "--duration", "inf"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)  # its imports and its first look
+    pytop.send_signal(signal.SIGINT)
+    out, err = pytop.communicate(timeout=60)
+    assert pytop.returncode == 0, err
+    assert json.loads(out)["duration"] > 0
+
+
+def test_the_text_table() -> None:
+    idle = started(sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)")
+    try:
+        done = helpers.run_pytop("--batch", "--all", "--duration", "0.1")
+    finally:
+        ended(idle)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "Python process" in lines[0] and lines[1].split() == ["PID", "USER", "PYTHON", "CPU%", "THREADS", "RSS",
+                                                                  "COMMAND"]
+    assert any(line.split()[0] == str(idle.pid) and "time.sleep(60)" in line for line in lines[2:]), lines
+
+
+@pytest.mark.parametrize("options, phrase", [
+    (("--batch", "--all", "123"), "give no PID"),
+    (("--dump", "--all"), "--all goes with --batch"),
+    (("--batch", "--all", "--format", "pprof"), "--format text or json"),
+    (("--batch", "--all", "-s"), "is for one process"),
+])
+def test_what_does_not_go_with_all(options: tuple[str, ...], phrase: str) -> None:
+    done = helpers.run_pytop(*options)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and done.stdout == "", done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("pytop: ") and phrase in done.stderr, done.stderr
