@@ -168,15 +168,25 @@ def test_target_exit_keeps_the_results(terminal: Terminal, some_interp: dict[str
         assert_terminal_restored(terminal, "after-exit")
 
 
-def test_picking_a_process_when_none_is_given(terminal: Terminal, some_interp: dict[str, Any]) -> None:
+def test_picking_a_process_when_none_is_given_and_coming_back(terminal: Terminal,
+                                                              some_interp: dict[str, Any]) -> None:
     with helpers.running(some_interp, "stacks.py") as t:
         terminal.type(" ".join(helpers.PYTOP))
         terminal.wait_text("Which Python process?")
-        screen = terminal.wait_text(str(t.pid))
-        row = next(i for i, line in enumerate(screen.splitlines()) if line.strip().startswith(str(t.pid)))
-        first = next(i for i, line in enumerate(screen.splitlines()) if line.strip()[:1].isdigit())
-        terminal.keys(*(["Down"] * (row - first)), "Enter")
+        terminal.wait_text(str(t.pid))
+        terminal.keys("4")  # sorted by pid, narrowed to the target: kept when the table opens again
+        terminal.wait_text("Sorted by PID")
+        terminal.keys("/")
+        terminal.wait_text("filter: text")
+        terminal.type(f"^{t.pid} ")  # (the machine's other processes come and go: rows move)
+        terminal.wait_for(lambda s: "1 of " in s and "match" in s, "the table narrowed to the target")
+        terminal.keys("Enter")
         terminal.wait_for(lambda s: f"pid {t.pid}" in s and "Function (filename)" in s, "the live view of the pick")
+        terminal.keys("b")
+        terminal.wait_for(lambda s: "Which Python process?" in s and "Sorted by PID" in s and "1 of " in s
+                          and str(t.pid) in s, "the host's table again, as it was")
+        terminal.keys("Enter")  # the cursor is on the process it was on
+        terminal.wait_for(lambda s: f"pid {t.pid}" in s and "Function (filename)" in s, "the same process again")
         terminal.keys("q")
         assert_terminal_restored(terminal, "after-picker")
 

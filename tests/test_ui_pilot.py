@@ -524,3 +524,31 @@ async def test_d_shows_the_stacks_now_with_arguments_and_locals() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, StacksPanel)
+
+
+async def test_b_and_escape_go_back_to_the_hosts_table_when_opened_from_it() -> None:
+    """b, or Esc with nothing open, ends a view opened from the host's table (which opens again);
+    Esc closes the tree first."""
+    went = {}
+    for keys in (["b"], ["T", "escape"], ["T", "escape", "escape"]):
+        app = PytopApp(FakeSource(), back=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            shown = str(app.query_one("#keys").render())
+            for key in keys:
+                await pilot.press(key)
+                await pilot.pause()
+        went[" ".join(keys)] = app.went_back
+    assert went == {"b": True, "T escape": False, "T escape escape": True}, went
+    assert "Hosts" in shown
+
+
+async def test_no_way_back_in_a_view_not_opened_from_the_table() -> None:
+    app = PytopApp(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("b", "escape")
+        await pilot.pause()
+        shown = str(app.query_one("#keys").render())
+        running = app.is_running
+    assert running and not app.went_back and "Hosts" not in shown

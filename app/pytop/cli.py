@@ -182,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "JSON and pprof (gzipped profile.proto) hold every stack sampled)")
     once.add_argument("--output", metavar="FILE", help="with --batch: write the report to FILE")
     parser.add_argument("--version", action="version", version=f"pytop {__version__}")
+    parser.set_defaults(back=False)  # set by the host's table for the live views it opens
     return parser
 
 
@@ -325,11 +326,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.all and args.batch:
         return run.host_table(args)
     if not (args.pid_option or args.pid or command or args.demo):
-        from .ui.picker import PickerApp
-
-        args.pid = PickerApp().run()
-        if args.pid is None:
-            return 0  # the user left the picker
+        return run.host_views(args)
     return run.watch(args, command)
 
 

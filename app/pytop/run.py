@@ -118,9 +118,14 @@ def terminal_on_stderr() -> Iterator[None]:
             os.close(saved)
 
 
+WENT_BACK = -1  # not an exit status: the live view went back to the host's table
+
+
 def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_filenames: bool,
              child: Child | None = None, stats_file: str | None = None, follow_children: bool = False,
-             export_dir: str | None = None) -> int:
+             export_dir: str | None = None, back: bool = False) -> int:
+    """The live view until the user quits (`back`: opened from the host's table; WENT_BACK when
+    the user went back to it)."""
     from .ui.app import PytopApp
 
     if settings.realtime:
@@ -133,7 +138,7 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
     app = PytopApp(sampler, sort=sort, by_line=settings.by_line, mode=settings.mode, full_filenames=full_filenames,
                    notes=notes_for(child.log_path if child else None), handle_signals=True, export_dir=export_dir,
                    delay=settings.delay, last_words=lambda: last_words(sampler, child), tasks=settings.tasks,
-                   tune_gc=True, stacks_now=functools.partial(stacks_now, held_by=held_by))
+                   tune_gc=True, stacks_now=functools.partial(stacks_now, held_by=held_by), back=back)
     try:
         with terminal_on_stderr(), terminal_guarded(2):
             app.run()
@@ -145,6 +150,8 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
     if sampler.failure:  # it was on screen until the user quit; say it once more where it stays
         errors.say(f"pytop: sampling failed: {sampler.failure}")
         return 1
+    if app.went_back:
+        return WENT_BACK
     return app.return_code or 0  # Textual prints its own traceback and sets 1 when the screen failed
 
 
@@ -301,6 +308,29 @@ def ended_by_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def host_views(args: argparse.Namespace) -> int:
+    """`pytop` without a PID: the host's table of Python processes; Enter opens one's live view,
+    and b (or Esc with nothing open) in it comes back to the table as it was."""
+    from .ui.picker import PickerApp, PickerState
+
+    state = PickerState()
+    while True:
+        picker = PickerApp(state=state)
+        pid = picker.run()
+        if pid is None:
+            return 0  # the user left the table
+        state, args.pid, args.back = picker.chosen, pid, True
+        try:
+            status = watch(args, [])
+        except errors.Interrupted:
+            raise
+        except errors.PytopError as exc:  # it ended, or cannot be read: said on the table
+            state = PickerState(state.sort, state.filter_text, state.pid, note=f"pid {pid}: {exc}")
+            continue
+        if status != WENT_BACK:
+            return status
+
+
 def watch(args: argparse.Namespace, command: list[str]) -> int:
     with ended_by_signals():
         return _watch(args, command)
@@ -354,7 +384,8 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
                 write_statistics(args.stats_file, sampler.statistics())
             return shell_status(sampler.status)
         return run_live(target, settings, sort=sort, full_filenames=args.full_filenames, child=child,
-                        stats_file=args.stats_file, follow_children=args.subprocesses, export_dir=args.output_dir)
+                        stats_file=args.stats_file, follow_children=args.subprocesses, export_dir=args.output_dir,
+                        back=args.back)
     finally:
         if child:
             child.end()

@@ -39,18 +39,26 @@ class PytopApp(App[None]):
     def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: Mode = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), handle_signals: bool = False,
                  export_dir: str | None = None, delay: float = 1.0, last_words: Callable[[], None] | None = None,
-                 tasks: bool = False, tune_gc: bool = False, stacks_now: StacksNow | None = None):
+                 tasks: bool = False, tune_gc: bool = False, stacks_now: StacksNow | None = None,
+                 back: bool = False):
         """The view's settings go to the main screen (see MainScreen). last_words: what must be
         done before the process ends if a signal's shutdown hangs (see on_signal); tune_gc: the
         app owns the process, and sets its garbage collector for a steady screen (see
-        on_snapshot_ready)."""
+        on_snapshot_ready); back: opened from the host's table, to which b and Esc go back (the
+        app ends with went_back set)."""
         self.last_words = last_words
         super().__init__()
         self.handle_signals = handle_signals
         self.source = source
+        self.went_back = False
         self.main = MainScreen(source, sort=sort, by_line=by_line, mode=mode, full_filenames=full_filenames,
-                               notes=notes, export_dir=export_dir, delay=delay, tasks=tasks, stacks_now=stacks_now)
+                               notes=notes, export_dir=export_dir, delay=delay, tasks=tasks, stacks_now=stacks_now,
+                               back=self._go_back if back else None)
         self._frozen = not tune_gc  # gc.freeze() done, once the screen is up
+
+    def _go_back(self) -> None:
+        self.went_back = True
+        self.exit()
 
     def get_default_screen(self) -> Screen[None]:
         return self.main

@@ -5,6 +5,7 @@ refresh never moves a row away from the cursor), and narrowed by `/`."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -21,6 +22,16 @@ PRIMING_SECONDS = 0.3
 # The orders a key (or a click on the column's header) gives: busiest, biggest first.
 SORTS = {"cpu": ("CPU%", lambda p: (-p.cpu_pct, p.pid)), "rss": ("RSS", lambda p: (-p.rss, p.pid)),
          "threads": ("Threads", lambda p: (-p.threads, p.pid)), "pid": ("PID", lambda p: p.pid)}
+
+
+@dataclass(frozen=True)
+class PickerState:
+    """What the table keeps while a process's view is open from it."""
+
+    sort: str | None = None
+    filter_text: str = ""
+    pid: int | None = None  # under the cursor
+    note: str | None = None  # why the last view ended (the process exited, could not be read)
 
 
 class PickerApp(App[int]):
@@ -45,12 +56,15 @@ class PickerApp(App[int]):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
-    def __init__(self, refresh_seconds: float = 2.0):
+    def __init__(self, refresh_seconds: float = 2.0, state: PickerState = PickerState()):
         super().__init__()
         self.refresh_seconds = refresh_seconds
         self.pids: list[int] = []  # as shown
-        self.sort: str | None = None  # None: busiest first at the start, then each row kept where it was
-        self.filter_text = ""
+        self.sort = state.sort  # None: busiest first at the start, then each row kept where it was
+        self.filter_text = state.filter_text
+        self.note = state.note
+        self._wanted = state.pid  # the cursor's process, once it shows
+        self.chosen = state  # once a process is chosen: the table as it was then
         self.latest: list[PythonProcess] = []  # the last look's, busiest first
         self._scan_of_host = PythonScan()
 
@@ -102,7 +116,7 @@ class PickerApp(App[int]):
             kept = [by_pid[pid] for pid in self.pids if pid in by_pid]
             processes = kept + [p for p in processes if p.pid not in shown]
         table = self.query_one(DataTable)
-        keep = self.pids[table.cursor_row] if self.pids and table.row_count else None
+        keep = self.pids[table.cursor_row] if self.pids and table.row_count else self._wanted
         table.clear()
         self.pids = [p.pid for p in processes]
         for p in processes:
@@ -117,9 +131,12 @@ class PickerApp(App[int]):
             table.move_cursor(row=self.pids.index(keep))
 
     def _intro(self) -> Text:
+        intro = Text()
+        if self.note:
+            intro.append(f"{self.note}\n", style="bold red")  # (a Text: the message is data, not markup)
         if not self.latest:
-            return Text("No Python process found (yet); q quits.", style="bold")
-        intro = Text("Which Python process? Enter watches the one under the cursor.", style="bold")
+            return intro.append("No Python process found (yet); q quits.", style="bold")
+        intro.append("Which Python process? Enter watches the one under the cursor (b comes back).", style="bold")
         if self.sort is not None:
             intro.append(f"  Sorted by {SORTS[self.sort][0]}.")
         if self.filter_text:
@@ -157,7 +174,11 @@ class PickerApp(App[int]):
     def action_choose(self) -> None:
         table = self.query_one(DataTable)
         if self.pids and table.row_count:
-            self.exit(self.pids[table.cursor_row])
+            self._choose(self.pids[table.cursor_row])
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.exit(int(str(event.row_key.value)))
+        self._choose(int(str(event.row_key.value)))
+
+    def _choose(self, pid: int) -> None:
+        self.chosen = PickerState(self.sort, self.filter_text, pid)  # to come back to
+        self.exit(pid)

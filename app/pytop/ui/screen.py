@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -80,6 +81,8 @@ class MainScreen(Screen[None]):
         Binding("e", "export", "Export",
                 tooltip="export everything since the reset: collapsed stacks and speedscope JSON, here"),
         Binding("escape", "close_panel", "Close", show=False),
+        Binding("b", "back", "Hosts",
+                tooltip="back to the table of the host's Python processes (Esc too, with nothing open)"),
     ]
     # Keys the table and panels handle themselves.
     WIDGET_KEYS = [
@@ -89,18 +92,22 @@ class MainScreen(Screen[None]):
     ]
 
     @classmethod
-    def key_help(cls) -> list[tuple[str, str]]:
-        """One line per key with a tooltip, then the widgets' keys."""
-        rows = [(b.key_display or b.key, b.tooltip) for b in cls.BINDINGS if isinstance(b, Binding) and b.tooltip]
+    def key_help(cls, back: bool = True) -> list[tuple[str, str]]:
+        """One line per key with a tooltip, then the widgets' keys (the back key's if `back`)."""
+        rows = [(b.key_display or b.key, b.tooltip) for b in cls.BINDINGS
+                if isinstance(b, Binding) and b.tooltip and (back or b.action != "back")]
         return rows + cls.WIDGET_KEYS
 
     def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: Mode = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), export_dir: str | None = None,
-                 delay: float = 1.0, tasks: bool = False, stacks_now: StacksNow | None = None):
+                 delay: float = 1.0, tasks: bool = False, stacks_now: StacksNow | None = None,
+                 back: Callable[[], None] | None = None):
         """export_dir: where the e key writes (default: the current directory); delay: seconds
         between refreshes, as the source starts with; stacks_now: how the d key reads every
-        stack now (None: it says it cannot)."""
+        stack now (None: it says it cannot); back: how to go back to the host's table, when the
+        view was opened from it."""
         super().__init__()
+        self.back = back
         self.stacks_now = stacks_now
         self.export_dir = export_dir
         self.delay = delay
@@ -260,7 +267,7 @@ class MainScreen(Screen[None]):
         self.app.push_screen(StacksPanel(self.stacks_now, pid, thread.thread_id if thread else None))
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(self.key_help()))
+        self.app.push_screen(HelpScreen(self.key_help(back=self.back is not None)))
 
     def action_toggle_tree(self) -> None:
         tree, table = self.query_one(CallTreeView), self.query_one(FunctionTable)
@@ -354,6 +361,16 @@ class MainScreen(Screen[None]):
         if self.snapshot is not None and self.snapshot.call_graph is not None:
             self.source.send(commands.Focus(None))
             self.query_one(FunctionTable).focus()
+            return
+        self.action_back()  # nothing was open
+
+    def action_back(self) -> None:
+        if self.back is not None:
+            self.back()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The back key only where there is a table to go back to (else not in the key bar)."""
+        return self.back is not None if action == "back" else True
 
     def action_refresh_rate(self, step: int) -> None:
         """One step along REFRESH_STEPS (from a --delay between steps, to the next one)."""
