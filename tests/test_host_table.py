@@ -17,6 +17,7 @@ import pytest
 
 import helpers
 from conftest import available
+from pytop.process.layouts import supported_range
 from pytop.process.pythons import PythonScan
 
 pytestmark = pytest.mark.process  # pytop run as its users run it
@@ -169,6 +170,24 @@ def test_a_process_that_cannot_be_read_says_why() -> None:
     finally:
         ended(python)
     assert "another user" in seen and "sudo" in seen, seen
+
+
+def test_a_version_pytop_does_not_read_says_so(tmp_path: Path) -> None:
+    """A program that calls itself python3.5 (a link to sleep, named so: none is installed
+    here) is listed with why it cannot be watched."""
+    (tmp_path / "python3.5").symlink_to("/bin/sleep")
+    old = subprocess.Popen([str(tmp_path / "python3.5"), "60"])
+    try:
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{old.pid}/comm").read_text().strip() != "python3.5":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        row = rows_by_pid(host_table("--duration", "0.1")).get(old.pid)
+    finally:
+        old.kill()
+        old.wait()
+    assert row is not None and row["python_version"] == "3.5", row
+    assert row["problem"] == f"Python 3.5 is not supported: pytop reads CPython {supported_range()}", row
 
 
 def test_ctrl_c_prints_the_table_so_far() -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from .. import errors
 from ..core.model import PythonProcess
 from ..core.visible import visible, visible_command
+from .layouts import SUPPORTED, supported_range
 from .locate import version_from_name
 from .memory import own_number
 
@@ -131,8 +132,17 @@ def _judge(pid: int, name: str) -> _Program:
             pass
     inside = own_number(pid, pid)
     command = " ".join(argv) or f"[{name}]"
+    problem = (_unsupported(version) or errors.refusal_expected(pid, denied)) if python else None
     return _Program(python, visible(_user(pid)), visible_command(command), version,
-                    inside if inside != pid else None, errors.refusal_expected(pid, denied) if python else None)
+                    inside if inside != pid else None, problem)
+
+
+def _unsupported(version: str) -> str | None:
+    """Why pytop cannot read a Python of this version ("": unknown), if it cannot."""
+    major, _, minor = version.partition(".")
+    if not (major.isdigit() and minor.isdigit()) or (int(major), int(minor)) in SUPPORTED:
+        return None
+    return f"Python {version} is not supported: pytop reads CPython {supported_range()}"
 
 
 def is_python(pid: int) -> bool:
