@@ -85,6 +85,20 @@ def test_an_embedded_interpreter_is_listed(tmp_path: Path) -> None:
     assert row is not None and row["python_version"] == "3.12" and "embedder" in row["command"], row
 
 
+@pytest.mark.target  # (a chroot has no /dev/shm for multiprocessing's semaphores)
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_a_multiprocessing_pool_is_one_pool(method: str) -> None:
+    """A parent and its workers (forkserver's are its server's children): one pool, rooted at
+    the parent, which `pytop -s` watches whole; the unreaped zombie is not in it."""
+    with helpers.running(available("pyenv-3.12"), "mp_family.py", method) as t:
+        table = host_table("--duration", "0.5")
+    pools = [pool for pool in table["pools"] if pool["root"] == t.pid]
+    assert len(pools) == 1, table["pools"]
+    pids = set(pools[0]["pids"])
+    assert {t.pid, *t.info["workers"]} <= pids and t.info["zombie"] not in pids, (pids, t.info)
+    assert pools[0]["cpu_pct"] == pytest.approx(sum(rows_by_pid(table)[pid]["cpu_pct"] for pid in pids), abs=0.01)
+
+
 def test_the_busiest_comes_first_with_the_kernels_count() -> None:
     busy = started(sys.executable, "-c", "print('ready', flush=True)\nwhile True: pass")
     idle = started(sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)")

@@ -109,3 +109,54 @@ async def test_a_filter_narrows_the_table_and_c_clears_it() -> None:
         cleared = list(app.pids)
     assert nothing == [] and narrowed == [11] and sorted(cleared) == [10, 11], (nothing, narrowed, cleared)
     assert "1 of 2 match" in intro, intro
+
+
+def a_pool_and_a_loner() -> list[PythonProcess]:
+    master = PythonProcess(100, "a", "gunicorn app", 1.0, "3.12", threads=2, rss=1 << 20, parent=1)
+    workers = [PythonProcess(101 + i, "a", "gunicorn app", 40.0, "3.12", threads=3, rss=2 << 20, parent=100)
+               for i in range(3)]
+    return [*workers, PythonProcess(300, "b", "python other.py", 50.0, "3.11", parent=1), master]
+
+
+@pytest.mark.ui  # the picker driven by its pilot
+async def test_a_pool_is_one_row_that_opens_and_is_watched_whole() -> None:
+    app = PickerApp(refresh_seconds=60)
+    async with app.run_test(size=(140, 20)) as pilot:
+        await app.workers.wait_for_complete()
+        app.show_processes(a_pool_and_a_loner())
+        await pilot.pause()
+        table = app.query_one(DataTable)
+        folded = list(app.keys)
+        pool_row = str(table.get_cell("pool:100", "command")), str(table.get_cell("pool:100", "cpu"))
+        table.move_cursor(row=0)
+        await pilot.press("space")
+        await pilot.pause()
+        opened = list(app.keys)
+        table.move_cursor(row=2)  # a worker
+        await pilot.press("space")  # on a member: the pool folds, the cursor on it
+        await pilot.pause()
+        refolded, cursor = list(app.keys), app.keys[table.cursor_row]
+        await pilot.press("enter")
+        await pilot.pause()
+    assert folded == ["pool:100", "300"], folded
+    assert pool_row == ("▸ [pool of 4, 3 busy] gunicorn app", "121%"), pool_row
+    assert opened == ["pool:100", "100:100", "100:101", "100:102", "100:103", "300"], opened
+    assert refolded == folded and cursor == "pool:100"
+    assert app.return_value == 100 and app.chosen.pool and app.chosen.key == "pool:100"
+
+
+@pytest.mark.ui  # the picker driven by its pilot
+async def test_a_member_of_an_open_pool_is_watched_alone() -> None:
+    app = PickerApp(refresh_seconds=60)
+    async with app.run_test(size=(140, 20)) as pilot:
+        await app.workers.wait_for_complete()
+        app.show_processes(a_pool_and_a_loner())
+        await pilot.pause()
+        table = app.query_one(DataTable)
+        table.move_cursor(row=0)
+        await pilot.press("space")
+        await pilot.pause()
+        table.move_cursor(row=3)
+        await pilot.press("enter")
+        await pilot.pause()
+    assert app.return_value == 102 and not app.chosen.pool and app.chosen.open_pools == {100}

@@ -309,8 +309,9 @@ def ended_by_signals() -> Iterator[None]:
 
 
 def host_views(args: argparse.Namespace) -> int:
-    """`pytop` without a PID: the host's table of Python processes; Enter opens one's live view,
-    and b (or Esc with nothing open) in it comes back to the table as it was."""
+    """`pytop` without a PID: the host's table of Python processes; Enter opens the live view of
+    one (of a pool: its root's and every Python process's under it, as -s does), and b (or Esc
+    with nothing open) in it comes back to the table as it was."""
     from .ui.picker import PickerApp, PickerState
 
     state = PickerState()
@@ -320,12 +321,13 @@ def host_views(args: argparse.Namespace) -> int:
         if pid is None:
             return 0  # the user left the table
         state, args.pid, args.back = picker.chosen, pid, True
+        args.subprocesses = state.pool  # a pool: its root and every Python process under it
         try:
             status = watch(args, [])
         except errors.Interrupted:
             raise
         except errors.PytopError as exc:  # it ended, or cannot be read: said on the table
-            state = PickerState(state.sort, state.filter_text, state.pid, note=f"pid {pid}: {exc}")
+            state = replace(state, note=f"pid {pid}: {exc}")
             continue
         if status != WENT_BACK:
             return status

@@ -189,6 +189,7 @@ class PythonProcess:
     rss: int = 0  # resident memory, bytes
     pid_inside: int | None = None  # its pid in its own PID namespace (a container), when not ours
     problem: str | None = None  # why pytop cannot read it
+    parent: int = 0  # its parent's pid
 
     @property
     def described(self) -> str:

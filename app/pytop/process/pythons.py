@@ -36,6 +36,7 @@ class _Stat:
 
     name: str
     state: str
+    parent: int
     flags: int
     cpu_ticks: int
     threads: int
@@ -72,8 +73,8 @@ def _read_stat(pid: int) -> _Stat | None:
         return None
     try:
         return _Stat(name=raw[raw.find(b"(") + 1:close].decode("utf-8", "replace"), state=fields[0].decode(),
-                     flags=int(fields[6]), cpu_ticks=int(fields[11]) + int(fields[12]), threads=int(fields[17]),
-                     started=int(fields[19]), rss=int(fields[21]) * _PAGE)
+                     parent=int(fields[1]), flags=int(fields[6]), cpu_ticks=int(fields[11]) + int(fields[12]),
+                     threads=int(fields[17]), started=int(fields[19]), rss=int(fields[21]) * _PAGE)
     except (ValueError, UnicodeDecodeError):
         return None
 
@@ -195,7 +196,7 @@ class PythonScan:
             used = (stat.cpu_ticks - before) / _CLOCK_TICKS if before is not None else 0.0
             found.append(PythonProcess(pid, program.user, program.command,
                                        100.0 * used / seconds if seconds > 0 else 0.0, program.version,
-                                       stat.threads, stat.rss, program.pid_inside, program.problem))
+                                       stat.threads, stat.rss, program.pid_inside, program.problem, stat.parent))
         self._programs, self._ticks, self._kernel = programs, ticks, kernel  # what ended is forgotten
         return sorted(found, key=lambda p: (-p.cpu_pct, p.pid))
 

@@ -5,7 +5,9 @@ refresh never moves a row away from the cursor), and narrowed by `/`."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -14,14 +16,31 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
 from ..core.model import PythonProcess
+from ..core.pools import HostRow, fold
 from ..process.pythons import PythonScan
 from ..report import format as fmt
 from .filter import FilterBar, compile_filter
 
 PRIMING_SECONDS = 0.3
 # The orders a key (or a click on the column's header) gives: busiest, biggest first.
-SORTS = {"cpu": ("CPU%", lambda p: (-p.cpu_pct, p.pid)), "rss": ("RSS", lambda p: (-p.rss, p.pid)),
-         "threads": ("Threads", lambda p: (-p.threads, p.pid)), "pid": ("PID", lambda p: p.pid)}
+SORTS: dict[str, tuple[str, Callable[[HostRow], Any]]] = {
+    "cpu": ("CPU%", lambda r: (-r.cpu_pct, r.root)), "rss": ("RSS", lambda r: (-r.rss, r.root)),
+    "threads": ("Threads", lambda r: (-r.threads, r.root)), "pid": ("PID", lambda r: r.root)}
+
+
+@dataclass(frozen=True)
+class Line:
+    """A line of the table: a process, a pool, or (under an open pool) one of its members."""
+
+    key: str  # the table's row key: stays the same from look to look
+    pid: int  # what Enter watches (a pool: its root, with its subprocesses)
+    pool: bool
+    row: HostRow
+    member: bool = False
+
+
+def _row_key(row: HostRow) -> str:
+    return f"pool:{row.root}" if row.pool else str(row.root)
 
 
 @dataclass(frozen=True)
@@ -30,7 +49,9 @@ class PickerState:
 
     sort: str | None = None
     filter_text: str = ""
-    pid: int | None = None  # under the cursor
+    key: str | None = None  # the line under the cursor
+    pool: bool = False  # ... a pool (watched with its subprocesses)
+    open_pools: frozenset[int] = frozenset()
     note: str | None = None  # why the last view ended (the process exited, could not be read)
 
 
@@ -50,6 +71,7 @@ class PickerApp(App[int]):
         Binding("2", "sort('rss')", "RSS", tooltip="sort by resident memory"),
         Binding("3", "sort('threads')", "Threads", tooltip="sort by threads"),
         Binding("4", "sort('pid')", "PID", tooltip="sort by pid"),
+        Binding("space", "open_pool", "Open/close pool", tooltip="show a pool's processes, or fold them again"),
         Binding("slash", "filter", "Filter", key_display="/", tooltip="show only the processes that match"),
         Binding("c", "clear_filter", "Clear filter", show=False),
         Binding("q,escape", "quit", "Quit"),
@@ -59,11 +81,14 @@ class PickerApp(App[int]):
     def __init__(self, refresh_seconds: float = 2.0, state: PickerState = PickerState()):
         super().__init__()
         self.refresh_seconds = refresh_seconds
-        self.pids: list[int] = []  # as shown
+        self.pids: list[int] = []  # as shown: what Enter on each line watches
+        self.keys: list[str] = []  # ... each line's key
+        self.lines: dict[str, Line] = {}
+        self.open_pools: set[int] = set(state.open_pools)
         self.sort = state.sort  # None: busiest first at the start, then each row kept where it was
         self.filter_text = state.filter_text
         self.note = state.note
-        self._wanted = state.pid  # the cursor's process, once it shows
+        self._wanted = state.key  # the cursor's line, once it shows
         self.chosen = state  # once a process is chosen: the table as it was then
         self.latest: list[PythonProcess] = []  # the last look's, busiest first
         self._scan_of_host = PythonScan()
@@ -102,33 +127,47 @@ class PickerApp(App[int]):
         self.latest = processes
         self._show()
 
-    def _show(self) -> None:
-        """In the order sorted by, or busiest first when the picker opens and then each row where
-        it was (new processes come at the end, ended ones go); the cursor stays on its process."""
+    def _lines(self) -> list[Line]:
+        """The rows as the filter, the sort and the open pools say, each pool's members under it."""
         pattern = compile_filter(self.filter_text)
-        processes = [p for p in self.latest
-                     if pattern is None or pattern.search(f"{p.pid} {p.user} {p.version} {p.described}")]
+        rows = [r for r in fold(self.latest) if pattern is None
+                or any(pattern.search(f"{p.pid} {p.user} {p.version} {p.described}") for p in r.members)]
         if self.sort is not None:
-            processes.sort(key=SORTS[self.sort][1])
-        elif self.pids:
-            shown = set(self.pids)
-            by_pid = {p.pid: p for p in processes}
-            kept = [by_pid[pid] for pid in self.pids if pid in by_pid]
-            processes = kept + [p for p in processes if p.pid not in shown]
+            rows.sort(key=SORTS[self.sort][1])
+        elif self.keys:  # each row where it was; new ones at the end
+            at = {key: n for n, key in enumerate(self.keys)}
+            rows.sort(key=lambda r: at.get(_row_key(r), len(at)))
+        lines = []
+        for row in rows:
+            lines.append(Line(_row_key(row), row.root, row.pool, row))
+            if row.pool and row.root in self.open_pools:
+                lines.extend(Line(f"{row.root}:{m.pid}", m.pid, False, HostRow(m.pid, (m,)), member=True)
+                             for m in row.members)
+        return lines
+
+    def _show(self, keep: str | None = None) -> None:
+        """In the order sorted by, or busiest first when the picker opens and then each row where
+        it was (new processes come at the end, ended ones go); the cursor stays on its row (or
+        goes to `keep`)."""
+        lines = self._lines()
         table = self.query_one(DataTable)
-        keep = self.pids[table.cursor_row] if self.pids and table.row_count else self._wanted
+        if keep is None:
+            keep = self.keys[table.cursor_row] if self.keys and table.row_count else self._wanted
         table.clear()
-        self.pids = [p.pid for p in processes]
-        for p in processes:
+        self.lines = {line.key: line for line in lines}
+        self.keys = [line.key for line in lines]
+        self.pids = [line.pid for line in lines]
+        for line in lines:
+            row = line.row
+            mark = ("▾ " if row.root in self.open_pools else "▸ ") if line.pool else "  └ " if line.member else ""
             # Text, not str: a str cell is read as markup, and a command line is any user's ("[/]"
             # once crashed root's picker, "[white on white]" hid text)
-            table.add_row(Text(str(p.pid), justify="right"), Text(p.user), Text(p.version or "?"),
-                          Text(f"{p.cpu_pct:.0f}%", justify="right"), Text(str(p.threads), justify="right"),
-                          Text(fmt.byte_size(p.rss), justify="right"),
-                          Text(p.described), key=str(p.pid))
+            table.add_row(Text(str(line.pid), justify="right"), Text(row.leader.user), Text(row.leader.version or "?"),
+                          Text(f"{row.cpu_pct:.0f}%", justify="right"), Text(str(row.threads), justify="right"),
+                          Text(fmt.byte_size(row.rss), justify="right"), Text(mark + row.described), key=line.key)
         self.query_one("#intro", Static).update(self._intro())
-        if keep in self.pids:
-            table.move_cursor(row=self.pids.index(keep))
+        if keep in self.keys:
+            table.move_cursor(row=self.keys.index(keep))
 
     def _intro(self) -> Text:
         intro = Text()
@@ -171,14 +210,26 @@ class PickerApp(App[int]):
         self.filter_text = ""
         self._show()
 
+    def action_open_pool(self) -> None:
+        table = self.query_one(DataTable)
+        if not (self.keys and table.row_count):
+            return
+        line = self.lines[self.keys[table.cursor_row]]
+        root = line.row.root if line.pool else int(line.key.split(":")[0]) if line.member else None
+        if root is not None:
+            self.open_pools ^= {root}
+            self._show(keep=f"pool:{root}")
+
     def action_choose(self) -> None:
         table = self.query_one(DataTable)
-        if self.pids and table.row_count:
-            self._choose(self.pids[table.cursor_row])
+        if self.keys and table.row_count:
+            self._choose(self.keys[table.cursor_row])
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self._choose(int(str(event.row_key.value)))
+        self._choose(str(event.row_key.value))
 
-    def _choose(self, pid: int) -> None:
-        self.chosen = PickerState(self.sort, self.filter_text, pid)  # to come back to
-        self.exit(pid)
+    def _choose(self, key: str) -> None:
+        line = self.lines[key]
+        # (to come back to)
+        self.chosen = PickerState(self.sort, self.filter_text, key, line.pool, frozenset(self.open_pools))
+        self.exit(line.pid)
