@@ -4,8 +4,9 @@ PID opens, and for `pytop --batch --all`.
 Everything here is read from /proc, and cheaply enough to be read again every second on a host
 of thousands of processes: each look reads one `stat` file a process (its CPU count, threads,
 memory). Whether a process is Python is judged once per program (by its name, else by a
-libpython in its maps: embedded interpreters), not at every look: py-spy's picker probed every
-process each time, "dozens of seconds" of CPU on a busy host (its issue #561).
+libpython or a python* file in its maps: embedded interpreters, one started through ld.so), not
+at every look: py-spy's picker probed every process each time, "dozens of seconds" of CPU on a
+busy host (its issue #561).
 """
 
 from __future__ import annotations
