@@ -153,6 +153,27 @@ def test_a_program_that_execs_python_is_listed_once_it_has() -> None:
     assert shell.pid not in before and shell.pid in after
 
 
+def test_processes_that_come_and_go_while_looked_at() -> None:
+    """A pool whose workers end as fast as they start: a process that ends between the listing
+    and the read, or is a zombie for a moment, gets a row or none; the parent is always there."""
+    churn = started(sys.executable, "-c", textwrap.dedent("""\
+        import os, time
+        print("ready", flush=True)
+        while True:
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            time.sleep(0.001)
+            os.waitpid(pid, 0)
+        """))
+    scan = PythonScan()
+    try:
+        seen = [churn.pid in {p.pid for p in scan.look()} for _ in range(100)]
+    finally:
+        ended(churn)
+    assert all(seen)
+
+
 def test_a_name_with_parentheses_and_spaces() -> None:
     """/proc/PID/stat gives the name in parentheses, whatever it holds: the fields after it are
     found from the last one."""
