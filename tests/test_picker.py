@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 import helpers
 from pytop.core.model import PythonProcess
 from pytop.process.pythons import python_processes
-from pytop.ui.picker import PickerApp
+from pytop.ui.picker import PickerApp, PickerState
 
 
 @pytest.mark.process  # a Python and a sleep to tell apart
@@ -160,3 +160,16 @@ async def test_a_member_of_an_open_pool_is_watched_alone() -> None:
         await pilot.press("enter")
         await pilot.pause()
     assert app.return_value == 102 and not app.chosen.pool and app.chosen.open_pools == {100}
+
+
+@pytest.mark.ui  # the picker driven by its pilot
+async def test_why_the_last_view_ended_is_said_as_text() -> None:
+    """The message may quote what another user chose (a program's path): never markup, never a
+    control character sent to the terminal."""
+    app = PickerApp(refresh_seconds=60, state=PickerState(note="pid 5: [bold]x[/] \x1b]2;pwned\x07"))
+    async with app.run_test(size=(120, 20)) as pilot:
+        await app.workers.wait_for_complete()
+        app.show_processes(two_processes())
+        await pilot.pause()
+        intro = str(app.query_one("#intro", Static).render())
+    assert "pid 5: [bold]x[/] \\x1b]2;pwned\\x07" in intro, intro

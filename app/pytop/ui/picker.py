@@ -17,6 +17,7 @@ from textual.worker import get_current_worker
 
 from ..core.model import PythonProcess
 from ..core.pools import HostRow, fold
+from ..core.visible import visible
 from ..process.pythons import PythonScan
 from ..report import format as fmt
 from .filter import FilterBar, compile_filter
@@ -172,7 +173,8 @@ class PickerApp(App[int]):
     def _intro(self) -> Text:
         intro = Text()
         if self.note:
-            intro.append(f"{self.note}\n", style="bold red")  # (a Text: the message is data, not markup)
+            # (a Text, and visible(): the message may quote a path or a name another user chose)
+            intro.append(f"{visible(self.note)}\n", style="bold red")
         if not self.latest:
             return intro.append("No Python process found (yet); q quits.", style="bold")
         intro.append("Which Python process? Enter watches the one under the cursor (b comes back).", style="bold")
