@@ -1,27 +1,42 @@
 #!/usr/bin/env python3
 """Make screenshots/*.svg from the real app watching the real demo workload.
 
-    python tools/screenshots.py   # writes screenshots/{main,help,by-line,threads,callers,tree,stacks,exited}.svg
+    python tools/screenshots.py   # writes screenshots/{main,help,by-line,threads,callers,tree,stacks,exited,hosts}.svg
 
 It starts `python -m pytop.demo`, attaches with the real sampler, drives the app with Textual's
-pilot in a 120x32 terminal, and saves what the screen shows. The numbers are whatever the demo
-did on this machine.
+pilot in a 120x32 terminal, and saves what the screen shows; then the host's table with the demo
+and a multiprocessing pool beside it (every other Python process of the machine shows too: run
+it on a quiet one). The numbers are whatever the demo did on this machine.
 """
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 from pathlib import Path
+
+from textual.widgets import DataTable
 
 from pytop.process.launch import Child, attach_when_ready, demo_command
 from pytop.process.stacks import stacks_now
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.ui.app import PytopApp
+from pytop.ui.picker import PickerApp
 
 OUT = Path(__file__).resolve().parent.parent / "screenshots"
 SIZE = (120, 32)
+# Three workers computing, as a server's pool would.
+POOL = """\
+import multiprocessing, time
+def work(_):
+    end = time.time() + 3600
+    while time.time() < end:
+        sum(range(10000))
+if __name__ == "__main__":
+    multiprocessing.Pool(3).map(work, range(3))
+"""
 
 
 async def shoot() -> None:
@@ -69,9 +84,34 @@ async def shoot() -> None:
         child.end()
 
 
+async def shoot_hosts() -> None:
+    """The host's table, the pool opened under the cursor."""
+    child = Child(demo_command(), quiet=True)
+    pool = subprocess.Popen([sys.executable, "-c", POOL])
+    try:
+        ready = attach_when_ready(child)  # (the demo's threads are running: its rows are real)
+        if ready is not None:
+            ready.close()
+        app = PickerApp(refresh_seconds=1.0)
+        async with app.run_test(size=SIZE) as pilot:
+            await asyncio.sleep(3)
+            await pilot.press("1")
+            while f"pool:{pool.pid}" not in app.keys:
+                await asyncio.sleep(0.2)
+            app.query_one(DataTable).move_cursor(row=app.keys.index(f"pool:{pool.pid}"))
+            await pilot.press("space")
+            await asyncio.sleep(1.5)
+            app.save_screenshot("hosts.svg", str(OUT))
+    finally:
+        pool.kill()
+        pool.wait()
+        child.end()
+
+
 def main() -> int:
     OUT.mkdir(exist_ok=True)
     asyncio.run(shoot())
+    asyncio.run(shoot_hosts())
     print(f"wrote {', '.join(sorted(p.name for p in OUT.glob('*.svg')))} in {OUT}")
     return 0
 
