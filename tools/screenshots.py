@@ -12,6 +12,8 @@ it on a quiet one). The numbers are whatever the demo did on this machine.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -87,7 +89,7 @@ async def shoot() -> None:
 async def shoot_hosts() -> None:
     """The host's table, the pool opened under the cursor."""
     child = Child(demo_command(), quiet=True)
-    pool = subprocess.Popen([sys.executable, "-c", POOL])
+    pool = subprocess.Popen([sys.executable, "-c", POOL], start_new_session=True)  # its workers with it
     try:
         ready = attach_when_ready(child)  # (the demo's threads are running: its rows are real)
         if ready is not None:
@@ -103,7 +105,7 @@ async def shoot_hosts() -> None:
             await asyncio.sleep(1.5)
             app.save_screenshot("hosts.svg", str(OUT))
     finally:
-        pool.kill()
+        os.killpg(pool.pid, signal.SIGKILL)
         pool.wait()
         child.end()
 
