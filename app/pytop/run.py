@@ -314,14 +314,14 @@ def host_views(args: argparse.Namespace) -> int:
     with nothing open) in it comes back to the table as it was."""
     from .ui.picker import PickerApp, PickerState
 
-    state = PickerState()
+    state, family = PickerState(), args.subprocesses  # (pytop -s without a PID: every pick with its family)
     while True:
         picker = PickerApp(state=state)
         pid = picker.run()
         if pid is None:
             return 0  # the user left the table
         state, args.pid, args.back = picker.chosen, pid, True
-        args.subprocesses = state.pool  # a pool: its root and every Python process under it
+        args.subprocesses = family or state.pool  # a pool: its root and every Python process under it
         try:
             status = watch(args, [])
         except errors.Interrupted:
