@@ -93,6 +93,7 @@ class PickerApp(App[int]):
         self.chosen = state  # once a process is chosen: the table as it was then
         self.latest: list[PythonProcess] = []  # the last look's, busiest first
         self._scan_of_host = PythonScan()
+        self._primed = False
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Which Python process? Enter watches the one under the cursor.", style="bold"),
@@ -116,8 +117,9 @@ class PickerApp(App[int]):
 
     def _scan(self) -> None:
         """A look at every process in /proc takes a while on a big host: not on the event loop."""
-        if not self.pids:
-            self._scan_of_host.look()  # CPU shares are measured between two looks
+        if not self._primed:  # CPU shares are measured between two looks
+            self._primed = True
+            self._scan_of_host.look()
             time.sleep(PRIMING_SECONDS)
         processes = self._scan_of_host.look()
         if not get_current_worker().is_cancelled:
