@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -68,6 +70,17 @@ async def test_a_refresh_does_not_move_rows_under_the_cursor() -> None:
         assert app.pids[app.query_one(DataTable).cursor_row] == 11
 
 
+@contextlib.asynccontextmanager
+async def picker_showing(processes: list[PythonProcess], **options: Any) -> AsyncIterator[tuple[PickerApp, Any]]:
+    """The picker (its own look done) showing `processes` instead, and its pilot."""
+    app = PickerApp(refresh_seconds=60, **options)
+    async with app.run_test(size=(140, 20)) as pilot:
+        await app.workers.wait_for_complete()
+        app.show_processes(processes)
+        await pilot.pause()
+        yield app, pilot
+
+
 def two_processes() -> list[PythonProcess]:
     return [PythonProcess(10, "a", "one", 50.0, "3.12", threads=2, rss=1 << 20),
             PythonProcess(11, "b", "two", 10.0, "2.7", threads=9, rss=5 << 20)]
@@ -75,10 +88,7 @@ def two_processes() -> list[PythonProcess]:
 
 @pytest.mark.ui  # the picker driven by its pilot
 async def test_the_keys_sort_as_the_function_tables_do_and_the_cursor_stays() -> None:
-    app = PickerApp(refresh_seconds=60)
-    async with app.run_test(size=(120, 20)) as pilot:
-        await app.workers.wait_for_complete()
-        app.show_processes(two_processes())
+    async with picker_showing(two_processes()) as (app, pilot):
         table = app.query_one(DataTable)
         table.move_cursor(row=0)
         orders = {}
@@ -94,10 +104,7 @@ async def test_the_keys_sort_as_the_function_tables_do_and_the_cursor_stays() ->
 
 @pytest.mark.ui  # the picker driven by its pilot
 async def test_a_filter_narrows_the_table_and_c_clears_it() -> None:
-    app = PickerApp(refresh_seconds=60)
-    async with app.run_test(size=(120, 20)) as pilot:
-        await app.workers.wait_for_complete()
-        app.show_processes(two_processes())
+    async with picker_showing(two_processes()) as (app, pilot):
         await pilot.press("slash", *"[/]tw", "enter")  # markup in the pattern is text
         await pilot.pause()
         nothing = list(app.pids)
@@ -120,11 +127,7 @@ def a_pool_and_a_loner() -> list[PythonProcess]:
 
 @pytest.mark.ui  # the picker driven by its pilot
 async def test_a_pool_is_one_row_that_opens_and_is_watched_whole() -> None:
-    app = PickerApp(refresh_seconds=60)
-    async with app.run_test(size=(140, 20)) as pilot:
-        await app.workers.wait_for_complete()
-        app.show_processes(a_pool_and_a_loner())
-        await pilot.pause()
+    async with picker_showing(a_pool_and_a_loner()) as (app, pilot):
         table = app.query_one(DataTable)
         folded = list(app.keys)
         pool_row = str(table.get_cell("pool:100", "command")), str(table.get_cell("pool:100", "cpu"))
@@ -147,11 +150,7 @@ async def test_a_pool_is_one_row_that_opens_and_is_watched_whole() -> None:
 
 @pytest.mark.ui  # the picker driven by its pilot
 async def test_a_member_of_an_open_pool_is_watched_alone() -> None:
-    app = PickerApp(refresh_seconds=60)
-    async with app.run_test(size=(140, 20)) as pilot:
-        await app.workers.wait_for_complete()
-        app.show_processes(a_pool_and_a_loner())
-        await pilot.pause()
+    async with picker_showing(a_pool_and_a_loner()) as (app, pilot):
         table = app.query_one(DataTable)
         table.move_cursor(row=0)
         await pilot.press("space")
@@ -166,10 +165,7 @@ async def test_a_member_of_an_open_pool_is_watched_alone() -> None:
 async def test_why_the_last_view_ended_is_said_as_text() -> None:
     """The message may quote what another user chose (a program's path): never markup, never a
     control character sent to the terminal."""
-    app = PickerApp(refresh_seconds=60, state=PickerState(note="pid 5: [bold]x[/] \x1b]2;pwned\x07"))
-    async with app.run_test(size=(120, 20)) as pilot:
-        await app.workers.wait_for_complete()
-        app.show_processes(two_processes())
-        await pilot.pause()
+    state = PickerState(note="pid 5: [bold]x[/] \x1b]2;pwned\x07")
+    async with picker_showing(two_processes(), state=state) as (app, _):
         intro = str(app.query_one("#intro", Static).render())
     assert "pid 5: [bold]x[/] \\x1b]2;pwned\\x07" in intro, intro

@@ -40,9 +40,17 @@ class FilterBar(Input):
             self.text = text
             """The new filter text, or None when cancelled."""
 
+    def open(self, text: str) -> None:
+        """Show the prompt with the filter as it is, to edit."""
+        self.value = text
+        self.display = True
+        self.focus()
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        self.display = False
         self.post_message(self.Done(event.value.strip()))
 
     def action_cancel(self) -> None:
+        self.display = False
         self.post_message(self.Done(None))

@@ -197,14 +197,9 @@ class PickerApp(App[int]):
             self.action_sort(event.column_key.value)
 
     def action_filter(self) -> None:
-        bar = self.query_one(FilterBar)
-        bar.value = self.filter_text
-        bar.display = True
-        bar.focus()
+        self.query_one(FilterBar).open(self.filter_text)
 
     def on_filter_bar_done(self, message: FilterBar.Done) -> None:
-        bar = self.query_one(FilterBar)
-        bar.display = False
         self.query_one(DataTable).focus()
         if message.text is not None:
             self.filter_text = message.text

@@ -310,14 +310,9 @@ class MainScreen(Screen[None]):
         self.source.send(commands.NarrowToProcess(following))
 
     def action_filter(self) -> None:
-        bar = self.query_one(FilterBar)
-        bar.value = self.filter_text
-        bar.display = True
-        bar.focus()
+        self.query_one(FilterBar).open(self.filter_text)
 
     def on_filter_bar_done(self, message: FilterBar.Done) -> None:
-        bar = self.query_one(FilterBar)
-        bar.display = False
         self.query_one(FunctionTable).focus()
         if message.text is not None:
             self.filter_text = message.text
