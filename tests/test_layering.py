@@ -6,9 +6,10 @@ the parts below it. Read from the source with `ast`, so it holds for imports ins
     process   the process being read, or its core: finding its runtime, attaching, its layouts,
               reading its stacks and objects: native, core
     report    text, JSON and export formats: core only
+    push      sending profiles on to a server (--push): report's encodings, core
     sampling  the sampling thread and snapshot publishing: native, core, and process's list
-              of processes (what looks like Python); attaching, reading stacks now and writing
-              exports are handed to it (run.py wires them)
+              of processes (what looks like Python); attaching, reading stacks now, writing
+              exports and sending profiles on are handed to it (run.py wires them)
     ui        the Textual app: core, report, and process's list of processes for the picker
     (errors, the exceptions pytop raises, and files, how pytop writes a file: any part but core
     may import them)
@@ -29,6 +30,7 @@ ALLOWED = {
     "native": {"native", "_native", "core", "errors"},
     "process": {"process", "native", "core", "errors", "files"},
     "report": {"report", "core", "errors", "files"},
+    "push": {"push", "report", "core", "errors"},
     "sampling": {"sampling", "native", "process.pythons", "core", "errors", "files"},
     "ui": {"ui", "core", "report", "process.pythons", "errors", "files"},
 }

@@ -42,6 +42,14 @@ def positive(text: str) -> float:
     return value
 
 
+def push_interval(text: str) -> float:
+    """--push-interval: from a second to an hour (a server keeps profiles per interval)."""
+    value = positive(text)
+    if not 1 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"from 1 to 3600 seconds: {text!r}")
+    return value
+
+
 MAX_RATE = 100000.0
 MAX_BUDGET = 100.0 * (os.cpu_count() or 1)
 
@@ -181,6 +189,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="with --batch: the report's format (default text; collapsed stacks, speedscope "
                            "JSON and pprof (gzipped profile.proto) hold every stack sampled)")
     once.add_argument("--output", metavar="FILE", help="with --batch: write the report to FILE")
+    push = parser.add_argument_group("sending profiles on")
+    push.add_argument("--push", metavar="URL",
+                      help="send each process's profile every 10 s, as pprof, to this Grafana Pyroscope server "
+                           "(its /ingest API); credentials from PYTOP_PUSH_TOKEN, or PYTOP_PUSH_USER and "
+                           "PYTOP_PUSH_PASSWORD; PYTOP_PUSH_TENANT for a multi-tenant server")
+    push.add_argument("--push-name", metavar="NAME",
+                      help="with --push: the service's name (default: each process's program)")
+    push.add_argument("--push-interval", type=push_interval, metavar="SECONDS",
+                      help="with --push: seconds of samples in each profile sent (default: 10)")
     parser.add_argument("--version", action="version", version=f"pytop {__version__}")
     parser.set_defaults(back=False)  # set by the host's table for the live views it opens
     return parser
@@ -259,6 +276,27 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         raise errors.UsageError("--stats-file goes with the live view or --batch (a dump takes one sample)")
     if (args.dump or args.batch) and not args.output and sys.stdout is None:
         raise errors.UsageError("standard output is closed: open it, or give --output FILE (with --batch)")
+    check_push(args)
+
+
+def check_push(args: argparse.Namespace) -> None:
+    """--push URL [--push-name NAME]: args.destination, checked (None without --push)."""
+    args.destination = None
+    if args.push is None:
+        if args.push_name is not None or args.push_interval is not None:
+            raise errors.UsageError(f"{'--push-name' if args.push_name is not None else '--push-interval'} goes "
+                                    "with --push URL")
+        return
+    if args.dump:
+        raise errors.UsageError("--push sends what a run samples: not with --dump (one read of the stacks)")
+    if args.all and args.batch:
+        raise errors.UsageError("--push sends what a run samples: give a PID (--all --batch only lists processes)")
+    from .push.destination import EVERY_SECONDS, destination, plain_text_credentials
+
+    args.destination = destination(args.push, args.push_name, args.push_interval or EVERY_SECONDS)
+    if plain_text_credentials(args.destination):
+        errors.say(f"pytop: warning: --push sends its credentials unencrypted to {args.destination.shown} "
+                   "(http://, not https://)")
 
 
 def check_all(args: argparse.Namespace, sources: int) -> None:

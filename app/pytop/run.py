@@ -20,14 +20,17 @@ from typing import TYPE_CHECKING
 import psutil
 
 from . import errors, files
-from .core.model import Snapshot, TargetInfo
+from .core.model import PushStatus, Snapshot, TargetInfo
 from .core.records import ProcessStacks
 from .native import Unwinder, libdw, terminal_guarded
 from .process import asyncio_tasks
 from .process.attach import Target, attach, attach_core, command_line
 from .process.stacks import read_stacks, stacks_now
+from .push.destination import Destination
+from .push.sender import Pusher
 from .report import dump as report_dump
 from .report import export, pprof, table
+from .report import format as fmt
 from .sampling import priority
 from .sampling.sampler import Sampler, Settings
 
@@ -123,7 +126,7 @@ WENT_BACK = -1  # not an exit status: the live view went back to the host's tabl
 
 def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_filenames: bool,
              child: Child | None = None, stats_file: str | None = None, follow_children: bool = False,
-             export_dir: str | None = None, back: bool = False) -> int:
+             export_dir: str | None = None, back: bool = False, pusher: Pusher | None = None) -> int:
     """The live view until the user quits (`back`: opened from the host's table; WENT_BACK when
     the user went back to it)."""
     from .ui.app import PytopApp
@@ -131,7 +134,7 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
     if settings.realtime:
         priority.raise_process()
     sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if follow_children else None,
-                      child.status if child else None, follow_exec, exporter=export.write_stamped)
+                      child.status if child else None, follow_exec, exporter=export.write_stamped, pusher=pusher)
     # The d key reads stacks on its own; ptrace belongs to the sampling thread, which holds every
     # thread of the target with --blocking or --native: the native frames are not read then.
     held_by = "--native" if settings.native else "--blocking" if settings.blocking else None
@@ -145,6 +148,7 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
     finally:
         sampler.stop()
         target.close()
+        stop_pushing(pusher)
         if stats_file:
             write_statistics(stats_file, sampler.statistics())
     if sampler.failure:  # it was on screen until the user quit; say it once more where it stays
@@ -153,6 +157,25 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
     if app.went_back:
         return WENT_BACK
     return app.return_code or 0  # Textual prints its own traceback and sets 1 when the screen failed
+
+
+def start_pushing(destination: Destination | None) -> Pusher | None:
+    """--push: the sender's thread, started (sampling hands it profiles)."""
+    if destination is None:
+        return None
+    pusher = Pusher(destination)
+    pusher.start()
+    return pusher
+
+
+def stop_pushing(pusher: Pusher | None) -> PushStatus | None:
+    """Once sampling has stopped: what is queued gets a few seconds to go; how it went is said
+    in one line (the live view's screen has gone by then)."""
+    if pusher is None:
+        return None
+    status = pusher.close()
+    errors.say(f"pytop: {fmt.push_summary(status)}")
+    return status
 
 
 def shell_status(status: int | None) -> int:
@@ -366,11 +389,17 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
         settings = Settings(rate=args.rate, delay=args.delay, mode=args.mode, by_line=args.by_line,
                             realtime=args.realtime, cpu_budget=args.cpu_budget / 100, blocking=args.blocking,
                             tasks=args.tasks, native=args.native)
+        pusher = start_pushing(getattr(args, "destination", None))
         if args.batch:  # one window for the whole run
             settings = replace(settings, delay=min(args.duration + 3600, FOREVER), quick_start=False)
             sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if args.subprocesses else None,
-                              child.status if child else None, follow_exec)
-            snapshot = collect(sampler, args.duration)
+                              child.status if child else None, follow_exec, pusher=pusher)
+            try:
+                snapshot = collect(sampler, args.duration)
+            finally:
+                pushed = stop_pushing(pusher)
+            if pushed is not None:  # the report says how it went to the end
+                snapshot = replace(snapshot, run=replace(snapshot.run, push=pushed))
             if snapshot.run.failure:
                 raise errors.PytopError(f"sampling failed: {snapshot.run.failure}")
             form = args.format or ("json" if args.json else "text")
@@ -384,10 +413,12 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
             deliver(report, args.output)
             if args.stats_file:
                 write_statistics(args.stats_file, sampler.statistics())
-            return shell_status(sampler.status)
+            status = shell_status(sampler.status)
+            # A script that pushes learns that the server lacks some of the run (the line said why).
+            return status or (1 if pushed is not None and pushed.lost else 0)
         return run_live(target, settings, sort=sort, full_filenames=args.full_filenames, child=child,
                         stats_file=args.stats_file, follow_children=args.subprocesses, export_dir=args.output_dir,
-                        back=args.back)
+                        back=args.back, pusher=pusher)
     finally:
         if child:
             child.end()

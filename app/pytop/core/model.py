@@ -105,6 +105,26 @@ class ThreadRow:
 
 
 @dataclass(frozen=True)
+class PushStatus:
+    """How --push goes: profiles sent to the server, waiting, given up."""
+
+    server: str  # scheme://host:port
+    sent: int = 0  # profiles the server took
+    waiting: int = 0  # profiles queued (or being tried)
+    dropped: int = 0  # profiles given up for room in the queue (the oldest first)
+    unsent: int = 0  # profiles still waiting when the run ended (and its few seconds to send them)
+    refused: int = 0  # profiles the server refused (4xx): not sent again
+    failing: str | None = None  # why the last try failed, if it did (the server is failing)
+    last_refusal: str | None = None  # the server's last refusal
+    closed: bool = False  # the run has ended: nothing is tried again
+
+    @property
+    def lost(self) -> int:
+        """Profiles the server does not have."""
+        return self.dropped + self.unsent + self.refused
+
+
+@dataclass(frozen=True)
 class Circumstances:
     """What the figures do not say: time, the sampler's state, the process's memory and fate."""
 
@@ -129,6 +149,7 @@ class Circumstances:
     last_error: str | None = None
     failure: str | None = None  # pytop itself failed: why (the run has ended)
     work_elsewhere: str | None = None  # the process idles while a child of its computes: where, and how to see it
+    push: PushStatus | None = None  # --push: how sending profiles goes
     window_number: int = 0  # which window the window's figures are of: a view asked for at once shows
     # the last whole window again (same number) rather than a window of a few milliseconds
 

@@ -5,10 +5,12 @@ stacks and speedscope. Nothing changes it after it is handed out."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from .aggregate import Counts, StackBook
+from .aggregate import MODE_INDEX, SAMPLES, Counts, StackBook
+from .model import Mode
 
 
 @dataclass(frozen=True)
@@ -44,3 +46,40 @@ class Profile:
     @property
     def title(self) -> str:
         return f"pytop: pid {self.pid}, {self.command}"
+
+
+class Sample(NamedTuple):
+    """One stack of one thread, resolved to frames: what a pprof Sample is made of."""
+
+    frames: tuple[tuple[str, str, int], ...]  # (function, filename, line), innermost first
+    pid: int
+    tid: int | None  # the kernel's TID
+    thread_name: str | None
+    samples: int
+    nanoseconds: int  # time in the mode
+
+
+def samples_of(counts: Counts, book: StackBook, thread_of: Callable[[int], tuple[int | None, str | None]],
+               mode: Mode) -> Iterator[Sample]:
+    """Each (thread, stack) of `counts` with samples or time, resolved (a walk over its frames:
+    for reports, not for every sample)."""
+    index = MODE_INDEX[mode]
+    for (thread, stack), tally in sorted(counts.stacks.items()):
+        info = book.info(stack)
+        if info is None or not (tally[SAMPLES] or tally[index]):
+            continue
+        tid, name = thread_of(thread)
+        yield Sample(info.frames, info.pid, tid, name, tally[SAMPLES], tally[index])
+
+
+@dataclass(frozen=True)
+class Upload:
+    """One process's profile of the wall-clock seconds [start, end], cut for --push."""
+
+    pid: int
+    command: str  # its command line (the server's service is named after its program)
+    samples: tuple[Sample, ...]
+    start: float
+    end: float
+    rate: float  # samples a second asked for
+    mode: Mode

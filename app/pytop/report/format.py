@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import signal
 
-from ..core.model import FunctionRow, Snapshot
+from ..core.model import FunctionRow, PushStatus, Snapshot
 from ..core.visible import visible_command
 
 # Where a file lives inside an installation: shown from there on ("json/decoder.py").
@@ -100,6 +100,9 @@ def samples_facts(s: Snapshot) -> list[str]:
     if s.run.pytop_cpu_pct is not None:
         facts[-1] += ","
         facts.append(f"pytop CPU {s.run.pytop_cpu_pct:.1f}%")
+    if s.run.push is not None:
+        facts[-1] += ","
+        facts.append(f"pushed {s.run.push.sent:,}")
     return facts
 
 
@@ -131,6 +134,30 @@ def behind_banner(s: Snapshot) -> str | None:
         return None
     return (f"Behind on a busy machine: {100 * s.run.skipped_share:.0f}% of samples skipped lately (never made up in "
             "a burst); times stay the kernel's.")
+
+
+def push_banner(s: Snapshot) -> str | None:
+    """--push is failing, or has had to give profiles up: said while it lasts (the server's own
+    words are data: made visible where they came in)."""
+    push = s.run.push
+    if push is None or not (push.failing or push.lost):
+        return None
+    return push_summary(push)
+
+
+def push_summary(push: PushStatus) -> str:
+    """How --push went: `pushed 6 profiles to http://host:4040`, with what failed."""
+    said = f"pushed {push.sent:,} profile{'s' if push.sent != 1 else ''} to {push.server}"
+    if push.dropped:
+        said += f"; {push.dropped:,} dropped for room, the oldest first (the server did not take them in time)"
+    if push.unsent:
+        said += f"; {push.unsent:,} not sent by the end"
+    if push.refused:
+        said += f"; {push.refused:,} refused by the server ({push.last_refusal})"
+    if push.failing:
+        said += (f"; the last try failed: {push.failing}" if push.closed else
+                 f"; failing now: {push.failing}, trying again ({push.waiting:,} waiting)")
+    return said
 
 
 def elsewhere_banner(s: Snapshot) -> str | None:

@@ -10,10 +10,10 @@ small and fixed, and a protobuf runtime would be a dependency for ten field numb
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterable
 
-from ..core.aggregate import MODE_INDEX, SAMPLES
 from ..core.model import Mode
-from ..core.profile import Profile
+from ..core.profile import Profile, Sample, samples_of
 
 # Field numbers of profile.proto.
 PROFILE_SAMPLE_TYPE, PROFILE_SAMPLE, PROFILE_LOCATION, PROFILE_FUNCTION, PROFILE_STRINGS = 1, 2, 4, 5, 6
@@ -72,7 +72,13 @@ class Strings:
 
 def profile(run: Profile, mode: Mode, rate: float, start_ns: int, duration_ns: int) -> bytes:
     """The gzipped pprof profile of `run`."""
-    counts, book, thread_of, comment = run.counts, run.book, run.thread_of, run.title
+    return encode(samples_of(run.counts, run.book, run.thread_of, mode), mode, rate, start_ns, duration_ns,
+                  run.title)
+
+
+def encode(samples: Iterable[Sample], mode: Mode, rate: float, start_ns: int, duration_ns: int,
+           comment: str) -> bytes:
+    """The gzipped pprof profile of `samples`: values [samples, time in the mode's nanoseconds]."""
     strings = Strings()
     unit = strings("nanoseconds")
     kind = strings(mode)
@@ -81,25 +87,20 @@ def profile(run: Profile, mode: Mode, rate: float, start_ns: int, duration_ns: i
     body = bytearray()
     body += message(PROFILE_SAMPLE_TYPE, number(VALUE_TYPE, strings("samples")) + number(VALUE_UNIT, strings("count")))
     body += message(PROFILE_SAMPLE_TYPE, number(VALUE_TYPE, kind) + number(VALUE_UNIT, unit))
-    index = MODE_INDEX[mode]
-    for (thread, stack), tally in sorted(counts.stacks.items()):
-        info = book.info(stack)
-        if info is None or not (tally[SAMPLES] or tally[index]):
-            continue
+    for sample in samples:
         ids = []
-        for function, filename, line in info.frames:  # innermost first, as pprof wants
+        for function, filename, line in sample.frames:  # innermost first, as pprof wants
             where = (function, filename, max(line, 0))
             if where not in locations:
                 locations[where] = len(locations) + 1
                 functions.setdefault((function, filename), len(functions) + 1)
             ids.append(locations[where])
-        tid, name = thread_of(thread)
-        labels = label(strings("pid"), LABEL_NUM, info.pid)
-        if tid:
-            labels += label(strings("thread_id"), LABEL_NUM, tid)
-        if name:
-            labels += label(strings("thread_name"), LABEL_STR, strings(name))
-        values = [tally[SAMPLES], tally[index]]
+        labels = label(strings("pid"), LABEL_NUM, sample.pid)
+        if sample.tid:
+            labels += label(strings("thread_id"), LABEL_NUM, sample.tid)
+        if sample.thread_name:
+            labels += label(strings("thread_name"), LABEL_STR, strings(sample.thread_name))
+        values = [sample.samples, sample.nanoseconds]
         body += message(PROFILE_SAMPLE, packed(SAMPLE_LOCATION, ids) + packed(SAMPLE_VALUE, values) + labels)
     for (function, filename, line), location in locations.items():
         line_record = number(LINE_FUNCTION, functions[(function, filename)]) + number(LINE_LINE, line)

@@ -3,6 +3,7 @@ sampled as collapsed stacks or speedscope JSON."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -36,6 +37,9 @@ def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = No
     ]
     if s.run.work_elsewhere:
         lines.append(s.run.work_elsewhere)
+    if s.run.push is not None:
+        said = fmt.push_summary(s.run.push)
+        lines.append(said[:1].upper() + said[1:] + ".")
     if s.run.exited:
         if s.run.exit_status is None:
             lines.append(f"The process exited during the run ({s.run.exit_reason}).")
@@ -125,6 +129,7 @@ def as_json(s: Snapshot, sort: str) -> str:
         "stack_samples": sum(row.own_count for row in s.rows if row.line is None or s.by_line),
         "per_thread": [thread_record(t) for t in s.thread_rows],
         "gc_pct": None if s.gc_pct is None else round(s.gc_pct, 3),
+        "push": None if s.run.push is None else dataclasses.asdict(s.run.push),
         "functions": functions,
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

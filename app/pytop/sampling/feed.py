@@ -15,6 +15,7 @@ from ..core.records import Drain
 from ..core.snapshot import Figures
 from ..native import Closed, Engine, Unwinder
 from .processes import ProcessSet
+from .pushing import PushWindow
 
 STOP_SECONDS = 5.0  # how long a stop waits for the engine's thread
 
@@ -48,6 +49,7 @@ class Feed:
         # CLOCK_MONOTONIC of the latest tick drained, resets or not: where the time of the
         # samples drained next begins (each sample's time is that since the one before).
         self.sampled_until: float | None = None
+        self.push_window: PushWindow | None = None  # --push: what is drained goes there too
 
     @property
     def sampling(self) -> bool:
@@ -96,6 +98,8 @@ class Feed:
         assert f.window_table is not None and f.totals is not None
         f.window_table.add_rows(d.function_rows, d.line_rows)
         f.totals.add_rows(d.function_rows, d.line_rows, bounded=True)
+        if self.push_window is not None:
+            self.push_window.add(d)
         f.threads.update(d.threads, lambda process: f.book.pids.get(process, 0), f.book.has_frames)
         if d.ticks:
             self.sampled_until = d.last_at

@@ -18,6 +18,7 @@ bug in pytop: the run ends with the error on screen and a non-zero exit, never a
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -32,7 +33,8 @@ from ..core.snapshot import View
 from ..native import Engine, EngineConfig, Unwinder
 from .feed import STOP_SECONDS, Feed
 from .priority import DEFAULT_CPU_BUDGET
-from .processes import Attach, Follow, ProcessSet
+from .processes import Attach, Follow, ProcessSet, command_of
+from .pushing import ProfileSink, PushWindow
 from .windows import Windows
 
 FIRST_REFRESHES = (0.1, 0.25, 0.5)  # seconds after start: show something quickly
@@ -71,12 +73,14 @@ class Settings:
 class Sampler:
     def __init__(self, unwinder: Unwinder | None, target: TargetInfo, settings: Settings,
                  attach: Attach | None = None, exit_status: Callable[[float], int | None] | None = None,
-                 follow: Follow | None = None, exporter: Exporter = no_exports):
+                 follow: Follow | None = None, exporter: Exporter = no_exports, pusher: ProfileSink | None = None):
         """unwinder: the target's, or None for a target that is not Python, watched for its
         Python descendants (attach is then needed). attach: with --subprocesses, how to start
         watching a new descendant. exit_status: for a program pytop started, its status once it
         has ended (given how long to wait for it). follow: how to read the program a watched
-        process exec'd (None: its run ends there). exporter: how the Export command writes."""
+        process exec'd (None: its run ends there). exporter: how the Export command writes.
+        pusher: with --push, where each process's profile goes every few seconds (the caller
+        starts it, and closes it once sampling has stopped)."""
         if unwinder is None and attach is None:
             raise ValueError("a target that is not Python is watched only for its subprocesses")
         if settings.mode not in MODES:
@@ -102,6 +106,10 @@ class Sampler:
         view = View(mode=settings.mode, by_line=settings.by_line, tasks=settings.tasks)
         self.windows = Windows(self.feed, target, view, settings.rate, settings.cpu_budget)
         self._exporter = exporter
+        self._pusher = pusher
+        if pusher is not None:
+            self.feed.push_window = PushWindow(pusher.every, settings.mode, settings.rate, command_of)
+            self.windows.push_status = pusher.status
         self._exit_status = exit_status
         self._inbox: queue.SimpleQueue[commands.Command] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="pytop-sampler", daemon=True)
@@ -114,6 +122,8 @@ class Sampler:
         # The run is timed from here: not from set-up, which a screen starting on a busy host
         # can stretch to seconds (the report's duration and rates counted it).
         self.windows.restart()
+        if self.feed.push_window is not None:
+            self.feed.push_window.restart()
         self.feed.engine.start()
         self._thread.start()
 
@@ -213,6 +223,7 @@ class Sampler:
     def _run(self) -> None:
         try:
             self._loop()
+            self._push_rest()
             if self.feed.end is not None:
                 self._serve_final()
         except Exception as exc:  # a bug in pytop: end the run with it on screen, never freeze
@@ -220,6 +231,23 @@ class Sampler:
             self.publish(self.windows.failed())
         finally:
             self.feed.shut()
+
+    def _push_due(self) -> float:
+        window = self.feed.push_window
+        return window.due if window is not None else math.inf
+
+    def _push(self) -> None:
+        """Hand the push window's profiles (one per process) to the sender, and start another."""
+        window, pusher = self.feed.push_window, self._pusher
+        if window is not None and pusher is not None:
+            figures = self.feed.figures
+            pusher.put(window.cut(figures.book, figures.threads.threads))
+
+    def _push_rest(self) -> None:
+        """Sampling is over: what the engine still holds goes into the last push."""
+        if self._pusher is not None:
+            self.feed.shut()
+            self._push()
 
     def _serve_final(self) -> None:
         """Every process has gone and the figures are final; the view still changes on request
@@ -238,7 +266,7 @@ class Sampler:
         next_discovery = time.monotonic() + (DISCOVERY_SECONDS if feed.watching else WAITING_DISCOVERY_SECONDS)
         next_exec_check = time.monotonic() + EXEC_CHECK_SECONDS
         while not self._stop.is_set():
-            wait = min(next_refresh, next_drain, next_discovery, next_exec_check) - time.monotonic()
+            wait = min(next_refresh, next_drain, next_discovery, next_exec_check, self._push_due()) - time.monotonic()
             command: commands.Command
             try:
                 command = self._inbox.get(timeout=max(0.0, wait))
@@ -257,6 +285,9 @@ class Sampler:
                 if followed is not None:
                     windows.target = followed
                 next_exec_check = now + EXEC_CHECK_SECONDS
+            if now >= self._push_due():
+                feed.drain_if_sampling()
+                self._push()
             if now >= next_discovery:
                 self._parent_only = feed.discover(self._parent_only)
                 next_discovery = now + (DISCOVERY_SECONDS if feed.watching else WAITING_DISCOVERY_SECONDS)

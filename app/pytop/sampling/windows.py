@@ -16,7 +16,7 @@ from dataclasses import replace
 from ..core.aggregate import FOLDED, OWN, Counts, FunctionSums, mode_column
 from ..core.callgraph import call_graph
 from ..core.calltree import call_tree
-from ..core.model import CallGraph, Circumstances, Snapshot, TargetInfo, TreeNode
+from ..core.model import CallGraph, Circumstances, PushStatus, Snapshot, TargetInfo, TreeNode
 from ..core.records import PSEUDO_FUNCTIONS, STACK_OVERFLOW, NodeRow
 from ..core.snapshot import Figures, Tables, View, build
 from ..core.sticky import StickyShare, skipped_share
@@ -49,6 +49,7 @@ class Windows:
         self.ended = math.inf
         self._cpu_mark = time.process_time()  # pytop's own CPU at the window's start
         self._sampled_from = feed.sampled_until  # where the open window's samples' time begins
+        self.push_status: Callable[[], PushStatus | None] = lambda: None  # --push: how it goes
 
     def restart(self) -> None:
         """The run's time starts now (at the start of sampling, and at a reset)."""
@@ -84,6 +85,8 @@ class Windows:
         moved = f.threads.fold_finished()
         if moved:
             f.total.fold(moved)
+            if self.feed.push_window is not None:
+                self.feed.push_window.fold(moved)
         now = min(time.monotonic(), self.ended)
         seconds = max(now - self.opened, 1e-9)
         sampled = self._sampled_seconds(f.window, seconds)
@@ -102,7 +105,7 @@ class Windows:
             stacks_dropped=news.stacks_dropped, stacks_coarsened=news.stacks_coarsened,
             last_error=self.feed.last_error, failure=self.failure,
             exit_status=self.exit_status, window_number=self._number,
-            work_elsewhere=None if exited else processes.hint)
+            work_elsewhere=None if exited else processes.hint, push=self.push_status())
         self._number += 1
         snapshot = self._build(circumstances)
         assert f.window_table is not None

@@ -132,6 +132,7 @@ class MainScreen(Screen[None]):
         yield Banner(id="error-banner")
         yield Banner(id="behind-banner")
         yield Banner(id="elsewhere-banner")
+        yield Banner(id="push-banner")
         yield Banner(id="exited-banner")
         yield FunctionTable(id="functions")
         yield Static(id="detail")
@@ -182,6 +183,7 @@ class MainScreen(Screen[None]):
         self.query_one("#error-banner", Banner).say(fmt.error_banner(s))
         self.query_one("#behind-banner", Banner).say(fmt.behind_banner(s))
         self.query_one("#elsewhere-banner", Banner).say(fmt.elsewhere_banner(s))
+        self.query_one("#push-banner", Banner).say(fmt.push_banner(s))
         self.query_one("#exited-banner", Banner).say(fmt.exited_banner(s))
         several = len({row.pid for row in s.rows}) > 1 or len(s.run.processes) > 1
         table.show_functions(shown, s.target.cwd, self.full_filenames, several, self.trends)
