@@ -140,6 +140,21 @@ def test_contract_a_hung_server_never_holds_sampling_and_the_queue_is_bounded() 
     assert "7 dropped for room" in said and "4 not sent by the end" in said
 
 
+def test_the_queue_is_bounded_by_the_frames_it_holds_too() -> None:
+    """Deep stacks make big profiles: the queue keeps at most its frames' worth (the newest)."""
+    hold = threading.Event()
+    with contract.pyroscope(hold=hold) as server:
+        pusher = Pusher(served(server), frames=10)  # each upload() holds 4 frames
+        pusher.start()
+        pusher.put([upload(pid=1)])
+        helpers.wait_until(lambda: server.arrived == 1)
+        pusher.put([upload(pid=pid) for pid in range(2, 7)])
+        status = pusher.status()
+        pusher.close(flush_seconds=0.2)
+        hold.set()
+    assert status.dropped == 3 and status.waiting == 3  # two queued (8 frames) and the one being sent
+
+
 def test_contract_a_redirect_is_not_followed() -> None:
     """Following it would send the profile (and credentials) elsewhere, or turn the POST into a
     GET without it: refused, saying where the server points."""

@@ -27,7 +27,7 @@ from .process import asyncio_tasks
 from .process.attach import Target, attach, attach_core, command_line
 from .process.stacks import read_stacks, stacks_now
 from .push.destination import Destination
-from .push.sender import Pusher
+from .push.sender import FLUSH_SECONDS, Pusher
 from .report import dump as report_dump
 from .report import export, pprof, table
 from .report import format as fmt
@@ -173,7 +173,14 @@ def stop_pushing(pusher: Pusher | None) -> PushStatus | None:
     in one line (the live view's screen has gone by then)."""
     if pusher is None:
         return None
-    status = pusher.close()
+    quiet_until = time.monotonic() + 0.5  # the last profile usually goes at once: nothing to say then
+    while pusher.status().waiting and time.monotonic() < quiet_until:
+        time.sleep(0.02)
+    waiting = pusher.status().waiting
+    if waiting:
+        errors.say(f"pytop: sending the last {waiting:,} profile{'s' if waiting != 1 else ''} to "
+                   f"{pusher.destination.shown} (at most {FLUSH_SECONDS:g} s)")
+    status = pusher.close(FLUSH_SECONDS)
     errors.say(f"pytop: {fmt.push_summary(status)}")
     return status
 

@@ -22,6 +22,9 @@ from ..report import pprof
 from .destination import Destination, service_name
 
 QUEUE_PROFILES = 120  # profiles waiting to go: 20 minutes of one process
+# ... and frames in them: a deep recursion's profile holds thousands of stacks of thousands of
+# frames, and a server that is down for long must not make pytop big.
+QUEUE_FRAMES = 1_000_000
 TIMEOUT_SECONDS = 10.0  # one request
 BACKOFF_FIRST, BACKOFF_MOST = 1.0, 60.0  # seconds between tries of a failing server
 FLUSH_SECONDS = 5.0  # at the end: how long what is queued may take to go
@@ -44,9 +47,11 @@ class NoRedirects(urllib.request.HTTPRedirectHandler):
 
 
 class Pusher:
-    def __init__(self, destination: Destination, capacity: int = QUEUE_PROFILES):
+    def __init__(self, destination: Destination, capacity: int = QUEUE_PROFILES, frames: int = QUEUE_FRAMES):
         self.destination = destination
         self._capacity = capacity
+        self._most_frames = frames
+        self._frames = 0  # in the queue
         self._queue: deque[Upload] = deque()
         self._lock = threading.Lock()
         self._news = threading.Condition(self._lock)
@@ -74,10 +79,12 @@ class Pusher:
                 return
             dropped = 0
             for upload in uploads:
-                if len(self._queue) >= self._capacity:
-                    self._queue.popleft()
-                    dropped += 1
+                size = frames_in(upload)
                 self._queue.append(upload)
+                self._frames += size
+                while len(self._queue) > self._capacity or (self._frames > self._most_frames and len(self._queue) > 1):
+                    self._frames -= frames_in(self._queue.popleft())
+                    dropped += 1
             self._update(dropped=self._status.dropped + dropped)
             self._news.notify()
 
@@ -95,6 +102,7 @@ class Pusher:
         with self._lock:
             left = len(self._queue) + self._current
             self._queue.clear()
+            self._frames = 0
             self._current = 0
             self._update(unsent=self._status.unsent + left, closed=True)
             return self._status
@@ -114,6 +122,7 @@ class Pusher:
                 if not self._queue or self._past_deadline():
                     return
                 upload = self._queue.popleft()
+                self._frames -= frames_in(upload)
                 self._current = 1
                 self._update()
             body = encoded(upload)
@@ -176,6 +185,10 @@ class Pusher:
             reason = getattr(exc, "reason", None) or exc
             raise Failure(visible(f"cannot reach {self.destination.shown}: {reason}")[:REASON_CHARACTERS],
                           again=True) from None
+
+
+def frames_in(upload: Upload) -> int:
+    return sum(len(sample.frames) for sample in upload.samples)
 
 
 def encoded(upload: Upload) -> bytes:
