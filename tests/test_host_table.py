@@ -262,8 +262,8 @@ def test_the_text_table() -> None:
         ended(idle)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert "Python process" in lines[0] and lines[1].split() == ["PID", "USER", "PYTHON", "CPU%", "THREADS", "RSS",
-                                                                  "COMMAND"]
+    assert "Python process" in lines[0] and lines[1].split() == ["PID", "USER", "PYTHON", "CPU%", "GIL%", "THREADS",
+                                                                  "RSS", "HOTTEST", "COMMAND"]
     assert any(line.split()[0] == str(idle.pid) and "time.sleep(60)" in line for line in lines[2:]), lines
 
 
@@ -277,3 +277,39 @@ def test_what_does_not_go_with_all(options: tuple[str, ...], phrase: str) -> Non
     done = helpers.run_pytop(*options)
     assert done.returncode == 2 and "Traceback" not in done.stderr and done.stdout == "", done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith("pytop: ") and phrase in done.stderr, done.stderr
+
+
+def test_the_busiest_say_their_hottest_function_and_gil(target_interp: dict[str, Any]) -> None:
+    """The busiest processes' stacks are sampled: each says the function its CPU goes to (the
+    whole of it: it spins there, beside a thread that naps) and how often its GIL was held;
+    what the samples found is within what the kernel counted; an idle process is not sampled."""
+    idle = started(sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)")
+    try:
+        with helpers.running(target_interp, "hot_spinner.py", "crunch_numbers") as one, \
+                helpers.running(target_interp, "hot_spinner.py", "parse_logs") as two:
+            before = {pid: cpu_seconds(pid) for pid in (one.pid, two.pid)}
+            table = host_table("--duration", "4")
+            used = {pid: cpu_seconds(pid) - before[pid] for pid in before}
+    finally:
+        ended(idle)
+    rows = rows_by_pid(table)
+    for pid, function in ((one.pid, "crunch_numbers"), (two.pid, "parse_logs")):
+        row = rows[pid]
+        assert row["hottest"] and row["hottest"][0]["function"] == function, row
+        assert 0 < row["hottest"][0]["cpu_time"] <= row["sampled_cpu_time"] <= used[pid] + 2 / CLOCK_TICKS, \
+            (row, used[pid])
+        assert row["hottest"][0]["cpu_time"] >= 0.8 * row["sampled_cpu_time"], row  # (its nap thread's is little)
+        assert row["gil_pct"] >= 80, row
+    assert rows[idle.pid]["hottest"] is None and rows[idle.pid]["gil_pct"] is None
+
+
+def test_a_pools_hottest_function_is_its_workers(target_interp: dict[str, Any]) -> None:
+    """A parent and three forked workers spinning in one function: the pool's row sums their
+    samples, and its hottest function is theirs."""
+    with helpers.running(target_interp, "hot_spinner.py", "serve_request", "3") as t:
+        table = host_table("--duration", "3")
+    (pool,) = [p for p in table["pools"] if p["root"] == t.pid]
+    assert set(pool["pids"]) == {t.pid, *t.info["children"]}, pool
+    assert pool["hottest"][0]["function"] == "serve_request" and pool["gil_pct"] >= 80, pool
+    members = [rows_by_pid(table)[pid] for pid in pool["pids"]]
+    assert pool["sampled_cpu_time"] == pytest.approx(sum(m["sampled_cpu_time"] or 0 for m in members), abs=1e-5)

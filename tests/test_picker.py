@@ -169,3 +169,49 @@ async def test_why_the_last_view_ended_is_said_as_text() -> None:
     async with picker_showing(two_processes(), state=state) as (app, _):
         intro = str(app.query_one("#intro", Static).render())
     assert "pid 5: [bold]x[/] \\x1b]2;pwned\\x07" in intro, intro
+
+
+async def test_the_busiest_show_their_hottest_function_and_gil(target_interp: dict[str, Any]) -> None:
+    """The host sampler samples the busiest processes: the table names each one's hottest
+    function with its share of the CPU, and its GIL share, as they come in."""
+    import functools
+
+    from pytop.run import attach_child
+    from pytop.sampling.host import HostSampler
+
+    with helpers.running(target_interp, "hot_spinner.py", "render_thumbnails") as t:
+        app = PickerApp(refresh_seconds=1.0, sampler=functools.partial(HostSampler, attach_child, window=1.0))
+        async with app.run_test(size=(160, 30)) as pilot:
+            table = app.query_one(DataTable)
+
+            def hottest() -> str:
+                return str(table.get_cell(str(t.pid), "hottest")) if str(t.pid) in app.keys else ""
+
+            for _ in range(300):
+                if hottest().startswith("render_thumbnails"):
+                    break
+                await pilot.pause(0.1)
+            shown, gil = hottest(), str(table.get_cell(str(t.pid), "gil"))
+    share = int(shown.rsplit(" ", 1)[1].rstrip("%"))
+    assert shown.startswith("render_thumbnails ") and 80 <= share <= 100, shown
+    assert 80 <= int(gil.rstrip("%")) <= 100, gil
+
+
+@pytest.mark.ui  # the picker driven by its pilot
+async def test_a_pools_row_merges_its_members_heat() -> None:
+    """A pool's hottest function is its members' summed, its GIL share over all their samples;
+    a process not sampled shows blank, one sampled without CPU 'idle'."""
+    from pytop.core.model import Heat
+
+    processes = a_pool_and_a_loner()
+    heats = {101: Heat((("handle", "app.py", 0.3), ("log", "app.py", 0.1)), 0.5, 100, 50),
+             102: Heat((("log", "app.py", 0.25), ("handle", "app.py", 0.2)), 0.5, 100, 90),
+             300: Heat((), 0.0, 40, 0)}
+    async with picker_showing(processes) as (app, pilot):
+        app.post_message(PickerApp.Heats(heats))
+        await pilot.pause()
+        table = app.query_one(DataTable)
+        pool = str(table.get_cell("pool:100", "hottest")), str(table.get_cell("pool:100", "gil"))
+        loner = str(table.get_cell("300", "hottest")), str(table.get_cell("300", "gil"))
+    assert pool == ("handle 50%", "70%"), pool  # (0.3 + 0.2) of 1.0 s; 140 of 200 samples
+    assert loner == ("idle", "0%"), loner

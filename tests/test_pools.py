@@ -63,3 +63,37 @@ def test_every_process_is_in_one_row_and_the_sums_hold(spec: list[tuple[int, int
     assert sorted(m.pid for r in rows for m in r.members) == sorted(p.pid for p in processes)
     assert abs(sum(r.cpu_pct for r in rows) - sum(p.cpu_pct for p in processes)) < 1e-6
     assert [r.cpu_pct for r in rows] == sorted((r.cpu_pct for r in rows), reverse=True)
+
+
+def test_the_busiest_readable_are_sampled_up_to_a_count() -> None:
+    from dataclasses import replace
+
+    from pytop.core.pools import busiest
+
+    procs = [process(1, 0, cpu=50.0), process(2, 0, cpu=0.5), process(3, 0, cpu=90.0),
+             replace(process(4, 0, cpu=99.0), problem="another user's"), process(5, 0, cpu=20.0)]
+    assert busiest(procs) == [3, 1, 5] and busiest(procs, count=2) == [3, 1]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["f", "g", "h", "k"]), st.floats(0, 5)), max_size=6),
+       st.lists(st.tuples(st.sampled_from(["f", "g", "h", "k"]), st.floats(0, 5)), max_size=6))
+def test_a_pools_heat_is_its_members_summed(one: list[tuple[str, float]], two: list[tuple[str, float]]) -> None:
+    from pytop.core.model import Heat
+    from pytop.core.pools import merged_heat
+
+    def heat(functions: list[tuple[str, float]]) -> Heat:
+        summed: dict[str, float] = {}
+        for name, seconds in functions:
+            summed[name] = summed.get(name, 0.0) + seconds
+        return Heat(tuple((n, "app.py", s) for n, s in summed.items()), 10.0, 100, 30)
+
+    a, b = heat(one), heat(two)
+    merged = merged_heat([1, 2, 3], {1: a, 2: b})
+    assert merged is not None and merged.cpu_seconds == 20.0 and merged.samples == 200 and merged.gil_pct == 30.0
+    expected: dict[str, float] = {}
+    for h in (a, b):
+        for name, _, seconds in h.functions:
+            expected[name] = expected.get(name, 0.0) + seconds
+    assert {n: s for n, _, s in merged.functions} == expected
+    assert [s for _, _, s in merged.functions] == sorted((s for _, _, s in merged.functions), reverse=True)
+    assert merged_heat([3], {1: a}) is None and merged_heat([1], {1: a}) is a

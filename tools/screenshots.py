@@ -12,6 +12,7 @@ it on a quiet one). The numbers are whatever the demo did on this machine.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import subprocess
@@ -22,13 +23,15 @@ from textual.widgets import DataTable
 
 from pytop.process.launch import Child, attach_when_ready, demo_command
 from pytop.process.stacks import stacks_now
-from pytop.run import info_of
+from pytop.run import attach_child, info_of
+from pytop.sampling.host import HostSampler
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.ui.app import PytopApp
 from pytop.ui.picker import PickerApp
 
 OUT = Path(__file__).resolve().parent.parent / "screenshots"
 SIZE = (120, 32)
+HOSTS_SIZE = (150, 32)  # the host's table has nine columns
 # Three workers computing, as a server's pool would.
 POOL = """\
 import multiprocessing, time
@@ -47,7 +50,7 @@ async def shoot() -> None:
         target = attach_when_ready(child)
         settings = Settings(delay=1.0)
         app = PytopApp(Sampler(target.unwinder, info_of(target), settings), sort="own_pct", stacks_now=stacks_now)
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=HOSTS_SIZE) as pilot:
             await asyncio.sleep(5)
             app.save_screenshot("main.svg", str(OUT))
             await pilot.press("question_mark")
@@ -94,9 +97,9 @@ async def shoot_hosts() -> None:
         ready = attach_when_ready(child)  # (the demo's threads are running: its rows are real)
         if ready is not None:
             ready.close()
-        app = PickerApp(refresh_seconds=1.0)
-        async with app.run_test(size=SIZE) as pilot:
-            await asyncio.sleep(3)
+        app = PickerApp(refresh_seconds=1.0, sampler=functools.partial(HostSampler, attach_child))
+        async with app.run_test(size=HOSTS_SIZE) as pilot:
+            await asyncio.sleep(5)  # the busiest processes' first window of samples
             await pilot.press("1")
             while f"pool:{pool.pid}" not in app.keys:
                 await asyncio.sleep(0.2)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from . import errors, files
-from .core.model import PushStatus, Snapshot, TargetInfo
+from .core.model import Heat, PushStatus, Snapshot, TargetInfo
 from .core.records import ProcessStacks
 from .native import Unwinder, libdw, terminal_guarded
 from .process import asyncio_tasks
@@ -32,6 +32,7 @@ from .report import dump as report_dump
 from .report import export, pprof, table
 from .report import format as fmt
 from .sampling import priority
+from .sampling.host import HostSampler
 from .sampling.sampler import Sampler, Settings
 
 if TYPE_CHECKING:
@@ -293,24 +294,39 @@ def deliver(report: bytes, output: str | None) -> None:
         write_report(report)
 
 
+HOST_PRIMING_SECONDS = 0.5  # --batch --all: how long the first share of the CPU is measured over
+
+
 def host_table(args: argparse.Namespace) -> int:
     """`pytop --batch --all`: the host's Python processes, each one's CPU over --duration (or
     until Ctrl-C) as the kernel counts it, its threads and memory."""
+    from .core.pools import busiest
     from .process.pythons import PythonScan
     from .report import host
 
-    scan = PythonScan()
+    scan, first_share = PythonScan(), PythonScan()  # the run's CPU shares; the busiest's, early
+    first_share.look()
     scan.look()
     started = time.monotonic()
+    heats: dict[int, Heat] = {}
+    sampler = host_sampler(args)(heats.update, window=FOREVER)  # one window: the run's
     with ended_by_signals():  # SIGTERM, SIGHUP: no report; Ctrl-C: the report of the time so far
         try:
-            threading.Event().wait(args.duration if math.isfinite(args.duration) else None)
+            end = started + args.duration if math.isfinite(args.duration) else math.inf
+            # The busiest, by a first share of the CPU, have their stacks sampled for the rest
+            first = min(HOST_PRIMING_SECONDS, args.duration / 4)
+            threading.Event().wait(first)
+            sampler.watch(busiest(first_share.look()))
+            sampler.start()
+            threading.Event().wait(None if math.isinf(end) else max(0.0, end - time.monotonic()))
         except KeyboardInterrupt:
             pass
+        finally:
+            sampler.stop()
     processes = scan.look()
     seconds = time.monotonic() - started
     form = args.format or ("json" if args.json else "text")
-    deliver((host.as_json if form == "json" else host.as_text)(processes, seconds).encode(), args.output)
+    deliver((host.as_json if form == "json" else host.as_text)(processes, seconds, heats).encode(), args.output)
     return 0
 
 
@@ -338,6 +354,11 @@ def ended_by_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def host_sampler(args: argparse.Namespace) -> functools.partial[HostSampler]:
+    """How the host's table samples its busiest processes: within pytop's CPU budget."""
+    return functools.partial(HostSampler, attach_child, cpu_budget=args.cpu_budget / 100)
+
+
 def host_views(args: argparse.Namespace) -> int:
     """`pytop` without a PID: the host's table of Python processes; Enter opens the live view of
     one (of a pool: its root's and every Python process's under it, as -s does), and b (or Esc
@@ -346,7 +367,7 @@ def host_views(args: argparse.Namespace) -> int:
 
     state, family = PickerState(), args.subprocesses  # (pytop -s without a PID: every pick with its family)
     while True:
-        picker = PickerApp(state=state)
+        picker = PickerApp(state=state, sampler=host_sampler(args))
         pid = picker.run()
         if pid is None:
             return 0  # the user left the table

@@ -198,6 +198,29 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
+class Heat:
+    """What one process (or a pool) ran lately, from its samples over the host sampler's last
+    window: its hottest functions by their own CPU time, and how often its GIL was held."""
+
+    functions: tuple[tuple[str, str, float], ...]  # (function, filename, CPU seconds), hottest first
+    cpu_seconds: float  # the kernel's count for the process(es) over the window
+    samples: int
+    gil_samples: int  # samples in which a thread held the GIL
+
+    @property
+    def gil_pct(self) -> float | None:
+        return 100.0 * self.gil_samples / self.samples if self.samples else None
+
+    @property
+    def hottest(self) -> tuple[str, str, float] | None:
+        """The hottest function and its share of the CPU (of 1.0), if it ran at all."""
+        if not self.functions or self.cpu_seconds <= 0:
+            return None
+        function, filename, seconds = self.functions[0]
+        return function, filename, min(seconds / self.cpu_seconds, 1.0)
+
+
+@dataclass(frozen=True)
 class PythonProcess:
     """One of the host's Python processes, as a look at /proc saw it (process/pythons.py)."""
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .model import PythonProcess
+from .model import Heat, PythonProcess
 
 BUSY_PCT = 5.0  # a member using this much of a core counts as busy
+SAMPLED = 8  # the busiest processes whose stacks the host's table samples (their hottest function, GIL)
+SAMPLED_FROM_PCT = 1.0  # ... of those using at least this much of a core
 MAX_ANCESTORS = 32  # how far up a family is followed (a loop in the parents is data too)
 _MULTIPROCESSING = re.compile(r"from multiprocessing\.\w+ import")
 
@@ -91,3 +93,27 @@ def fold(processes: list[PythonProcess]) -> list[HostRow]:
         shared = len(same) > 1 and started_by > 1  # (1: init adopts every orphan; 0: none known)
         rows.extend([HostRow(started_by, tuple(same))] if shared else [HostRow(m.pid, (m,)) for m in same])
     return sorted(rows, key=lambda r: (-r.cpu_pct, r.root))
+
+
+def merged_heat(pids: list[int], heats: dict[int, Heat], keep: int = 5) -> Heat | None:
+    """The heat of several processes (a pool): their functions' CPU summed across them (a
+    function is its name and file: the same code in every worker), the GIL's share of all their
+    samples (each process has its own GIL). None if none of them was sampled."""
+    known = [heats[pid] for pid in pids if pid in heats]
+    if not known:
+        return None
+    if len(known) == 1:
+        return known[0]
+    summed: dict[tuple[str, str], float] = {}
+    for heat in known:
+        for function, filename, seconds in heat.functions:
+            summed[(function, filename)] = summed.get((function, filename), 0.0) + seconds
+    hottest = sorted(summed.items(), key=lambda item: (-item[1], item[0]))[:keep]
+    return Heat(tuple((function, filename, seconds) for (function, filename), seconds in hottest),
+                sum(h.cpu_seconds for h in known), sum(h.samples for h in known), sum(h.gil_samples for h in known))
+
+
+def busiest(processes: list[PythonProcess], count: int = SAMPLED) -> list[int]:
+    """The pids whose stacks the host's table samples: the busiest that pytop can read."""
+    readable = [p for p in processes if p.problem is None and p.cpu_pct >= SAMPLED_FROM_PCT]
+    return [p.pid for p in sorted(readable, key=lambda p: (-p.cpu_pct, p.pid))[:count]]

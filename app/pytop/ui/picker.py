@@ -7,19 +7,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
-from ..core.model import PythonProcess
-from ..core.pools import HostRow, fold
+from ..core.model import Heat, PythonProcess
+from ..core.pools import HostRow, busiest, fold, merged_heat
 from ..core.visible import visible
 from ..process.pythons import PythonScan
 from ..report import format as fmt
+from ..report import host
 from .filter import FilterBar, compile_filter
 
 PRIMING_SECONDS = 0.3
@@ -27,6 +29,24 @@ PRIMING_SECONDS = 0.3
 SORTS: dict[str, tuple[str, Callable[[HostRow], Any]]] = {
     "cpu": ("CPU%", lambda r: (-r.cpu_pct, r.root)), "rss": ("RSS", lambda r: (-r.rss, r.root)),
     "threads": ("Threads", lambda r: (-r.threads, r.root)), "pid": ("PID", lambda r: r.root)}
+
+
+class HostSampling(Protocol):
+    """Samples the processes it is told to watch; what it found goes to `publish` every window
+    (run.py hands the picker one: sampling/host.py's HostSampler)."""
+
+    def watch(self, pids: list[int]) -> None: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+SamplerMaker = Callable[[Callable[[dict[int, Heat]], None]], HostSampling]
+
+
+def hottest_text(heat: Heat | None) -> Text:
+    """`compress_block 62%`: the function and its share of the CPU; blank while not sampled."""
+    said = host.hottest(heat)
+    return Text(said, style="dim") if said == "idle" else Text(said)
 
 
 @dataclass(frozen=True)
@@ -79,7 +99,17 @@ class PickerApp(App[int]):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
-    def __init__(self, refresh_seconds: float = 2.0, state: PickerState = PickerState()):
+    class Heats(Message):
+        """The host sampler's latest window (posted from its thread)."""
+
+        def __init__(self, heats: dict[int, Heat]):
+            super().__init__()
+            self.heats = heats
+
+    def __init__(self, refresh_seconds: float = 2.0, state: PickerState = PickerState(),
+                 sampler: SamplerMaker | None = None):
+        """sampler: makes the host sampler that finds each busy process's hottest function and
+        GIL share (None: those columns stay blank)."""
         super().__init__()
         self.refresh_seconds = refresh_seconds
         self.pids: list[int] = []  # as shown: what Enter on each line watches
@@ -94,6 +124,9 @@ class PickerApp(App[int]):
         self.latest: list[PythonProcess] = []  # the last look's, busiest first
         self._scan_of_host = PythonScan()
         self._primed = False
+        self.heats: dict[int, Heat] = {}  # pid -> what its samples of the last window say
+        self._make_sampler = sampler
+        self._sampler: HostSampling | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Which Python process? Enter watches the one under the cursor.", style="bold"),
@@ -105,12 +138,28 @@ class PickerApp(App[int]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for key, label in (("pid", "PID"), ("user", "User"), ("python", "Python"), ("cpu", "CPU%"),
-                           ("threads", "Threads"), ("rss", "RSS"), ("command", "Command")):
+        for key, label in (("pid", "PID"), ("user", "User"), ("python", "Python"), ("cpu", "CPU%"), ("gil", "GIL%"),
+                           ("threads", "Threads"), ("rss", "RSS"), ("hottest", "Hottest now"),
+                           ("command", "Command")):
             table.add_column(label, key=key)
         table.focus()
+        if self._make_sampler is not None:
+            self._sampler = self._make_sampler(self._heats_came)
+            self._sampler.start()
         self.refresh_list()
         self.set_interval(self.refresh_seconds, self.refresh_list)
+
+    def _heats_came(self, heats: dict[int, Heat]) -> None:
+        """(on the host sampler's thread: a message, which never waits for the screen)"""
+        self.post_message(self.Heats(heats))
+
+    def on_unmount(self) -> None:
+        if self._sampler is not None:
+            self._sampler.stop()
+
+    def on_picker_app_heats(self, message: PickerApp.Heats) -> None:
+        self.heats = message.heats
+        self._show()
 
     def refresh_list(self) -> None:
         self.run_worker(self._scan, thread=True, exclusive=True, group="scan")
@@ -122,6 +171,8 @@ class PickerApp(App[int]):
             self._scan_of_host.look()
             time.sleep(PRIMING_SECONDS)
         processes = self._scan_of_host.look()
+        if self._sampler is not None:  # (busiest first)
+            self._sampler.watch(busiest(processes))
         if not get_current_worker().is_cancelled:
             self.call_from_thread(self.show_processes, processes)
 
@@ -165,9 +216,11 @@ class PickerApp(App[int]):
             mark = ("▾ " if row.root in self.open_pools else "▸ ") if line.pool else "  └ " if line.member else ""
             # Text, not str: a str cell is read as markup, and a command line is any user's ("[/]"
             # once crashed root's picker, "[white on white]" hid text)
+            heat = merged_heat([m.pid for m in row.members], self.heats)
             table.add_row(Text(str(line.pid), justify="right"), Text(row.leader.user), Text(row.leader.version or "?"),
-                          Text(f"{row.cpu_pct:.0f}%", justify="right"), Text(str(row.threads), justify="right"),
-                          Text(fmt.byte_size(row.rss), justify="right"), Text(mark + row.described), key=line.key)
+                          Text(f"{row.cpu_pct:.0f}%", justify="right"), Text(host.gil(heat), justify="right"),
+                          Text(str(row.threads), justify="right"), Text(fmt.byte_size(row.rss), justify="right"),
+                          hottest_text(heat), Text(mark + row.described), key=line.key)
         self.query_one("#intro", Static).update(self._intro())
         if keep in self.keys:
             table.move_cursor(row=self.keys.index(keep))

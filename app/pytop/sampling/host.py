@@ -1,0 +1,132 @@
+"""The host sampler: stacks of the host's busiest Python processes, at a low rate, within pytop's
+CPU budget, for the host's table (its "hottest function" and GIL columns) and `--batch --all`.
+
+One engine samples every process it is given (the busiest few the table names: `watch()`, from
+any thread); its own thread attaches the new ones (a few a window: attaching reads a process's
+ELF files), retires those no longer named, drains the engine and, every window, publishes each
+sampled process's heat (core.model.Heat): its functions' own CPU time over the window, as the
+function table sums it, against the kernel's count for the process, and its GIL's share of its
+samples. A process that cannot be attached (it ended, another user's) is not tried again."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from ..core.aggregate import OWN, FunctionSums, StackBook, mode_column
+from ..core.model import Heat
+from ..core.records import Drain
+from ..native import Engine, EngineConfig, Unwinder
+from .priority import DEFAULT_CPU_BUDGET
+
+HOST_RATE = 100.0  # samples a second asked for, each of every process watched
+WATCHED = 16  # processes sampled at once at most (the table names its busiest: core.pools.busiest)
+ATTACHES_PER_WINDOW = 3  # new processes taken up a window (each costs an ELF read)
+WINDOW_SECONDS = 2.0
+KEEP_FUNCTIONS = 5  # per process: enough to merge a pool's hottest
+STOP_SECONDS = 5.0
+
+Attach = Callable[[int], Unwinder]
+
+
+def heats_of(table: FunctionSums, processes: dict[int, list[int]]) -> dict[int, Heat]:
+    """Each process's heat from a window's function table and its (CPU ns, samples, GIL
+    samples): functions by their own CPU time, hottest first; the pseudo-rows pytop makes (time
+    between samples, threads without Python) are not functions, and stay out."""
+    cpu = OWN + mode_column("cpu")
+    by_pid: dict[int, list[tuple[str, str, float]]] = {}
+    for (function, filename, _, pid), row in table.by_function.items():
+        if row[cpu] > 0 and not (function.startswith("(") and not filename):
+            by_pid.setdefault(pid, []).append((function, filename, row[cpu] / 1e9))
+    heats = {}
+    for pid, (cpu_ns, samples, gil) in processes.items():
+        functions = sorted(by_pid.get(pid, ()), key=lambda f: (-f[2], f[0], f[1]))[:KEEP_FUNCTIONS]
+        heats[pid] = Heat(tuple(functions), cpu_ns / 1e9, samples, gil)
+    return heats
+
+
+class HostSampler:
+    def __init__(self, attach: Attach, publish: Callable[[dict[int, Heat]], None], rate: float = HOST_RATE,
+                 cpu_budget: float = DEFAULT_CPU_BUDGET, window: float = WINDOW_SECONDS):
+        """publish: each window's heats, pid -> Heat (called on the sampler's thread), and the
+        last window's, cut short, when it stops."""
+        self._attach = attach
+        self.publish = publish
+        self.window = window
+        self._engine = Engine(EngineConfig(rate=rate, cpu_budget=cpu_budget))
+        self._engine.wait_for_processes(True)  # a host without a busy process is no end
+        self._book = StackBook()
+        self._wanted: list[int] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._sampled: dict[int, int] = {}  # pid -> the engine's process
+        self._refused: set[int] = set()  # pids that could not be attached: not tried again
+        self._thread = threading.Thread(target=self._run, name="pytop-host-sampler", daemon=True)
+
+    def watch(self, pids: list[int]) -> None:
+        """Sample these (the busiest first; past WATCHED, the rest are not); any thread."""
+        with self._lock:
+            self._wanted = list(pids)
+
+    def start(self) -> None:
+        self._engine.start()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(STOP_SECONDS)
+        if not self._thread.is_alive():
+            self._engine.close()
+
+    # ---- the host sampler's thread -----------------------------------------------------------
+
+    def _run(self) -> None:
+        table = FunctionSums(self._book)
+        processes: dict[int, list[int]] = {}
+        due = time.monotonic() + self.window
+        while not self._stop.wait(min(0.5, max(0.0, due - time.monotonic()))):
+            self._take_up()
+            self._take_in(self._engine.drain(), table, processes)
+            if time.monotonic() >= due:
+                self.publish(heats_of(table, processes))
+                table, processes = FunctionSums(self._book), {}
+                due = time.monotonic() + self.window
+        if self._engine.stop(STOP_SECONDS):  # the last window, cut short: what it holds
+            self._take_in(self._engine.drain(), table, processes)
+            if processes:
+                self.publish(heats_of(table, processes))
+
+    def _take_up(self) -> None:
+        """Attach what the table names and is not sampled yet; retire what it no longer names."""
+        with self._lock:
+            wanted = [pid for pid in self._wanted if pid not in self._refused][:WATCHED]
+        for pid in [pid for pid in self._sampled if pid not in wanted]:
+            if self._engine.retire(self._sampled[pid], "no longer among the busiest"):
+                del self._sampled[pid]
+        for pid in [pid for pid in wanted if pid not in self._sampled][:ATTACHES_PER_WINDOW]:
+            try:
+                unwinder = self._attach(pid)
+            except Exception:  # ended, another user's, not Python after all: the table says why
+                self._refused.add(pid)
+                continue
+            try:
+                process = self._engine.add(unwinder)
+            except RuntimeError:
+                unwinder.close()
+                self._refused.add(pid)
+                continue
+            self._book.pids[process] = pid
+            self._sampled[pid] = process
+
+    def _take_in(self, drain: Drain, table: FunctionSums, processes: dict[int, list[int]]) -> None:
+        self._book.learn(drain)
+        table.add_rows(drain.function_rows, ())
+        for p in drain.processes:
+            figures = processes.setdefault(p.pid, [0, 0, 0])
+            figures[0] += p.cpu_ns
+            figures[1] += p.samples
+            figures[2] += p.gil_samples
+            if p.status and self._sampled.get(p.pid) == p.process:
+                del self._sampled[p.pid]  # it ended (or was retired): the table drops it too
