@@ -1,20 +1,27 @@
 """The host's Python processes, many of them: what a table of them costs pytop, beside what
 py-spy (which has no such table) costs to dump each in turn.
 
-    python bench/host.py [--processes 200] [--busy 4] [--looks 20]
+    python bench/host.py [--processes 200] [--busy 4] [--pool 16] [--looks 20] [--live 30]
 
-Starts that many Python processes (a few computing, the rest asleep, as on a server), then:
+Starts that many Python processes (a few computing, the rest asleep, as on a server; among them
+a pool: a parent and its forked workers, one of them busy), then:
 - pytop's look (`PythonScan.look`, what the picker and `--batch --all` do at each refresh): the
   first look's CPU and wall time (every program judged), and the later looks' (one stat file a
   process);
 - `pytop --batch --all --duration 1`: the whole command's CPU and wall time, start-up included,
   and whether the busiest process it names is one of the busy ones;
+- the live table (the picker, headless, with its host sampler) for --live seconds: how soon the
+  first rows and the first hottest functions show, pytop's CPU (its whole process: the table,
+  its looks and the sampling engine) against its 5% budget, how long keys take (p95), and
+  whether the busiest process is named, with its hottest function, at every refresh;
 - `py-spy dump` of each process in turn (the nearest a py-spy user gets to the same question).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import functools
 import json
 import resource
 import statistics
@@ -26,8 +33,69 @@ import peers
 
 from pytop.process.pythons import PythonScan
 
+KEYS = ["1", "2", "3", "4", "down", "down", "up", "1"]
+
+
+async def live_table(seconds: float, busy: set[int]) -> None:
+    """The picker with its host sampler, headless (no terminal: the keys' time is pytop's own)."""
+    from textual.widgets import DataTable
+
+    from pytop.run import attach_child
+    from pytop.sampling.host import HostSampler
+    from pytop.ui.picker import PickerApp
+
+    cpu, began = time.process_time(), time.monotonic()
+    app = PickerApp(refresh_seconds=2.0, sampler=functools.partial(HostSampler, attach_child))
+    first_rows = first_hottest = None
+    keys: list[float] = []
+    refreshes = named = hottest_named = 0
+    async with app.run_test(size=(160, 50)) as pilot:
+        table = app.query_one(DataTable)
+        seen: list[int] | None = None
+        while time.monotonic() - began < seconds:
+            await asyncio.sleep(0.1)
+            if app.pids and first_rows is None:
+                first_rows = time.monotonic() - began
+            if app.pids != seen and app.pids:  # a refresh: is the busiest first (sorted by CPU), and hot?
+                seen = list(app.pids)
+                if app.sort == "cpu":
+                    refreshes += 1
+                    named += app.pids[0] in busy
+                    cell = str(table.get_cell(app.keys[0], "hottest")) if app.keys[0].isdigit() else ""
+                    hottest_named += cell.startswith("crunch")
+            if first_hottest is None and any(str(table.get_cell(k, "hottest")).startswith("crunch")
+                                             for k in app.keys if k.isdigit()):
+                first_hottest = time.monotonic() - began
+            for key in KEYS if first_hottest is not None and len(keys) < 400 else ():
+                pressed = time.perf_counter()
+                await pilot.press(key)
+                await pilot.pause()
+                keys.append(time.perf_counter() - pressed)
+    used = time.process_time() - cpu
+    keys.sort()
+    p95 = keys[int(0.95 * (len(keys) - 1))] if keys else float("nan")
+    print(f"the live table, {seconds:.0f} s: first rows after {first_rows or float('nan'):.2f} s, first hottest "
+          f"function after {first_hottest or float('nan'):.2f} s; pytop's CPU {100 * used / seconds:.1f}% of a core "
+          f"(its budget 5%); keys p95 {1000 * p95:.0f} ms (median {1000 * statistics.median(keys or [0]):.0f} ms, "
+          f"{len(keys)} keys); busiest named at {named} of {refreshes} refreshes sorted by CPU, its hottest "
+          f"function at {hottest_named}")
+
 IDLE = "import time, sys; print('ready', flush=True); time.sleep(3600)"
-BUSY = "import sys; print('ready', flush=True)\nwhile True: sum(range(1000))"
+BUSY = "import sys; print('ready', flush=True)\ndef crunch():\n    while True: sum(range(1000))\ncrunch()"
+POOL = """\
+import os, sys, time
+def serve():
+    while os.getppid() == parent: sum(range(1000))
+workers, parent = int(sys.argv[1]), os.getpid()
+for n in range(workers):
+    if os.fork() == 0:
+        if n == 0:
+            serve()
+        while os.getppid() == parent: time.sleep(0.5)
+        os._exit(0)
+print('ready', flush=True)
+time.sleep(3600)
+"""
 
 
 def children_cpu() -> float:
@@ -46,10 +114,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--processes", type=int, default=200)
     parser.add_argument("--busy", type=int, default=4)
+    parser.add_argument("--pool", type=int, default=16, help="workers of the pool among the processes")
     parser.add_argument("--looks", type=int, default=20)
+    parser.add_argument("--live", type=float, default=30.0, help="seconds of the live table")
     args = parser.parse_args()
+    alone = args.processes - args.pool - 1
     started = [subprocess.Popen([sys.executable, "-c", BUSY if i < args.busy else IDLE], stdout=subprocess.PIPE)
-               for i in range(args.processes)]
+               for i in range(alone)]
+    started.append(subprocess.Popen([sys.executable, "-c", POOL, str(args.pool)], stdout=subprocess.PIPE))
     try:
         for process in started:
             assert process.stdout is not None and process.stdout.readline()
@@ -73,6 +145,8 @@ def main() -> None:
         top = table["processes"][0]["pid"] if table["processes"] else None
         print(f"pytop --batch --all --duration 1: {wall:.2f} s, {cpu_used:.2f} s of CPU (start-up included); "
               f"busiest named: {'a busy one' if top in busy else top}")
+        if args.live:
+            asyncio.run(live_table(args.live, busy))
         spy = peers.py_spy()
         if spy is None:
             print("py-spy: not installed (pip install py-spy)")

@@ -158,7 +158,7 @@ async def test_a_member_of_an_open_pool_is_watched_alone() -> None:
         table.move_cursor(row=3)
         await pilot.press("enter")
         await pilot.pause()
-    assert app.return_value == 102 and not app.chosen.pool and app.chosen.open_pools == {100}
+    assert app.return_value == 102 and not app.chosen.pool and app.chosen.open_pools == {"pool:100"}
 
 
 @pytest.mark.ui  # the picker driven by its pilot
@@ -215,3 +215,20 @@ async def test_a_pools_row_merges_its_members_heat() -> None:
         loner = str(table.get_cell("300", "hottest")), str(table.get_cell("300", "gil"))
     assert pool == ("handle 50%", "70%"), pool  # (0.3 + 0.2) of 1.0 s; 140 of 200 samples
     assert loner == ("idle", "0%"), loner
+
+
+@pytest.mark.ui  # the picker driven by its pilot
+async def test_two_programs_started_by_one_parent_are_two_pools() -> None:
+    """A supervisor's two programs, each run several times: two pools with one root, each its
+    own row, opened on its own (they were one key: the table refused the second, and the
+    picker died with DuplicateKey on a host where the same parent started two programs)."""
+    web = [PythonProcess(200 + i, "a", "python web.py", 10.0, "3.12", parent=50) for i in range(3)]
+    jobs = [PythonProcess(300 + i, "a", "python jobs.py", 5.0, "3.12", parent=50) for i in range(2)]
+    async with picker_showing([*web, *jobs]) as (app, pilot):
+        keys = list(app.keys)
+        app.query_one(DataTable).move_cursor(row=keys.index("pool:50:python jobs.py"))
+        await pilot.press("space")
+        await pilot.pause()
+        opened = list(app.keys)
+    assert keys == ["pool:50:python web.py", "pool:50:python jobs.py"], keys
+    assert opened == [*keys, "50:300", "50:301"], opened

@@ -58,10 +58,16 @@ class Line:
     pool: bool
     row: HostRow
     member: bool = False
+    pool_key: str | None = None  # a pool's, or a member's pool's: what Space opens and folds
 
 
 def _row_key(row: HostRow) -> str:
-    return f"pool:{row.root}" if row.pool else str(row.root)
+    """Stays the same from look to look. A pool of one parent's workers is known by its root; a
+    pool of siblings by their parent and command line (one parent may start several programs,
+    each a pool: a supervisor's)."""
+    if not row.pool:
+        return str(row.root)
+    return f"pool:{row.root}" if row.leader.pid == row.root else f"pool:{row.root}:{row.leader.command}"
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,7 @@ class PickerState:
     filter_text: str = ""
     key: str | None = None  # the line under the cursor
     pool: bool = False  # ... a pool (watched with its subprocesses)
-    open_pools: frozenset[int] = frozenset()
+    open_pools: frozenset[str] = frozenset()  # their keys
     note: str | None = None  # why the last view ended (the process exited, could not be read)
 
 
@@ -115,7 +121,7 @@ class PickerApp(App[int]):
         self.pids: list[int] = []  # as shown: what Enter on each line watches
         self.keys: list[str] = []  # ... each line's key
         self.lines: dict[str, Line] = {}
-        self.open_pools: set[int] = set(state.open_pools)
+        self.open_pools: set[str] = set(state.open_pools)
         self.sort = state.sort  # None: busiest first at the start, then each row kept where it was
         self.filter_text = state.filter_text
         self.note = state.note
@@ -193,9 +199,10 @@ class PickerApp(App[int]):
             rows.sort(key=lambda r: at.get(_row_key(r), len(at)))
         lines = []
         for row in rows:
-            lines.append(Line(_row_key(row), row.root, row.pool, row))
-            if row.pool and row.root in self.open_pools:
-                lines.extend(Line(f"{row.root}:{m.pid}", m.pid, False, HostRow(m.pid, (m,)), member=True)
+            key = _row_key(row)
+            lines.append(Line(key, row.root, row.pool, row, pool_key=key if row.pool else None))
+            if row.pool and key in self.open_pools:
+                lines.extend(Line(f"{row.root}:{m.pid}", m.pid, False, HostRow(m.pid, (m,)), member=True, pool_key=key)
                              for m in row.members)
         return lines
 
@@ -213,7 +220,7 @@ class PickerApp(App[int]):
         self.pids = [line.pid for line in lines]
         for line in lines:
             row = line.row
-            mark = ("▾ " if row.root in self.open_pools else "▸ ") if line.pool else "  └ " if line.member else ""
+            mark = ("▾ " if line.key in self.open_pools else "▸ ") if line.pool else "  └ " if line.member else ""
             # Text, not str: a str cell is read as markup, and a command line is any user's ("[/]"
             # once crashed root's picker, "[white on white]" hid text)
             heat = merged_heat([m.pid for m in row.members], self.heats)
@@ -267,10 +274,9 @@ class PickerApp(App[int]):
         if not (self.keys and table.row_count):
             return
         line = self.lines[self.keys[table.cursor_row]]
-        root = line.row.root if line.pool else int(line.key.split(":")[0]) if line.member else None
-        if root is not None:
-            self.open_pools ^= {root}
-            self._show(keep=f"pool:{root}")
+        if line.pool_key is not None:
+            self.open_pools ^= {line.pool_key}
+            self._show(keep=line.pool_key)
 
     def action_choose(self) -> None:
         table = self.query_one(DataTable)
