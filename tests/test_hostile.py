@@ -12,10 +12,10 @@ import sys
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable
 
 import helpers
 from pytop.core.visible import visible, visible_command
+from pytop.ui.hosts import HostTable
 from pytop.ui.picker import PickerApp
 from test_tui_tmux import Terminal, start_pytop
 
@@ -84,8 +84,8 @@ async def test_the_picker_shows_another_users_command_line_as_text() -> None:
         async with app.run_test(size=(200, 30)) as pilot:
             await app.workers.wait_for_complete()
             await pilot.pause()
-            table = app.query_one(DataTable)
-            shown = str(table.get_cell(str(python.pid), "command"))
+            table = app.query_one(HostTable)
+            shown = table.cell(str(python.pid), "command")
     finally:
         python.kill()
         python.wait()

@@ -9,11 +9,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 import helpers
 from pytop.core.model import PythonProcess
 from pytop.process.pythons import python_processes
+from pytop.ui.hosts import HostTable
 from pytop.ui.picker import PickerApp, PickerState
 
 
@@ -39,10 +40,10 @@ async def test_choosing_a_process_in_the_picker(some_interp: dict[str, Any]) -> 
         async with app.run_test(size=(140, 30)) as pilot:
             await app.workers.wait_for_complete()  # the list is made in a thread
             await pilot.pause()
-            table = app.query_one(DataTable)
+            table = app.query_one(HostTable)
             row = app.pids.index(t.pid)
-            assert "stacks.py" in str(table.get_cell(str(t.pid), "command"))
-            table.move_cursor(row=row)
+            assert "stacks.py" in table.cell(str(t.pid), "command")
+            table.move_cursor(row)
             await pilot.press("enter")
             await pilot.pause()
         assert app.return_value == t.pid
@@ -62,12 +63,12 @@ async def test_a_refresh_does_not_move_rows_under_the_cursor() -> None:
     async with app.run_test(size=(100, 20)) as pilot:
         await app.workers.wait_for_complete()
         app.show_processes([PythonProcess(10, "a", "one", 50.0), PythonProcess(11, "a", "two", 10.0)])
-        app.query_one(DataTable).move_cursor(row=1)
+        app.query_one(HostTable).move_cursor(1)
         app.show_processes([PythonProcess(12, "a", "new", 90.0), PythonProcess(11, "a", "two", 80.0),
                   PythonProcess(10, "a", "one", 0.0)])
         await pilot.pause()
         assert app.pids == [10, 11, 12]  # busier now, still where they were; the newcomer last
-        assert app.pids[app.query_one(DataTable).cursor_row] == 11
+        assert app.pids[app.query_one(HostTable).cursor] == 11
 
 
 @contextlib.asynccontextmanager
@@ -89,14 +90,14 @@ def two_processes() -> list[PythonProcess]:
 @pytest.mark.ui  # the picker driven by its pilot
 async def test_the_keys_sort_as_the_function_tables_do_and_the_cursor_stays() -> None:
     async with picker_showing(two_processes()) as (app, pilot):
-        table = app.query_one(DataTable)
-        table.move_cursor(row=0)
+        table = app.query_one(HostTable)
+        table.move_cursor(0)
         orders = {}
         for key in "2314":
             await pilot.press(key)
             await pilot.pause()
             orders[key] = list(app.pids)
-            assert app.pids[table.cursor_row] == 10  # on its process, wherever it went
+            assert app.pids[table.cursor] == 10  # on its process, wherever it went
         intro = str(app.query_one("#intro", Static).render())
     assert orders == {"2": [11, 10], "3": [11, 10], "1": [10, 11], "4": [10, 11]}, orders
     assert "Sorted by PID" in intro, intro
@@ -128,17 +129,17 @@ def a_pool_and_a_loner() -> list[PythonProcess]:
 @pytest.mark.ui  # the picker driven by its pilot
 async def test_a_pool_is_one_row_that_opens_and_is_watched_whole() -> None:
     async with picker_showing(a_pool_and_a_loner()) as (app, pilot):
-        table = app.query_one(DataTable)
+        table = app.query_one(HostTable)
         folded = list(app.keys)
-        pool_row = str(table.get_cell("pool:100", "command")), str(table.get_cell("pool:100", "cpu"))
-        table.move_cursor(row=0)
+        pool_row = table.cell("pool:100", "command"), table.cell("pool:100", "cpu")
+        table.move_cursor(0)
         await pilot.press("space")
         await pilot.pause()
         opened = list(app.keys)
-        table.move_cursor(row=2)  # a worker
+        table.move_cursor(2)  # a worker
         await pilot.press("space")  # on a member: the pool folds, the cursor on it
         await pilot.pause()
-        refolded, cursor = list(app.keys), app.keys[table.cursor_row]
+        refolded, cursor = list(app.keys), app.keys[table.cursor]
         await pilot.press("enter")
         await pilot.pause()
     assert folded == ["pool:100", "300"], folded
@@ -151,11 +152,11 @@ async def test_a_pool_is_one_row_that_opens_and_is_watched_whole() -> None:
 @pytest.mark.ui  # the picker driven by its pilot
 async def test_a_member_of_an_open_pool_is_watched_alone() -> None:
     async with picker_showing(a_pool_and_a_loner()) as (app, pilot):
-        table = app.query_one(DataTable)
-        table.move_cursor(row=0)
+        table = app.query_one(HostTable)
+        table.move_cursor(0)
         await pilot.press("space")
         await pilot.pause()
-        table.move_cursor(row=3)
+        table.move_cursor(3)
         await pilot.press("enter")
         await pilot.pause()
     assert app.return_value == 102 and not app.chosen.pool and app.chosen.open_pools == {"pool:100"}
@@ -182,16 +183,16 @@ async def test_the_busiest_show_their_hottest_function_and_gil(target_interp: di
     with helpers.running(target_interp, "hot_spinner.py", "render_thumbnails") as t:
         app = PickerApp(refresh_seconds=1.0, sampler=functools.partial(HostSampler, attach_child, window=1.0))
         async with app.run_test(size=(160, 30)) as pilot:
-            table = app.query_one(DataTable)
+            table = app.query_one(HostTable)
 
             def hottest() -> str:
-                return str(table.get_cell(str(t.pid), "hottest")) if str(t.pid) in app.keys else ""
+                return table.cell(str(t.pid), "hottest") if str(t.pid) in app.keys else ""
 
             for _ in range(300):
                 if hottest().startswith("render_thumbnails"):
                     break
                 await pilot.pause(0.1)
-            shown, gil = hottest(), str(table.get_cell(str(t.pid), "gil"))
+            shown, gil = hottest(), table.cell(str(t.pid), "gil")
     share = int(shown.rsplit(" ", 1)[1].rstrip("%"))
     assert shown.startswith("render_thumbnails ") and 80 <= share <= 100, shown
     assert 80 <= int(gil.rstrip("%")) <= 100, gil
@@ -210,9 +211,9 @@ async def test_a_pools_row_merges_its_members_heat() -> None:
     async with picker_showing(processes) as (app, pilot):
         app.post_message(PickerApp.Heats(heats))
         await pilot.pause()
-        table = app.query_one(DataTable)
-        pool = str(table.get_cell("pool:100", "hottest")), str(table.get_cell("pool:100", "gil"))
-        loner = str(table.get_cell("300", "hottest")), str(table.get_cell("300", "gil"))
+        table = app.query_one(HostTable)
+        pool = table.cell("pool:100", "hottest"), table.cell("pool:100", "gil")
+        loner = table.cell("300", "hottest"), table.cell("300", "gil")
     assert pool == ("handle 50%", "70%"), pool  # (0.3 + 0.2) of 1.0 s; 140 of 200 samples
     assert loner == ("idle", "0%"), loner
 
@@ -226,7 +227,7 @@ async def test_two_programs_started_by_one_parent_are_two_pools() -> None:
     jobs = [PythonProcess(300 + i, "a", "python jobs.py", 5.0, "3.12", parent=50) for i in range(2)]
     async with picker_showing([*web, *jobs]) as (app, pilot):
         keys = list(app.keys)
-        app.query_one(DataTable).move_cursor(row=keys.index("pool:50:python jobs.py"))
+        app.query_one(HostTable).move_cursor(keys.index("pool:50:python jobs.py"))
         await pilot.press("space")
         await pilot.pause()
         opened = list(app.keys)

@@ -19,14 +19,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from textual.widgets import DataTable
-
 from pytop.process.launch import Child, attach_when_ready, demo_command
 from pytop.process.stacks import stacks_now
 from pytop.run import attach_child, info_of
 from pytop.sampling.host import HostSampler
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.ui.app import PytopApp
+from pytop.ui.hosts import HostTable
 from pytop.ui.picker import PickerApp
 
 OUT = Path(__file__).resolve().parent.parent / "screenshots"
@@ -103,7 +102,7 @@ async def shoot_hosts() -> None:
             await pilot.press("1")
             while f"pool:{pool.pid}" not in app.keys:
                 await asyncio.sleep(0.2)
-            app.query_one(DataTable).move_cursor(row=app.keys.index(f"pool:{pool.pid}"))
+            app.query_one(HostTable).move_cursor(app.keys.index(f"pool:{pool.pid}"))
             await pilot.press("space")
             await asyncio.sleep(1.5)
             app.save_screenshot("hosts.svg", str(OUT))

@@ -12,7 +12,7 @@ NAME = sys.argv[1]
 CHILDREN = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 
 namespace = {}
-exec("def %s():\n    x = 0\n    while True:\n        x = (x + 1) %% 1000\n" % NAME, namespace)
+exec("def " + NAME + "():\n    x = 0\n    while True:\n        x = (x + 1) % 1000\n", namespace)
 spin = namespace[NAME]
 
 

@@ -13,16 +13,16 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from ..core.model import Heat, PythonProcess
-from ..core.pools import HostRow, busiest, fold, merged_heat
+from ..core.pools import HostRow, busiest, fold
 from ..core.visible import visible
 from ..process.pythons import PythonScan
-from ..report import format as fmt
-from ..report import host
 from .filter import FilterBar, compile_filter
+from .hosts import HostTable, Line
+from .linetable import LineTable
 
 PRIMING_SECONDS = 0.3
 # The orders a key (or a click on the column's header) gives: busiest, biggest first.
@@ -41,24 +41,6 @@ class HostSampling(Protocol):
 
 
 SamplerMaker = Callable[[Callable[[dict[int, Heat]], None]], HostSampling]
-
-
-def hottest_text(heat: Heat | None) -> Text:
-    """`compress_block 62%`: the function and its share of the CPU; blank while not sampled."""
-    said = host.hottest(heat)
-    return Text(said, style="dim") if said == "idle" else Text(said)
-
-
-@dataclass(frozen=True)
-class Line:
-    """A line of the table: a process, a pool, or (under an open pool) one of its members."""
-
-    key: str  # the table's row key: stays the same from look to look
-    pid: int  # what Enter watches (a pool: its root, with its subprocesses)
-    pool: bool
-    row: HostRow
-    member: bool = False
-    pool_key: str | None = None  # a pool's, or a member's pool's: what Space opens and folds
 
 
 def _row_key(row: HostRow) -> str:
@@ -87,7 +69,11 @@ class PickerApp(App[int]):
 
     CSS = """
     #intro { padding: 0 1; background: $boost; }
-    DataTable { height: 1fr; }
+    HostTable { height: 1fr; }
+    HostTable > .linetable--header { text-style: bold; background: $panel; }
+    HostTable > .linetable--cursor { background: $accent 60%; }
+    HostTable > .linetable--cursor-blurred { background: $accent 30%; }
+    HostTable > .linetable--even { background: $surface-lighten-1 40%; }
     FilterBar { display: none; }
     """
     TITLE = "pytop"
@@ -137,18 +123,13 @@ class PickerApp(App[int]):
     def compose(self) -> ComposeResult:
         yield Static(Text("Which Python process? Enter watches the one under the cursor.", style="bold"),
                      id="intro")
-        yield DataTable(cursor_type="row", zebra_stripes=True)
+        yield HostTable()
         yield FilterBar(placeholder="filter: text or regular expression over pid, user, version and command; "
                                     "Enter applies")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for key, label in (("pid", "PID"), ("user", "User"), ("python", "Python"), ("cpu", "CPU%"), ("gil", "GIL%"),
-                           ("threads", "Threads"), ("rss", "RSS"), ("hottest", "Hottest now"),
-                           ("command", "Command")):
-            table.add_column(label, key=key)
-        table.focus()
+        self.query_one(HostTable).focus()
         if self._make_sampler is not None:
             self._sampler = self._make_sampler(self._heats_came)
             self._sampler.start()
@@ -209,28 +190,18 @@ class PickerApp(App[int]):
     def _show(self, keep: str | None = None) -> None:
         """In the order sorted by, or busiest first when the picker opens and then each row where
         it was (new processes come at the end, ended ones go); the cursor stays on its row (or
-        goes to `keep`)."""
+        goes to `keep`, or to the line it was on when the table was left)."""
         lines = self._lines()
-        table = self.query_one(DataTable)
-        if keep is None:
-            keep = self.keys[table.cursor_row] if self.keys and table.row_count else self._wanted
-        table.clear()
+        table = self.query_one(HostTable)
         self.lines = {line.key: line for line in lines}
         self.keys = [line.key for line in lines]
         self.pids = [line.pid for line in lines]
-        for line in lines:
-            row = line.row
-            mark = ("▾ " if line.key in self.open_pools else "▸ ") if line.pool else "  └ " if line.member else ""
-            # Text, not str: a str cell is read as markup, and a command line is any user's ("[/]"
-            # once crashed root's picker, "[white on white]" hid text)
-            heat = merged_heat([m.pid for m in row.members], self.heats)
-            table.add_row(Text(str(line.pid), justify="right"), Text(row.leader.user), Text(row.leader.version or "?"),
-                          Text(f"{row.cpu_pct:.0f}%", justify="right"), Text(host.gil(heat), justify="right"),
-                          Text(str(row.threads), justify="right"), Text(fmt.byte_size(row.rss), justify="right"),
-                          hottest_text(heat), Text(mark + row.described), key=line.key)
+        table.show_lines(lines, self.heats, self.open_pools)  # (the cursor stays on its key)
+        if keep is None and self._wanted in self.lines:
+            keep, self._wanted = self._wanted, None
+        if keep is not None and keep in self.lines:
+            table.move_cursor(self.keys.index(keep))
         self.query_one("#intro", Static).update(self._intro())
-        if keep in self.keys:
-            table.move_cursor(row=self.keys.index(keep))
 
     def _intro(self) -> Text:
         intro = Text()
@@ -252,15 +223,15 @@ class PickerApp(App[int]):
         self.sort = column
         self._show()
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        if event.column_key.value in SORTS:
-            self.action_sort(event.column_key.value)
+    def on_line_table_header_clicked(self, message: LineTable.HeaderClicked) -> None:
+        if message.column in SORTS:
+            self.action_sort(message.column)
 
     def action_filter(self) -> None:
         self.query_one(FilterBar).open(self.filter_text)
 
     def on_filter_bar_done(self, message: FilterBar.Done) -> None:
-        self.query_one(DataTable).focus()
+        self.query_one(HostTable).focus()
         if message.text is not None:
             self.filter_text = message.text
             self._show()
@@ -269,22 +240,23 @@ class PickerApp(App[int]):
         self.filter_text = ""
         self._show()
 
+    def _cursor_line(self) -> Line | None:
+        key = self.query_one(HostTable).cursor_key
+        return self.lines.get(key) if isinstance(key, str) else None
+
     def action_open_pool(self) -> None:
-        table = self.query_one(DataTable)
-        if not (self.keys and table.row_count):
-            return
-        line = self.lines[self.keys[table.cursor_row]]
-        if line.pool_key is not None:
+        line = self._cursor_line()
+        if line is not None and line.pool_key is not None:
             self.open_pools ^= {line.pool_key}
             self._show(keep=line.pool_key)
 
     def action_choose(self) -> None:
-        table = self.query_one(DataTable)
-        if self.keys and table.row_count:
-            self._choose(self.keys[table.cursor_row])
+        line = self._cursor_line()
+        if line is not None:
+            self._choose(line.key)
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self._choose(str(event.row_key.value))
+    def on_line_table_chosen(self, message: LineTable.Chosen) -> None:
+        self._choose(str(message.key))
 
     def _choose(self, key: str) -> None:
         line = self.lines[key]
