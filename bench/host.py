@@ -67,6 +67,8 @@ async def live_table(seconds: float, busy: set[int]) -> None:
     first_rows = first_hottest = None
     keys: list[float] = []
     refreshes = named = hottest_named = 0
+    quiet_from: tuple[float, float] | None = None  # (CPU, clock) once the table is whole, no key pressed
+    keys_from: tuple[float, float] | None = None  # ... from the second half on, keys pressed
     async with app.run_test(size=(160, 50)) as pilot:
         table = app.query_one(HostTable)
         await pilot.press("1")
@@ -81,16 +83,21 @@ async def live_table(seconds: float, busy: set[int]) -> None:
             hot = table.cell(app.keys[0], "hottest")
             if first_hottest is None and hot.startswith("crunch"):
                 first_hottest = time.monotonic() - began
+            if quiet_from is None and first_hottest is not None:
+                quiet_from = (time.process_time(), time.monotonic())
+            if keys_from is None and time.monotonic() - began >= seconds / 2:
+                keys_from = (time.process_time(), time.monotonic())
             if time.monotonic() >= next_check and first_hottest is not None:
                 refreshes += 1
                 named += bool({m.pid for m in top.row.members} & busy)
                 hottest_named += hot.startswith("crunch")
                 next_check += 2.0
-                for key in KEYS:  # (ends sorted by CPU again)
+                for key in KEYS if keys_from is not None else ():  # (ends sorted by CPU again)
                     pressed = time.perf_counter()
                     await pilot.press(key)
                     await pilot.pause()
                     keys.append(time.perf_counter() - pressed)
+        ended = (time.process_time(), time.monotonic())
         floor = []  # a key the table does not take: what the pilot's press and pause cost alone
         for _ in range(20):
             pressed = time.perf_counter()
@@ -103,9 +110,16 @@ async def live_table(seconds: float, busy: set[int]) -> None:
                       for name in sorted(after, key=lambda n: threads.get(n, 0.0) - after[n])[:4])
     keys.sort()
     p95 = keys[int(0.95 * (len(keys) - 1))] if keys else float("nan")
+    assert quiet_from is not None and keys_from is not None
+
+    def share(start: tuple[float, float], end: tuple[float, float]) -> float:
+        return 100 * (end[0] - start[0]) / (end[1] - start[1])
+
     print(f"the live table, {seconds:.0f} s: first rows after {first_rows or float('nan'):.2f} s, first hottest "
           f"function after {first_hottest or float('nan'):.2f} s; pytop's CPU {100 * used / seconds:.1f}% of a core "
-          f"(its budget 5%; by thread: {split}); keys p95 {1000 * p95:.0f} ms (median "
+          f"in all (start-up included), {share(quiet_from, keys_from):.1f}% while nobody pressed a key, "
+          f"{share(keys_from, ended):.1f}% with {len(KEYS)} keys every 2 s (its budget 5%; by thread: {split}); "
+          f"keys p95 {1000 * p95:.0f} ms (median "
           f"{1000 * statistics.median(keys or [0]):.0f} ms, {len(keys)} keys; an unbound key, the pilot's own floor: "
           f"median {1000 * statistics.median(floor):.0f} ms); at {refreshes} refreshes sorted by CPU "
           f"the busiest row was a busy program's {named} times, its hottest function named {hottest_named} times")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -313,3 +314,72 @@ def test_a_pools_hottest_function_is_its_workers(target_interp: dict[str, Any]) 
     assert pool["hottest"][0]["function"] == "serve_request" and pool["gil_pct"] >= 80, pool
     members = [rows_by_pid(table)[pid] for pid in pool["pids"]]
     assert pool["sampled_cpu_time"] == pytest.approx(sum(m["sampled_cpu_time"] or 0 for m in members), abs=1e-5)
+
+
+def test_a_host_of_thousands_is_judged_a_few_at_a_look(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a process whose names do not say Python runs it is read in its maps, half a
+    millisecond each: a look reads at most so many (the first look at 10,000 processes took 5 s
+    of CPU before a row), the rest wait for the next looks; one named python is judged at once,
+    and a report (`maps=None`) judges every one."""
+    from pytop.process import pythons
+
+    program = tmp_path / "svc-runner"  # a Python under another name: only its maps say (libpython)
+    shutil.copy(os.path.realpath(sys.executable), program)
+    reads: list[int] = []
+    real = pythons._read_maps
+    monkeypatch.setattr(pythons, "_read_maps", lambda pid: reads.append(pid) or real(pid))
+    sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(300)]
+    named = started(sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)")
+    hidden = started(str(program), "-c", "import time; print('ready', flush=True); time.sleep(60)")
+    try:
+        scan = PythonScan()
+        looks = []
+        for _ in range(12):
+            reads.clear()
+            listed = {p.pid for p in scan.look(maps=40)}
+            looks.append((len(reads), named.pid in listed, hidden.pid in listed, scan.unjudged))
+        everything = {p.pid for p in PythonScan().look(maps=None)}
+    finally:
+        ended(named, hidden)
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
+    assert all(count <= 40 for count, *_ in looks), looks
+    assert all(seen for _, seen, _, _ in looks), looks  # named python: from the first look
+    assert looks[0][3] > 200 and looks[-1][3] == 0 and looks[-1][2], looks  # the hidden one, once judged
+    assert {named.pid, hidden.pid} <= everything
+
+
+def test_on_a_big_host_others_are_read_again_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past RECHECK_FROM processes, one that is not Python is read again only every few looks,
+    each in its turn: a shell that then execs Python shows within that many looks."""
+    from pytop.process import pythons
+
+    monkeypatch.setattr(pythons, "RECHECK_FROM", 10)
+    read: list[int] = []
+    real = pythons._read_stat
+    monkeypatch.setattr(pythons, "_read_stat", lambda pid: read.append(pid) or real(pid))
+    sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(20)]
+    shell = subprocess.Popen(["sh", "-c", f"read go; exec {sys.executable} -c "
+                              "\"import time; print('ready', flush=True); time.sleep(60)\""],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert shell.stdin is not None and shell.stdout is not None
+        scan = PythonScan()
+        scan.look()
+        shell.stdin.write(b"go\n")
+        shell.stdin.flush()
+        assert shell.stdout.readline()
+        seen_at = next((n for n in range(1, 2 * pythons.RECHECK_EVERY + 1)
+                        if shell.pid in {p.pid for p in scan.look()}), None)
+        read.clear()
+        for _ in range(pythons.RECHECK_EVERY):
+            scan.look()
+        times = [read.count(sleeper.pid) for sleeper in sleepers]
+    finally:
+        ended(shell)
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
+    assert seen_at is not None and seen_at <= pythons.RECHECK_EVERY, seen_at
+    assert times == [1] * len(sleepers), times  # each once in RECHECK_EVERY looks, in its turn

@@ -106,8 +106,16 @@ def _mapped_python(maps: str) -> str | None:
     return None
 
 
-def _judge(pid: int, name: str) -> _Program:
-    """Whether process `pid` (named `name` by the kernel) runs Python, and what it is."""
+def _read_maps(pid: int) -> str:
+    with open(f"/proc/{pid}/maps") as f:
+        return f.read()
+
+
+def _judge(pid: int, name: str, maps_left: list[int] | None = None) -> _Program | None:
+    """Whether process `pid` (named `name` by the kernel) runs Python, and what it is. maps_left:
+    how many maps files may still be read ([n], counted down; None: any); None if only its maps
+    would say and none may be (a maps file costs half a millisecond: a first look at ten thousand
+    processes spreads them over several looks)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
@@ -122,10 +130,13 @@ def _judge(pid: int, name: str) -> _Program:
     names = [name, os.path.basename(argv[0]) if argv else "", os.path.basename(program)]
     python = any(_PYTHON_NAME.match(n) for n in names)
     version = next((str(v) for v in map(version_from_name, names) if v is not None), "")
+    if not python and maps_left is not None:
+        if maps_left[0] <= 0:
+            return None
+        maps_left[0] -= 1
     if not python or not version:  # an embedded interpreter, one started by ld.so; or a version untold
         try:
-            with open(f"/proc/{pid}/maps") as f:
-                mapped = _mapped_python(f.read())
+            mapped = _mapped_python(_read_maps(pid))
             if mapped is not None:
                 python, version = True, version or mapped
         except PermissionError:
@@ -150,7 +161,18 @@ def _unsupported(version: str) -> str | None:
 def is_python(pid: int) -> bool:
     """Whether process `pid` runs Python (by its name, else a libpython in its maps)."""
     stat = _read_stat(pid)
-    return stat is not None and _judge(pid, stat.name).python
+    program = _judge(pid, stat.name) if stat is not None else None
+    return program is not None and program.python
+
+
+# A look judges at most this many processes by their maps (the ones whose names do not say
+# Python): ~0.5 ms each, so a first look at 10,000 processes would take 5 s before any row.
+MAPS_PER_LOOK = 150
+# On a host of more processes than this, one that is not Python has its stat read again only
+# every RECHECK_EVERY looks (in turn): reading every one is ~40 us a process, 0.4 s a look at
+# 10,000. (A process that execs Python shows within that many looks.)
+RECHECK_FROM = 2000
+RECHECK_EVERY = 4
 
 
 class PythonScan:
@@ -163,10 +185,17 @@ class PythonScan:
         # Kernel threads, by pid and /proc entry (a new process under an old pid has a new entry):
         # never Python, so not read again (hundreds of them on a big host).
         self._kernel: set[tuple[int, int]] = set()
+        # Processes judged not Python, by pid and /proc entry: their program's key (for a host
+        # large enough that they are read again only in turn).
+        self._others: dict[tuple[int, int], tuple[int, int, str]] = {}
         self._looked_at = 0.0
+        self._looks = 0
+        self.unjudged = 0  # processes the last look left to judge later (their maps not read yet)
 
-    def look(self, exclude: set[int] | None = None) -> list[PythonProcess]:
-        """Python processes this user can see, busiest first (at the first look, none is busier)."""
+    def look(self, exclude: set[int] | None = None, maps: int | None = MAPS_PER_LOOK) -> list[PythonProcess]:
+        """Python processes this user can see, busiest first (at the first look, none is busier).
+        maps: how many processes whose names do not say Python may be judged by their maps this
+        look (None: all; the others wait for a later look, counted in `unjudged`)."""
         skip = {os.getpid(), *(exclude or set())}
         now = time.monotonic()
         seconds = now - self._looked_at if self._looked_at else 0.0
@@ -174,23 +203,41 @@ class PythonScan:
         programs: dict[tuple[int, int, str], _Program] = {}
         ticks: dict[tuple[int, int], int] = {}
         kernel: set[tuple[int, int]] = set()
+        others: dict[tuple[int, int], tuple[int, int, str]] = {}
         found = []
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit() or int(entry.name) in skip:
-                continue
+        self._looks += 1
+        entries = [e for e in os.scandir("/proc") if e.name.isdigit() and int(e.name) not in skip]
+        maps_left, unjudged = [maps if maps is not None else len(entries)], 0
+        in_turn = len(entries) > RECHECK_FROM
+        for entry in entries:
             pid = int(entry.name)
-            if (pid, entry.inode()) in self._kernel:
-                kernel.add((pid, entry.inode()))
+            entry_id = (pid, entry.inode())
+            if entry_id in self._kernel:
+                kernel.add(entry_id)
+                continue
+            known_other = self._others.get(entry_id)
+            if in_turn and known_other is not None and (pid + self._looks) % RECHECK_EVERY:
+                others[entry_id] = known_other  # not Python when last read; read again in its turn
+                programs[known_other] = self._programs[known_other]
                 continue
             stat = _read_stat(pid)
             if stat is not None and stat.flags & _KERNEL_THREAD:
-                kernel.add((pid, entry.inode()))
+                kernel.add(entry_id)
             if stat is None or stat.flags & _KERNEL_THREAD or stat.state in ("Z", "X"):
                 continue  # gone, a kernel thread, a zombie: no Python runs there now
             key = (pid, stat.started, stat.name)
-            program = self._programs.get(key) or _judge(pid, stat.name)
+            program = self._programs.get(key)
+            if program is None:
+                # (once no maps may be read, only a name that says Python is judged this look:
+                # reading the others' command lines again would cost what their maps would)
+                could = maps_left[0] > 0 or _PYTHON_NAME.match(stat.name)
+                program = _judge(pid, stat.name, maps_left) if could else None
+                if program is None:
+                    unjudged += 1
+                    continue
             programs[key] = program
             if not program.python:
+                others[entry_id] = key
                 continue
             before = self._ticks.get((pid, stat.started))
             ticks[(pid, stat.started)] = stat.cpu_ticks
@@ -199,6 +246,7 @@ class PythonScan:
                                        100.0 * used / seconds if seconds > 0 else 0.0, program.version,
                                        stat.threads, stat.rss, program.pid_inside, program.problem, stat.parent))
         self._programs, self._ticks, self._kernel = programs, ticks, kernel  # what ended is forgotten
+        self._others, self.unjudged = others, unjudged
         return sorted(found, key=lambda p: (-p.cpu_pct, p.pid))
 
 

@@ -19,7 +19,7 @@ from textual.worker import get_current_worker
 from ..core.model import Heat, PythonProcess
 from ..core.pools import HostRow, busiest, fold
 from ..core.visible import visible
-from ..process.pythons import PythonScan
+from ..process.pythons import MAPS_PER_LOOK, PythonScan
 from .filter import FilterBar, compile_filter
 from .hosts import HostTable, Line
 from .linetable import LineTable
@@ -117,6 +117,7 @@ class PickerApp(App[int]):
         self._scan_of_host = PythonScan()
         self._primed = False
         self.heats: dict[int, Heat] = {}  # pid -> what its samples of the last window say
+        self.unjudged = 0  # processes the last look has not judged yet (a host of thousands)
         self._make_sampler = sampler
         self._sampler: HostSampling | None = None
 
@@ -161,6 +162,7 @@ class PickerApp(App[int]):
         if self._sampler is not None:  # (busiest first)
             self._sampler.watch(busiest(processes))
         if not get_current_worker().is_cancelled:
+            self.unjudged = self._scan_of_host.unjudged
             self.call_from_thread(self.show_processes, processes)
 
     def show_processes(self, processes: list[PythonProcess]) -> None:
@@ -209,10 +211,15 @@ class PickerApp(App[int]):
             # (a Text, and visible(): the message may quote a path or a name another user chose)
             intro.append(f"{visible(self.note)}\n", style="bold red")
         if not self.latest:
+            if self.unjudged:
+                return intro.append(f"No Python process found yet: {self.unjudged:,} processes still to look at "
+                                    f"({MAPS_PER_LOOK} a refresh); q quits.", style="bold")
             return intro.append("No Python process found (yet); q quits.", style="bold")
         intro.append("Which Python process? Enter watches the one under the cursor (b comes back).", style="bold")
         if self.sort is not None:
             intro.append(f"  Sorted by {SORTS[self.sort][0]}.")
+        if self.unjudged:
+            intro.append(f"  ({self.unjudged:,} more processes to look at: {MAPS_PER_LOOK} a refresh)", style="dim")
         if self.filter_text:
             intro.append(f"  {len(self.pids)} of {len(self.latest)} match ")
             intro.append(self.filter_text, style="reverse")  # (a Text: never read as markup)
