@@ -233,6 +233,29 @@ def test_any_host_and_pid_make_a_name_pyroscope_reads_back(host: str, pid: int) 
     assert service == "svc" and labels == {"host": label_value(host), "pid": str(pid)}
 
 
+def test_contract_labels_given_arrive_on_every_profile() -> None:
+    with contract.pyroscope() as server:
+        pusher = Pusher(destination(server.url, "shop", labels=["env=prod", "region=eu-west-1", "env=staging"],
+                                    env={}))
+        pusher.start()
+        pusher.put([upload()])
+        sent_until(pusher, lambda s: s.sent == 1)
+        pusher.close()
+    (got,) = server.taken()
+    assert got.service == "shop" and got.labels == {"host": label_value(socket.gethostname()), "pid": "4242",
+                                                    "env": "staging", "region": "eu-west-1"}
+
+
+@pytest.mark.parametrize(("labels", "said"), [
+    (["env"], "is not KEY=VALUE"), (["=prod"], "is not KEY=VALUE"), (["env="], "is not KEY=VALUE"),
+    (["my-env=prod"], "is not KEY=VALUE"), (["pid=1"], "set by pytop or Pyroscope"),
+    (["__name__=x"], "set by pytop or Pyroscope"), (["team=a,b"], "cannot carry"), (["team=a}b"], "cannot carry"),
+])
+def test_a_bad_label_is_one_clear_line(labels: list[str], said: str) -> None:
+    with pytest.raises(errors.UsageError, match=said):
+        destination("http://h:4040", None, labels=labels, env={})
+
+
 @pytest.mark.parametrize(("url", "env", "said"), [
     ("ftp://h:4040", {}, "not an http:// or https:// URL"),
     ("http://", {}, "not an http:// or https:// URL"),
@@ -262,6 +285,8 @@ def test_the_url_keeps_a_path_prefix_and_names_the_server_plainly() -> None:
 @pytest.mark.parametrize(("argv", "said"), [
     (("--batch", "--push-name", "svc", "1"), "--push-name goes with --push URL"),
     (("--batch", "--push-interval", "5", "1"), "--push-interval goes with --push URL"),
+    (("--batch", "--push-label", "env=prod", "1"), "--push-label goes with --push URL"),
+    (("--batch", "--push", "http://h:4040", "--push-label", "a b=c", "1"), "is not KEY=VALUE"),
     (("--dump", "--push", "http://h:4040", "1"), "not with --dump"),
     (("--batch", "--all", "--push", "http://h:4040"), "--all --batch only lists"),
     (("--batch", "--push", "http://h:4040", "--push-name", "my app", "1"), "not a service name"),

@@ -196,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "PYTOP_PUSH_PASSWORD; PYTOP_PUSH_TENANT for a multi-tenant server")
     push.add_argument("--push-name", metavar="NAME",
                       help="with --push: the service's name (default: each process's program)")
+    push.add_argument("--push-label", action="append", default=[], metavar="KEY=VALUE",
+                      help="with --push: a label on every profile (env=prod; again for more)")
     push.add_argument("--push-interval", type=push_interval, metavar="SECONDS",
                       help="with --push: seconds of samples in each profile sent (default: 10)")
     parser.add_argument("--version", action="version", version=f"pytop {__version__}")
@@ -283,9 +285,10 @@ def check_push(args: argparse.Namespace) -> None:
     """--push URL [--push-name NAME]: args.destination, checked (None without --push)."""
     args.destination = None
     if args.push is None:
-        if args.push_name is not None or args.push_interval is not None:
-            raise errors.UsageError(f"{'--push-name' if args.push_name is not None else '--push-interval'} goes "
-                                    "with --push URL")
+        given = [option for option, value in (("--push-name", args.push_name), ("--push-label", args.push_label),
+                                               ("--push-interval", args.push_interval)) if value]
+        if given:
+            raise errors.UsageError(f"{given[0]} goes with --push URL")
         return
     if args.dump:
         raise errors.UsageError("--push sends what a run samples: not with --dump (one read of the stacks)")
@@ -293,7 +296,7 @@ def check_push(args: argparse.Namespace) -> None:
         raise errors.UsageError("--push sends what a run samples: give a PID (--all --batch only lists processes)")
     from .push.destination import EVERY_SECONDS, destination, plain_text_credentials
 
-    args.destination = destination(args.push, args.push_name, args.push_interval or EVERY_SECONDS)
+    args.destination = destination(args.push, args.push_name, args.push_interval or EVERY_SECONDS, args.push_label)
     if plain_text_credentials(args.destination):
         errors.say(f"pytop: warning: --push sends its credentials unencrypted to {args.destination.shown} "
                    "(http://, not https://)")

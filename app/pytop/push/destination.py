@@ -15,7 +15,7 @@ import ipaddress
 import os
 import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
@@ -29,6 +29,8 @@ TENANT_ENV = "PYTOP_PUSH_TENANT"  # X-Scope-OrgID, for a multi-tenant server
 MAX_SERVICE = 120  # characters: a command line cut to a name that still reads
 NOT_IN_SERVICE = re.compile(r"[^A-Za-z0-9_./-]+")
 NOT_IN_LABEL = re.compile(r"[,}{=\s\x00-\x1f\x7f]+")
+LABEL_NAME = re.compile(r"^[A-Za-z0-9_.]{1,64}$")
+RESERVED_LABELS = {"host", "pid", "service_name", "__name__"}
 INTERPRETER = re.compile(r"^(python|pypy)[0-9.]*[dmu]*(-dbg)?$")
 OPTIONS_WITH_VALUE = {"-W", "-X", "-Q"}  # the interpreter's options that take the next word
 
@@ -40,6 +42,7 @@ class Destination:
     host: str  # this host, as a label
     headers: tuple[tuple[str, str], ...] = ()  # authorisation and tenant, from the environment
     every: float = EVERY_SECONDS  # seconds of samples in each profile
+    labels: tuple[tuple[str, str], ...] = ()  # --push-label KEY=VALUE: on every profile, after host and pid
 
     @property
     def shown(self) -> str:
@@ -49,15 +52,17 @@ class Destination:
 
     def ingest_url(self, service: str, pid: int, start: float, end: float, rate: float) -> str:
         """The request's URL for one process's profile of the wall-clock seconds [start, end]."""
-        name = f"{service}{{host={label_value(self.host)},pid={pid}}}"
+        extra = "".join(f",{key}={value}" for key, value in self.labels)
+        name = f"{service}{{host={label_value(self.host)},pid={pid}{extra}}}"
         query = {"name": name, "from": int(start), "until": max(int(end), int(start) + 1), "format": "pprof",
                  "spyName": SPY_NAME, "sampleRate": max(1, round(rate))}
         return f"{self.url}/ingest?{urlencode(query)}"
 
 
-def destination(url: str, name: str | None, every: float = EVERY_SECONDS,
+def destination(url: str, name: str | None, every: float = EVERY_SECONDS, labels: Sequence[str] = (),
                 env: Mapping[str, str] = os.environ) -> Destination:
-    """--push URL [--push-name NAME] [--push-interval SECONDS], checked; raises errors.UsageError."""
+    """--push URL [--push-name NAME] [--push-interval SECONDS] [--push-label KEY=VALUE ...],
+    checked; raises errors.UsageError."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise errors.UsageError(f"--push: {url!r} is not an http:// or https:// URL of a server")
@@ -74,7 +79,26 @@ def destination(url: str, name: str | None, every: float = EVERY_SECONDS,
         raise errors.UsageError(f"--push-name: {name!r} is not a service name Pyroscope takes: letters, digits "
                                 f"and _ . / - only, at most {MAX_SERVICE} characters")
     base = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
-    return Destination(base, name, socket.gethostname() or "unknown", credentials(env), every)
+    return Destination(base, name, socket.gethostname() or "unknown", credentials(env), every, extra_labels(labels))
+
+
+def extra_labels(given: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """--push-label KEY=VALUE, each: a label name Pyroscope takes, not one pytop sets, a value
+    that its parser reads back whole."""
+    labels: dict[str, str] = {}
+    for text in given:
+        key, eq, value = text.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not LABEL_NAME.match(key) or not value:
+            raise errors.UsageError(f"--push-label: {text!r} is not KEY=VALUE with a key of letters, digits, _ and "
+                                    ". (env=prod)")
+        if key in RESERVED_LABELS or key.startswith("__"):
+            raise errors.UsageError(f"--push-label: {key} is set by pytop or Pyroscope itself")
+        if NOT_IN_LABEL.search(value):
+            raise errors.UsageError(f"--push-label: the value of {key} holds a ',', a brace, a '=', a space or a "
+                                    "control character, which Pyroscope's names cannot carry")
+        labels[key] = value
+    return tuple(labels.items())
 
 
 def credentials(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
