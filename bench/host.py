@@ -14,6 +14,8 @@ a pool: a parent and its forked workers, one of them busy), then:
   first rows and the first hottest functions show, pytop's CPU (its whole process: the table,
   its looks and the sampling engine) against its 5% budget, how long keys take (p95), and
   whether the busiest process is named, with its hottest function, at every refresh;
+- the same table in a real terminal (tmux, --terminal seconds): key press to the screen showing
+  the new sort, beside tmux's own round trip, and pytop's CPU (its process, the kernel's count);
 - `py-spy dump` of each process in turn (the nearest a py-spy user gets to the same question).
 """
 
@@ -35,6 +37,49 @@ import peers
 from pytop.process.pythons import PythonScan
 
 KEYS = ["1", "2", "3", "4", "down", "down", "up", "1"]
+
+
+def process_cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def in_terminal(seconds: float) -> None:
+    """`pytop` without a PID in tmux: keys 2 and 1 in turn, each timed until the table says its
+    new sort; pytop's CPU meanwhile."""
+    import uuid
+
+    from live import screen, tmux, tmux_round_trips, wait_for
+
+    session = f"pytop-hosts-{uuid.uuid4().hex[:6]}"
+    tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "50", f"{sys.executable} -m pytop")
+    try:
+        wait_for(session, "Which Python process?", timeout=60)
+        wait_for(session, "%", timeout=60)
+        pid = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+        time.sleep(3)  # its first windows of samples
+        cpu, began = process_cpu(pid), time.monotonic()
+        latencies = []
+        while time.monotonic() - began < seconds:
+            key, mark = ("2", "Sorted by RSS.") if len(latencies) % 2 == 0 else ("1", "Sorted by CPU%.")
+            pressed = time.monotonic()
+            tmux("send-keys", "-t", session, key)
+            wait_for(session, mark)
+            latencies.append(time.monotonic() - pressed)
+            time.sleep(0.5)
+        used = (process_cpu(pid) - cpu) / (time.monotonic() - began)
+        shown = screen(session)
+        tmux("send-keys", "-t", session, "q")
+        trips = tmux_round_trips(20)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    latencies.sort()
+    p95 = latencies[int(0.95 * (len(latencies) - 1))]
+    print(f"the table in tmux, {seconds:.0f} s: keys p95 {1000 * p95:.0f} ms, median "
+          f"{1000 * statistics.median(latencies):.0f} ms ({len(latencies)} keys; tmux's own round trip: median "
+          f"{1000 * statistics.median(trips):.0f} ms); pytop's CPU {100 * used:.1f}% of a core with a key every "
+          f"0.5 s; hottest shown: {'crunch' in shown}")
 
 
 def thread_cpu() -> dict[str, float]:
@@ -162,6 +207,7 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=16, help="workers of the pool among the processes")
     parser.add_argument("--looks", type=int, default=20)
     parser.add_argument("--live", type=float, default=30.0, help="seconds of the live table")
+    parser.add_argument("--terminal", type=float, default=30.0, help="seconds of the table in tmux")
     args = parser.parse_args()
     alone = args.processes - args.pool - 1
     started = [subprocess.Popen([sys.executable, "-c", BUSY if i < args.busy else IDLE], stdout=subprocess.PIPE)
@@ -192,6 +238,8 @@ def main() -> None:
               f"busiest named: {'a busy one' if top in busy else top}")
         if args.live:
             asyncio.run(live_table(args.live, busy))
+        if args.terminal:
+            in_terminal(args.terminal)
         spy = peers.py_spy()
         if spy is None:
             print("py-spy: not installed (pip install py-spy)")

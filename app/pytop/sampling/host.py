@@ -6,7 +6,9 @@ any thread); its own thread attaches the new ones (a few a window: attaching rea
 ELF files), retires those no longer named, drains the engine and, every window, publishes each
 sampled process's heat (core.model.Heat): its functions' own CPU time over the window, as the
 function table sums it, against the kernel's count for the process, and its GIL's share of its
-samples. A process that cannot be attached (it ended, another user's) is not tried again."""
+samples. A process that cannot be attached (another user's, an unsupported build) or whose
+samples all fail for a window (it exec'd another program) is let go, and tried again only after
+RETRY_SECONDS."""
 
 from __future__ import annotations
 
@@ -26,6 +28,10 @@ ATTACHES_PER_WINDOW = 3  # new processes taken up a window (each costs an ELF re
 WINDOW_SECONDS = 2.0
 KEEP_FUNCTIONS = 5  # per process: enough to merge a pool's hottest
 STOP_SECONDS = 5.0
+RETRY_SECONDS = 30.0  # a process that could not be attached or read is tried again after this long
+# A process the engine took no sample of for this many ticks and this long is not being read
+# (it exec'd another program): let go.
+UNREAD_TICKS, UNREAD_SECONDS = 3, 1.0
 
 Attach = Callable[[int], Unwinder]
 
@@ -61,7 +67,9 @@ class HostSampler:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._sampled: dict[int, int] = {}  # pid -> the engine's process
-        self._refused: set[int] = set()  # pids that could not be attached: not tried again
+        # pid -> ticks since its last sample (or since it was taken up), and since when
+        self._unread: dict[int, tuple[int, float]] = {}
+        self._refused: dict[int, float] = {}  # pid -> when it may be tried again (CLOCK_MONOTONIC)
         self._thread = threading.Thread(target=self._run, name="pytop-host-sampler", daemon=True)
 
     def watch(self, pids: list[int]) -> None:
@@ -89,40 +97,60 @@ class HostSampler:
         while not self._stop.wait(min(0.5, max(0.0, due - time.monotonic()))):
             self._take_up()
             self._take_in(self._engine.drain(), table, processes)
+            self._let_go_unread()
             if time.monotonic() >= due:
-                self.publish(heats_of(table, processes))
+                self.publish(heats_of(table, {pid: f for pid, f in processes.items() if f[1]}))
                 table, processes = FunctionSums(self._book), {}
                 due = time.monotonic() + self.window
         if self._engine.stop(STOP_SECONDS):  # the last window, cut short: what it holds
             self._take_in(self._engine.drain(), table, processes)
             if processes:
-                self.publish(heats_of(table, processes))
+                self.publish(heats_of(table, {pid: f for pid, f in processes.items() if f[1]}))
 
     def _take_up(self) -> None:
         """Attach what the table names and is not sampled yet; retire what it no longer names."""
+        now = time.monotonic()
+        self._refused = {pid: until for pid, until in self._refused.items() if until > now}
         with self._lock:
             wanted = [pid for pid in self._wanted if pid not in self._refused][:WATCHED]
         for pid in [pid for pid in self._sampled if pid not in wanted]:
             if self._engine.retire(self._sampled[pid], "no longer among the busiest"):
                 del self._sampled[pid]
+                self._unread.pop(pid, None)
         for pid in [pid for pid in wanted if pid not in self._sampled][:ATTACHES_PER_WINDOW]:
             try:
                 unwinder = self._attach(pid)
             except Exception:  # ended, another user's, not Python after all: the table says why
-                self._refused.add(pid)
+                self._refused[pid] = now + RETRY_SECONDS
                 continue
             try:
                 process = self._engine.add(unwinder)
             except RuntimeError:
                 unwinder.close()
-                self._refused.add(pid)
+                self._refused[pid] = now + RETRY_SECONDS
                 continue
             self._book.pids[process] = pid
             self._sampled[pid] = process
+            self._unread[pid] = (0, time.monotonic())
+
+    def _let_go_unread(self) -> None:
+        """A process the engine has taken no sample of for UNREAD_TICKS ticks and UNREAD_SECONDS
+        is not being read (it exec'd another program, whose memory is not the one attached to):
+        it is let go, to be attached again (as what it is now) after RETRY_SECONDS if the table
+        still names it."""
+        now = time.monotonic()
+        for pid, (ticks, since) in list(self._unread.items()):
+            if ticks >= UNREAD_TICKS and now - since >= UNREAD_SECONDS and pid in self._sampled:
+                if self._engine.retire(self._sampled[pid], "not read"):
+                    del self._sampled[pid], self._unread[pid]
+                    self._refused[pid] = now + RETRY_SECONDS
 
     def _take_in(self, drain: Drain, table: FunctionSums, processes: dict[int, list[int]]) -> None:
         self._book.learn(drain)
         table.add_rows(drain.function_rows, ())
+        sampled = {p.pid for p in drain.processes if p.samples}
+        for pid, (ticks, since) in list(self._unread.items()):
+            self._unread[pid] = (0, time.monotonic()) if pid in sampled else (ticks + drain.ticks, since)
         for p in drain.processes:
             figures = processes.setdefault(p.pid, [0, 0, 0])
             figures[0] += p.cpu_ns
@@ -130,3 +158,5 @@ class HostSampler:
             figures[2] += p.gil_samples
             if p.status and self._sampled.get(p.pid) == p.process:
                 del self._sampled[p.pid]  # it ended (or was retired): the table drops it too
+                self._unread.pop(p.pid, None)
+
