@@ -114,6 +114,14 @@ class Pusher:
         self._status = replace(self._status, **changes, waiting=len(self._queue) + self._current)  # type: ignore[arg-type]
 
     def _run(self) -> None:
+        try:
+            self._send_all()
+        except Exception as exc:  # a bug in pytop: said where pushing is said, never a traceback on screen
+            with self._lock:
+                said = visible(f"pytop's sender stopped: {type(exc).__name__}: {exc}")
+                self._update(failing=said[:REASON_CHARACTERS])
+
+    def _send_all(self) -> None:
         backoff = BACKOFF_FIRST
         while True:
             with self._lock:

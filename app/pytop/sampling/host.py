@@ -70,6 +70,7 @@ class HostSampler:
         # pid -> ticks since its last sample (or since it was taken up), and since when
         self._unread: dict[int, tuple[int, float]] = {}
         self._refused: dict[int, float] = {}  # pid -> when it may be tried again (CLOCK_MONOTONIC)
+        self.failure: str | None = None  # a bug in pytop ended the host sampler: what it was
         self._thread = threading.Thread(target=self._run, name="pytop-host-sampler", daemon=True)
 
     def watch(self, pids: list[int]) -> None:
@@ -91,6 +92,13 @@ class HostSampler:
     # ---- the host sampler's thread -----------------------------------------------------------
 
     def _run(self) -> None:
+        try:
+            self._sample()
+        except Exception as exc:  # a bug in pytop: said on the table, never a traceback over it
+            self.failure = f"{type(exc).__name__}: {exc}"
+            self._engine.stop(STOP_SECONDS)
+
+    def _sample(self) -> None:
         table = FunctionSums(self._book)
         processes: dict[int, list[int]] = {}
         due = time.monotonic() + self.window

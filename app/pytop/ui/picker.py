@@ -36,6 +36,8 @@ class HostSampling(Protocol):
     """Samples the processes it is told to watch; what it found goes to `publish` every window
     (run.py hands the picker one: sampling/host.py's HostSampler)."""
 
+    failure: str | None  # a bug that ended it
+
     def watch(self, pids: list[int]) -> None: ...
     def start(self) -> None: ...
     def stop(self) -> None: ...
@@ -226,6 +228,9 @@ class PickerApp(App[int]):
         intro.append("Which Python process? Enter watches the one under the cursor (b comes back).", style="bold")
         if self.sort is not None:
             intro.append(f"  Sorted by {SORTS[self.sort][0]}.")
+        if self._sampler is not None and self._sampler.failure:
+            intro.append(f"  (no hottest functions: pytop's host sampler failed: {visible(self._sampler.failure)})",
+                         style="red")
         if self.unjudged:
             intro.append(f"  ({self.unjudged:,} more processes to look at: {MAPS_PER_LOOK} a refresh)", style="dim")
         if self.filter_text:
