@@ -81,3 +81,31 @@ def test_one_that_ends_goes_and_the_rest_stay(target_interp: dict[str, Any]) -> 
                 leaving.wait()
     assert all(leaving.pid not in w for w in later), later
     assert all(w[staying.pid].hottest and w[staying.pid].hottest[0] == "resize_images" for w in later), later
+
+
+def test_a_windows_heat_is_own_cpu_by_function_against_the_kernels_count() -> None:
+    """Pure: each process's functions by their own CPU time, hottest first, at most five; the
+    rows pytop makes for time between samples or threads without Python are not functions; the
+    share is of the kernel's count for the process."""
+    from pytop.core.aggregate import OWN, FunctionSums, StackBook, mode_column, new_row
+    from pytop.sampling.host import KEEP_FUNCTIONS, heats_of
+
+    cpu = OWN + mode_column("cpu")
+    table = FunctionSums(StackBook())
+
+    def put(function: str, filename: str, pid: int, seconds: float) -> None:
+        figures = [0] * 12
+        figures[cpu] = int(seconds * 1e9)
+        table.by_function[(function, filename, 0, pid)] = new_row(figures)
+
+    put("parse", "app.py", 10, 0.6)
+    put("(ran between samples, not seen)", "", 10, 0.9)
+    put("(thread without Python)", "", 10, 0.5)
+    put("render", "app.py", 10, 0.3)
+    for n in range(8):
+        put(f"f{n}", "lib.py", 20, 0.01 * (n + 1))
+    heats = heats_of(table, {10: [2_000_000_000, 100, 40], 20: [100_000_000, 50, 0], 30: [0, 10, 0]})
+    assert heats[10].functions == (("parse", "app.py", 0.6), ("render", "app.py", 0.3))
+    assert heats[10].hottest == ("parse", "app.py", 0.3) and heats[10].gil_pct == 40.0
+    assert [f for f, _, _ in heats[20].functions] == ["f7", "f6", "f5", "f4", "f3"][:KEEP_FUNCTIONS]
+    assert heats[30].hottest is None and heats[30].samples == 10  # sampled, idle
