@@ -7,6 +7,7 @@ the parts below it. Read from the source with `ast`, so it holds for imports ins
               reading its stacks and objects: native, core
     report    text, JSON and export formats: core only
     push      sending profiles on to a server (--push): report's encodings, core
+    record    recordings (their container): core
     sampling  the sampling thread and snapshot publishing: native, core, and process's list
               of processes (what looks like Python); attaching, reading stacks now, writing
               exports and sending profiles on are handed to it (run.py wires them)
@@ -31,6 +32,7 @@ ALLOWED = {
     "process": {"process", "native", "core", "errors", "files"},
     "report": {"report", "core", "errors", "files"},
     "push": {"push", "report", "core", "errors"},
+    "record": {"record", "core", "errors", "files"},
     "sampling": {"sampling", "native", "process.pythons", "core", "errors", "files"},
     "ui": {"ui", "core", "report", "process.pythons", "errors", "files"},
 }

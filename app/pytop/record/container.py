@@ -1,0 +1,228 @@
+"""A recording's container: a header, then frames appended one by one, each self-describing (its
+kind, its time span, its length, checksums of its header and its payload) and compressed on its
+own, so that a file cut anywhere (SIGKILL, a crash, a full disk) reads up to its last whole
+frame, a damaged frame is skipped to the next good one, and a reader can start at any frame a
+time index or a scan points to. The byte layout is docs/recording.md's; this module is its only
+reader and writer. What goes in a payload is the callers' (bytes here).
+
+Remote data rules here too: a recording may come from anyone. Every length is checked against
+the file and a bound before anything is allocated, every checksum before a payload is trusted."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import mmap
+import os
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from .. import errors, files
+
+MAGIC = b"PYTOPREC"
+VERSION = 1
+HEADER = struct.Struct("<8sHHI")  # magic, version, flags (0), crc32 of the 12 bytes before
+FRAME_MAGIC = b"FRAM"
+FRAME = struct.Struct("<4sBBHIIdd")  # magic, kind, codec, 0, payload length, payload crc32, start, end
+FRAME_CRC = struct.Struct("<I")  # crc32 of the frame header's 32 bytes before it
+FRAME_HEADER_SIZE = FRAME.size + FRAME_CRC.size  # 36
+MAX_PAYLOAD = 64 << 20  # bytes stored: a frame is one window of one session, never this big
+MAX_EXPANDED = 256 << 20  # bytes a payload may inflate to (a crafted zlib bomb stops there)
+
+# Frame kinds. KEY: what a reader needs to start there (names, the run); WINDOW: one window's
+# figures, read with the last KEY before it; INDEX: times and offsets of the frames before it;
+# NOTE: what the writer has to say (frames it dropped, why it stopped).
+KEY, WINDOW, INDEX, NOTE = 1, 2, 3, 4
+KINDS = {KEY: "key", WINDOW: "window", INDEX: "index", NOTE: "note"}
+STORED, ZLIB = 0, 1  # codecs
+
+
+@dataclass(frozen=True)
+class FrameInfo:
+    offset: int  # of its header in the file
+    kind: int
+    codec: int
+    length: int  # of the payload as stored
+    crc: int
+    start: float  # wall-clock seconds its content covers
+    end: float
+
+    @property
+    def payload_offset(self) -> int:
+        return self.offset + FRAME_HEADER_SIZE
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What a pass over a recording found: its whole frames, and what it could not read."""
+
+    frames: tuple[FrameInfo, ...]
+    size: int  # of the file
+    skipped: int  # bytes of damaged frames passed over (each to the next good frame)
+    cut: int  # bytes after the last whole frame (a write cut short)
+
+    @property
+    def lost(self) -> int:
+        return self.skipped + self.cut
+
+
+def _header() -> bytes:
+    head = struct.pack("<8sHH", MAGIC, VERSION, 0)
+    return head + struct.pack("<I", zlib.crc32(head))
+
+
+def frame_bytes(kind: int, payload: bytes, start: float, end: float, compress: bool = True) -> bytes:
+    """One whole frame: its header and its payload, compressed when that makes it smaller."""
+    codec, stored = STORED, payload
+    if compress:
+        packed = zlib.compress(payload, 6)
+        if len(packed) < len(payload):
+            codec, stored = ZLIB, packed
+    if len(stored) > MAX_PAYLOAD:
+        raise ValueError(f"a frame of {len(stored)} bytes is over the bound of {MAX_PAYLOAD}")
+    head = FRAME.pack(FRAME_MAGIC, kind, codec, 0, len(stored), zlib.crc32(stored), start, end)
+    return head + FRAME_CRC.pack(zlib.crc32(head)) + stored
+
+
+class Writer:
+    """Appends frames to a recording it holds an exclusive lock on (a second pytop recording to
+    the same file is refused before anything of the first's is touched)."""
+
+    def __init__(self, path: str):
+        """Raises errors.UsageError: a link, not a regular file, not writable, or being recorded."""
+        fd = files.open_fd(path, append=True)  # (not emptied yet: it may be another pytop's)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise errors.UsageError(f"{path} is being recorded by another pytop") from None
+            raise errors.UsageError(f"cannot lock {path}: {exc.strerror}") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, _header())
+        except OSError as exc:
+            os.close(fd)
+            raise errors.UsageError(f"cannot write {path}: {exc.strerror}") from None
+        self.path = path
+        self._fd: int | None = fd
+        self.size = HEADER.size
+
+    def write(self, kind: int, payload: bytes, start: float, end: float) -> int:
+        """Append one frame; returns its offset. Raises OSError as the disk says (ENOSPC): a frame
+        cut short is what a reader passes over."""
+        if self._fd is None:
+            raise ValueError("the recording is closed")
+        data = frame_bytes(kind, payload, start, end)
+        offset = self.size
+        written = 0
+        while written < len(data):
+            written += os.write(self._fd, data[written:])
+        self.size += len(data)
+        return offset
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # (the lock goes with it)
+            self._fd = None
+
+
+def _frame_at(data: bytes | mmap.mmap, at: int, size: int) -> FrameInfo | None:
+    """The frame whose header starts at `at` in `data` (read from the file), if it is one whose
+    header is whole and sound and whose payload lies within the file."""
+    if at + FRAME_HEADER_SIZE > len(data):
+        return None
+    magic, kind, codec, _, length, crc, start, end = FRAME.unpack_from(data, at)
+    (head_crc,) = FRAME_CRC.unpack_from(data, at + FRAME.size)
+    if magic != FRAME_MAGIC or head_crc != zlib.crc32(data[at:at + FRAME.size]):
+        return None
+    if kind not in KINDS or codec not in (STORED, ZLIB) or length > MAX_PAYLOAD:
+        return None
+    if at + FRAME_HEADER_SIZE + length > size:
+        return None
+    return FrameInfo(at, kind, codec, length, crc, start, end)
+
+
+def check_header(head: bytes, path: str) -> None:
+    """Raises errors.UsageError when `head` is not a recording this pytop reads."""
+    if len(head) < HEADER.size and MAGIC.startswith(head[:8]) and head:
+        raise errors.UsageError(f"{path}: the recording was cut short before its first frame")
+    if len(head) < HEADER.size or head[:8] != MAGIC:
+        raise errors.UsageError(f"{path} is not a pytop recording")
+    magic, version, _, crc = HEADER.unpack_from(head)
+    if crc != zlib.crc32(head[:12]):
+        raise errors.UsageError(f"{path}: its header is damaged")
+    if version > VERSION:
+        raise errors.UsageError(f"{path} is a recording of a newer format (version {version}; this pytop reads "
+                                f"{VERSION}): a newer pytop reads it")
+
+
+def scan(path: str) -> Scan:
+    """Every whole, sound frame of the recording at `path`, in order; damaged stretches are
+    passed over to the next sound frame header, a cut end is counted. Raises errors.UsageError
+    for a file that is not a recording (or a newer one)."""
+    try:
+        with files.open_regular(path) as f:
+            check_header(f.read(HEADER.size), path)
+            if os.fstat(f.fileno()).st_size <= HEADER.size:
+                return Scan((), HEADER.size, 0, 0)
+            with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as data:  # (not read whole into memory)
+                return scan_bytes(data)
+    except OSError as exc:
+        raise errors.UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def scan_bytes(data: bytes | mmap.mmap) -> Scan:
+    """scan() of a recording's bytes (whose header was checked)."""
+    size = len(data)
+    frames = []
+    at, skipped = HEADER.size, 0
+    while at < size:
+        found = _frame_at(data, at, size)
+        body = data[found.payload_offset:found.payload_offset + found.length] if found is not None else b""
+        if found is not None and zlib.crc32(body) == found.crc:
+            frames.append(found)
+            at = found.payload_offset + found.length
+            continue
+        following = data.find(FRAME_MAGIC, at + 1)  # resynchronise: the next sound frame header
+        while following >= 0 and _frame_at(data, following, size) is None:
+            following = data.find(FRAME_MAGIC, following + 1)
+        if following < 0:
+            return Scan(tuple(frames), size, skipped, size - at)
+        skipped += following - at
+        at = following
+    return Scan(tuple(frames), size, skipped, 0)
+
+
+def payload(f: BinaryIO, frame: FrameInfo) -> bytes:
+    """A frame's payload from the open recording, checked and expanded; raises ValueError if it
+    is damaged (it was sound when scanned: the file changed since)."""
+    f.seek(frame.payload_offset)
+    stored = f.read(frame.length)
+    if len(stored) != frame.length or zlib.crc32(stored) != frame.crc:
+        raise ValueError("the frame changed since it was scanned")
+    if frame.codec == STORED:
+        return stored
+    inflater = zlib.decompressobj()
+    expanded = inflater.decompress(stored, MAX_EXPANDED)
+    if inflater.unconsumed_tail or not inflater.eof:
+        raise ValueError("the frame's payload does not expand whole within its bound")
+    return expanded
+
+
+def frames(path: str) -> Iterator[tuple[FrameInfo, bytes]]:
+    """Each sound frame of the recording with its payload (damaged ones passed over)."""
+    found = scan(path)
+    try:
+        f = files.open_regular(path)
+    except OSError as exc:
+        raise errors.UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with f:
+        for frame in found.frames:
+            try:
+                yield frame, payload(f, frame)
+            except (ValueError, zlib.error):
+                continue
