@@ -152,6 +152,7 @@ class Received:
     query: dict[str, str]
     headers: dict[str, str]
     profile: Decoded
+    size: int = 0  # bytes of the body (the gzipped profile)
 
 
 @dataclass
@@ -234,7 +235,7 @@ def _handler(state: Pyroscope) -> type[BaseHTTPRequestHandler]:
                 return 422, f"failed to parse pprof: {exc}"
             with state.lock:
                 state.received.append(Received(service, labels, start, end, query,
-                                               {k: v for k, v in self.headers.items()}, profile))
+                                               {k: v for k, v in self.headers.items()}, profile, len(body)))
             return 200, ""
 
         def _answer(self, status: int, why: str) -> None:
