@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .aggregate import MODE_INDEX, SAMPLES, Counts, StackBook
+from .aggregate import MODE_INDEX, SAMPLES, Counts, StackBook, StackInfo
 from .model import Mode
 
 
@@ -62,11 +62,16 @@ class Sample(NamedTuple):
 def samples_of(counts: Counts, book: StackBook, thread_of: Callable[[int], tuple[int | None, str | None]],
                mode: Mode) -> Iterator[Sample]:
     """Each (thread, stack) of `counts` with samples or time, resolved (a walk over its frames:
-    for reports, not for every sample)."""
+    for reports, not for every sample). A stack is walked once however many threads ran it (a
+    thread-per-request server's thousand threads share a few stacks), and its samples share one
+    frames tuple: an encoder may key on it."""
     index = MODE_INDEX[mode]
+    infos: dict[int, StackInfo | None] = {}
     for (thread, stack), tally in sorted(counts.stacks.items()):
-        info = book.info(stack)
-        if info is None or not (tally[SAMPLES] or tally[index]):
+        if not (tally[SAMPLES] or tally[index]):
+            continue
+        info = infos[stack] if stack in infos else infos.setdefault(stack, book.info(stack))
+        if info is None:
             continue
         tid, name = thread_of(thread)
         yield Sample(info.frames, info.pid, tid, name, tally[SAMPLES], tally[index])

@@ -87,21 +87,28 @@ def encode(samples: Iterable[Sample], mode: Mode, rate: float, start_ns: int, du
     body = bytearray()
     body += message(PROFILE_SAMPLE_TYPE, number(VALUE_TYPE, strings("samples")) + number(VALUE_UNIT, strings("count")))
     body += message(PROFILE_SAMPLE_TYPE, number(VALUE_TYPE, kind) + number(VALUE_UNIT, unit))
+    stacks: dict[int, tuple[tuple[tuple[str, str, int], ...], bytes]] = {}  # id(frames) -> (frames, its ids packed)
     for sample in samples:
-        ids = []
-        for function, filename, line in sample.frames:  # innermost first, as pprof wants
-            where = (function, filename, max(line, 0))
-            if where not in locations:
-                locations[where] = len(locations) + 1
-                functions.setdefault((function, filename), len(functions) + 1)
-            ids.append(locations[where])
+        known = stacks.get(id(sample.frames))
+        if known is not None and known[0] is sample.frames:  # (the same tuple: samples_of shares one a stack)
+            location_ids = known[1]
+        else:
+            ids = []
+            for function, filename, line in sample.frames:  # innermost first, as pprof wants
+                where = (function, filename, max(line, 0))
+                if where not in locations:
+                    locations[where] = len(locations) + 1
+                    functions.setdefault((function, filename), len(functions) + 1)
+                ids.append(locations[where])
+            location_ids = packed(SAMPLE_LOCATION, ids)
+            stacks[id(sample.frames)] = (sample.frames, location_ids)
         labels = label(strings("pid"), LABEL_NUM, sample.pid)
         if sample.tid:
             labels += label(strings("thread_id"), LABEL_NUM, sample.tid)
         if sample.thread_name:
             labels += label(strings("thread_name"), LABEL_STR, strings(sample.thread_name))
         values = [sample.samples, sample.nanoseconds]
-        body += message(PROFILE_SAMPLE, packed(SAMPLE_LOCATION, ids) + packed(SAMPLE_VALUE, values) + labels)
+        body += message(PROFILE_SAMPLE, location_ids + packed(SAMPLE_VALUE, values) + labels)
     for (function, filename, line), location in locations.items():
         line_record = number(LINE_FUNCTION, functions[(function, filename)]) + number(LINE_LINE, line)
         body += message(PROFILE_LOCATION, number(LOCATION_ID, location) + message(LOCATION_LINE, line_record))
