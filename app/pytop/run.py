@@ -305,24 +305,26 @@ def host_table(args: argparse.Namespace) -> int:
     from .report import host
 
     scan, first_share = PythonScan(), PythonScan()  # the run's CPU shares; the busiest's, early
-    first_share.look()
-    scan.look()
     started = time.monotonic()
     heats: dict[int, Heat] = {}
-    sampler = host_sampler(args)(heats.update, window=FOREVER)  # one window: the run's
-    with ended_by_signals():  # SIGTERM, SIGHUP: no report; Ctrl-C: the report of the time so far
+    sampler: HostSampler | None = None
+    with ended_by_signals():  # SIGTERM, SIGHUP: no report; Ctrl-C at any moment: the report of the time so far
         try:
+            first_share.look()
+            scan.look()
+            started = time.monotonic()
             end = started + args.duration if math.isfinite(args.duration) else math.inf
+            sampler = host_sampler(args)(heats.update, window=FOREVER)  # one window: the run's
             # The busiest, by a first share of the CPU, have their stacks sampled for the rest
-            first = min(HOST_PRIMING_SECONDS, args.duration / 4)
-            threading.Event().wait(first)
+            threading.Event().wait(min(HOST_PRIMING_SECONDS, args.duration / 4))
             sampler.watch(busiest(first_share.look()))
             sampler.start()
             threading.Event().wait(None if math.isinf(end) else max(0.0, end - time.monotonic()))
         except KeyboardInterrupt:
             pass
         finally:
-            sampler.stop()
+            if sampler is not None:
+                sampler.stop()
     processes = scan.look(maps=None)  # a report lists every one: all judged, however many
     seconds = time.monotonic() - started
     form = args.format or ("json" if args.json else "text")
