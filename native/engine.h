@@ -96,6 +96,8 @@ typedef struct engine_process {
     uint64_t cpu_clock;        /* the process CPU clock at the latest period close */
     bool cpu_known;
     uint64_t first_read_ns;    /* the process's CPU while its first read went on (see account_period) */
+    uint64_t first_counts_ns;  /* the threads' counts as the first read found them */
+    uint64_t first_before_ns;  /* of first_read_ns, what the counts show was used before they were read */
     int64_t carry_ns;          /* remainder too small to place, carried to the next period */
     uint64_t period_attributed;
     uint64_t deferred_ns;      /* CPU read at the latest period close and handed back (kthreads_defer) */
