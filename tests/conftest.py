@@ -12,7 +12,8 @@ Lanes, by marker:
 - `unit`: everything else, marked here: pure logic, no process (`pytest -m unit`, seconds). A
   unit test that starts a process fails, saying it lacks the marker.
 A whole run takes the lane without targets first, and a failure there ends the run before the
-target lane (minutes) starts."""
+target lane (minutes) starts. It runs in workers beside each other; the tests that need the
+machine alone wait for it (machine_share.py)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import pytest
 
 import helpers
 
+pytest_plugins = ["machine_share"]  # workers beside each other, and the tests that need the machine alone
 _provisioned: tuple[dict[str, dict[str, Any]], str] | None = None
 TARGET_FIXTURES = {"interp", "some_interp", "target_interp"}
 
@@ -60,7 +62,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             # in both, every other in one of them in turn (what differs between versions is how
             # they are read, which both exercise alike).
             pairs = [(name, load) for name in names
-                     for load in ((False, True) if name in helpers.SOME else (helpers.EXPECTED.index(name) % 2 == 1,))]
+                     for load in ((False, True) if name in helpers.SOME else (helpers.saturated_by_turn(name),))]
             metafunc.parametrize((fixture, "saturated"), pairs, indirect=[fixture],
                                  ids=[f"{'saturated' if load else 'idle-machine'}-{name}" for name, load in pairs])
         else:
@@ -74,7 +76,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if not any(item.get_closest_marker(name) for name in ("target", "process", "ui")):
             item.add_marker(pytest.mark.unit)
     # The lane without targets first, in its modules' order: a failure there ends the run early.
-    items.sort(key=lambda item: item.get_closest_marker("target") is not None)
+    # The tests that need the machine alone last: together they keep the other workers waiting
+    # once, instead of at each of them. (The modules that build pytop's native code again keep
+    # one worker each, from the start: their tests share the build, xdist_group.)
+    items.sort(key=lambda item: (item.get_closest_marker("target") is not None,
+                                 item.get_closest_marker("alone") is not None))
 
 
 class _NoProcessInAUnitTest(subprocess.Popen):  # type: ignore[type-arg]

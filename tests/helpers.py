@@ -38,6 +38,13 @@ LAUNCH_TWINS = {"debian-3.11", "sid-3.14-chroot", "sid-3.15-loader"}
 MODULES_OF_FIGURES = {"test_truth", "test_true_stacks", "test_churn", "test_sampler"}
 # One per frame model and launch style: object frames, interpreter frames, chroot + debug offsets.
 SOME = ["pyenv-3.8", "pyenv-3.12", "sid-3.15-chroot"]
+
+
+def saturated_by_turn(name: str) -> bool:
+    """For tests run on an idle machine or a saturated one by interpreter, in turn."""
+    return EXPECTED.index(name) % 2 == 1
+
+
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 CHROOT_TARGET_DIR = "/tmp/pytop-test-targets"
 

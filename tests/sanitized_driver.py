@@ -1,20 +1,24 @@
 """Run inside a sanitizer build of pytop's native code (see test_sanitizers.py).
 
-`memory PIDS`: fuzz the decoders, sample each target until it has been sampled SAMPLES times
-(names included), the first PYTOP_NATIVE_PIDS of them again with native frames (--native),
-then run the engine over all of them (see run_engine); a memory error or
-undefined behaviour aborts the process with a report. `threads PIDS`: the engine only, under
-ThreadSanitizer: its thread, processes added while it runs, drains from two threads, stop.
+`memory PIDS` (frozen targets: each runs while it is sampled): fuzz the decoders, sample each
+target until it has been sampled SAMPLES times (names included), the first PYTOP_NATIVE_PIDS of
+them again with native frames (--native), then run the engine over all of them, all running (see
+run_engine); a memory error or undefined behaviour aborts the process with a report. `threads
+PIDS`: the engine only, under ThreadSanitizer: its thread, processes added while it runs, drains
+from two threads, stop.
 `fuzz-core SECONDS PROGRESS CORE[=SYSROOT]...`: the whole unwinder on mutated images of each core
 (core_fuzz.py), SECONDS each; PROGRESS gets the iteration about to run."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 import pytop._native
 from pytop import errors
@@ -76,6 +80,16 @@ def sample_native(pid: int) -> int:
     finally:
         target.close()
     return taken
+
+
+@contextlib.contextmanager
+def running(pid: int) -> Iterator[None]:
+    """A frozen target let run, and frozen again afterwards."""
+    os.kill(pid, signal.SIGCONT)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGSTOP)
 
 
 def with_tasks(unwinder: Unwinder) -> Unwinder:
@@ -160,12 +174,16 @@ def main() -> int:
         fuzz_cores(float(sys.argv[2]), sys.argv[3], sys.argv[4:])
         return 0
     pids = [int(pid) for pid in sys.argv[2:]]
-    if mode == "memory":
+    if mode == "memory":  # the targets come frozen: each runs while it is sampled
         fuzz_decoders(random.Random(20261122))
         for pid in pids:
-            print(f"pid {pid}: {sample(pid)} samples", flush=True)
+            with running(pid):
+                print(f"pid {pid}: {sample(pid)} samples", flush=True)
         for pid in pids[:int(os.environ.get("PYTOP_NATIVE_PIDS", "0"))]:
-            print(f"pid {pid}: {sample_native(pid)} native samples", flush=True)
+            with running(pid):
+                print(f"pid {pid}: {sample_native(pid)} native samples", flush=True)
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
     print(f"engine: {run_engine(pids, 3.0)}", flush=True)
     return 0
 

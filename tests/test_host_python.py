@@ -21,7 +21,8 @@ import pytest
 
 import helpers
 
-pytestmark = pytest.mark.target  # real target processes, from the provisioned interpreters
+pytestmark = [pytest.mark.target,  # real target processes, from the provisioned interpreters
+              pytest.mark.xdist_group("wheel-build")]  # its tests share the wheel and the venvs: one worker
 
 
 

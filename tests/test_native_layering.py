@@ -18,7 +18,8 @@ NATIVE = helpers.ROOT / "native"
 sys.path.insert(0, str(NATIVE))
 import build_ffi  # noqa: E402
 
-pytestmark = pytest.mark.process  # the C compiler and nm
+pytestmark = [pytest.mark.process,  # the C compiler and nm
+              pytest.mark.xdist_group("native-objects")]  # its tests share the compiled objects: one worker
 
 
 def symbols(obj: Path, *options: str) -> set[str]:

@@ -11,6 +11,7 @@ import contextlib
 import os
 import runpy
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,11 @@ import pytest
 
 import cores
 import helpers
+import kernel
 from conftest import interpreters
 
-pytestmark = pytest.mark.target  # real target processes, from the provisioned interpreters
+pytestmark = [pytest.mark.target,  # real target processes, from the provisioned interpreters
+              pytest.mark.xdist_group("sanitizer-builds")]  # its tests share the sanitized builds: one worker
 
 MEMORY = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
 THREADS = ["-fsanitize=thread", "-fno-omit-frame-pointer", "-g", "-O1"]
@@ -76,6 +79,11 @@ def test_native_code_under_asan_and_ubsan(tmp_path: Path, memory_build: Path) ->
     with contextlib.ExitStack() as stack:
         pids = [stack.enter_context(helpers.running(found[name], script, *args)).pid
                 for name, script, args in plan]
+        # Each runs while the driver samples it, and all of them while the engine runs; frozen
+        # meanwhile (some thirty spinning targets at once took the machine for minutes).
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+            kernel.all_stopped(pid)
         env = dict(os.environ, PYTHONPATH=str(pythonpath), LD_PRELOAD=compiler_file("libasan.so"), **MEMORY_ENV,
                    PYTOP_NATIVE_PIDS=str(native))
         result = subprocess.run([sys.executable, str(helpers.ROOT / "tests" / "sanitized_driver.py"), "memory",

@@ -20,6 +20,7 @@ that cannot be provided is reported on stderr and the exit status is 1.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -253,7 +254,11 @@ def main() -> int:
     parser.add_argument("--only", choices=("pyenv", "system", "sid"))
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
-    interpreters, problems = provision(args.cache, args.only)
+    # Two suites on one machine, or two workers of one suite, provision at the same moment: one
+    # unpacks while the other waits, then finds the root ready.
+    with open(args.cache / ".provisioning.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        interpreters, problems = provision(args.cache, args.only)
     for problem in problems:
         print(f"provision_interpreters: {problem}", file=sys.stderr)
     if args.json:
