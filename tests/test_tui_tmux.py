@@ -4,11 +4,13 @@ the main screen back)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -63,6 +65,18 @@ class Terminal:
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.name, "kill-server"], capture_output=True)
 
+    def still_running(self) -> str:
+        """The programs the terminal's shell still runs, each with its threads' stacks (by pystack)."""
+        shell = psutil.Process(int(self.tmux("display-message", "-p", "-t", self.name, "#{pane_pid}")))
+        said = []
+        for child in shell.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                said.append(f"still running: {child.pid} {' '.join(child.cmdline())}")
+                dump = subprocess.run([str(Path(sys.executable).with_name("pystack")), "remote", str(child.pid)],
+                                      capture_output=True, text=True, timeout=30)
+                said.append(dump.stdout or dump.stderr)
+        return "\n".join(said) or "the shell runs nothing"
+
 
 @pytest.fixture
 def terminal() -> Iterator[Terminal]:
@@ -78,9 +92,19 @@ def samples_shown(screen: str) -> int:
     return int(line.split("Samples: ")[1].split()[0].replace(",", ""))
 
 
+def wait_for_the_prompt(term: Terminal) -> None:
+    """The shell's prompt again: the program before has ended (keys typed earlier would go to it,
+    or be echoed before the shell reads them). If it never comes, what still runs in the
+    terminal, and where (pystack's view of a pytop that does not end)."""
+    try:
+        term.wait_for(lambda s: s.rstrip().endswith("$"), "the shell prompt")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{term.still_running()}") from None
+
+
 def assert_terminal_restored(term: Terminal, marker: str) -> None:
     """Back at the shell prompt, on the main screen, with echo and line editing on."""
-    term.wait_for(lambda s: s.rstrip().endswith("$"), "the shell prompt")
+    wait_for_the_prompt(term)
     # The output line reads "icanon echo RESULT <marker>"; the typed line has RES""ULT instead.
     term.type(f"stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(echo|icanon)' | tr '\\n' ' '; echo RES\"\"ULT {marker}")
     screen = term.wait_text(f"RESULT {marker}")
@@ -257,3 +281,29 @@ def test_native_frames_live(terminal: Terminal) -> None:
         states = {task.name: (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
                   for task in Path(f"/proc/{t.pid}/task").iterdir()}
         assert "t" not in states.values(), states
+
+
+def test_record_live_then_replay_in_the_same_view(terminal: Terminal, some_interp: dict[str, Any],
+                                                  tmp_path: Path) -> None:
+    """--record in the live view, q, then pytop FILE: the same table, and the time keys move
+    through the session's windows."""
+    path = tmp_path / "session.pytop"
+    with helpers.running(some_interp, "stacks.py") as t:
+        start_pytop(terminal, t.pid, "--record", str(path))
+        terminal.wait_for(lambda s: "recorded " in s and samples_shown(s) >= 300, "samples recorded")
+        time.sleep(2)  # a few more windows
+        terminal.keys("q")
+        said = terminal.wait_text("pytop: recorded ")
+        windows = int(re.search(r"pytop: recorded (\d+) windows", said)[1])  # type: ignore[index]
+        assert windows >= 3
+        wait_for_the_prompt(terminal)  # (CI once typed the next line while pytop was still ending)
+    terminal.type(" ".join([*helpers.PYTOP, str(path)]))
+    # (one whole screen: a capture can catch the header drawn before the table)
+    terminal.wait_for(lambda s: f"window {windows} of {windows}" in s and "spinning (" in s
+                      and "totals from the recording's start" in s, "the last window with the spinner's row")
+    terminal.keys("[")
+    terminal.wait_text(f"window {windows - 1} of {windows}")
+    terminal.keys("<")
+    terminal.wait_text(f"window 1 of {windows}")
+    terminal.keys("q")
+    assert_terminal_restored(terminal, "after-replay")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Make screenshots/*.svg from the real app watching the real demo workload.
 
-    python tools/screenshots.py   # writes screenshots/{main,help,by-line,threads,callers,tree,stacks,exited,hosts}.svg
+    python tools/screenshots.py   # writes screenshots/*.svg: main, help, by-line, threads,
+                                  # callers, tree, stacks, exited, hosts, replay
 
 It starts `python -m pytop.demo`, attaches with the real sampler, drives the app with Textual's
 pilot in a 120x32 terminal, and saves what the screen shows; then the host's table with the demo
@@ -17,10 +18,17 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
+from pytop.core.snapshot import View
 from pytop.process.launch import Child, attach_when_ready, demo_command
 from pytop.process.stacks import stacks_now
+from pytop.record.payloads import RunRecord
+from pytop.record.recorder import Recorder
+from pytop.record.replay import Replay, open_recording
+from pytop.record.source import ReplaySource
 from pytop.run import attach_child, info_of
 from pytop.sampling.host import HostSampler
 from pytop.sampling.sampler import Sampler, Settings
@@ -112,10 +120,45 @@ async def shoot_hosts() -> None:
         child.end()
 
 
+async def shoot_replay() -> None:
+    """A recording of the demo shown again, the cursor a few windows back."""
+    child = Child(demo_command(), quiet=True)
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "demo.pytop")
+        try:
+            target = attach_when_ready(child)
+            settings = Settings(delay=1.0)
+            info = info_of(target)
+            recorder = Recorder(path, RunRecord(info, settings.rate, settings.cpu_budget, settings.mode, time.time()))
+            sampler = Sampler(target.unwinder, info, settings, recorder=recorder)
+            sampler.start(lambda snapshot: None)
+            await asyncio.sleep(12)
+            sampler.stop()
+            recorder.close()
+            target.close()
+        finally:
+            child.end()
+        home = os.getcwd()
+        os.chdir(directory)  # the header names the file as a user would have given it
+        try:
+            replay = Replay(open_recording("demo.pytop"))
+        finally:
+            os.chdir(home)
+        app = PytopApp(ReplaySource(replay, View()), sort="own_pct", replay=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await asyncio.sleep(1)
+            for _ in range(4):
+                await pilot.press("left_square_bracket")
+                await asyncio.sleep(0.3)
+            app.save_screenshot("replay.svg", str(OUT))
+        replay.close()
+
+
 def main() -> int:
     OUT.mkdir(exist_ok=True)
     asyncio.run(shoot())
     asyncio.run(shoot_hosts())
+    asyncio.run(shoot_replay())
     print(f"wrote {', '.join(sorted(p.name for p in OUT.glob('*.svg')))} in {OUT}")
     return 0
 

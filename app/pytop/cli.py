@@ -32,6 +32,25 @@ def parse_pid(text: str) -> int:
     return pid
 
 
+def pid_or_recording(text: str) -> int | str:
+    """The positional argument: a process id, or a recording's path (pytop FILE)."""
+    if text.isdigit():
+        return parse_pid(text)
+    if not (os.path.exists(text) or os.path.islink(text) or "/" in text or "." in text):
+        raise argparse.ArgumentTypeError(f"not a process id, nor a recording: {text!r}")
+    return text
+
+
+def when(text: str) -> object:
+    """--from, --to: a time in a recording (record/ranges.py)."""
+    from .record.ranges import parse_when
+
+    try:
+        return parse_when(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def positive(text: str) -> float:
     try:
         value = float(text)
@@ -106,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="A live, top-style view of where a running Python process spends its time. "
                     "pytop reads the process's memory and never stops it or writes to it.",
     )
-    parser.add_argument("pid", nargs="?", type=parse_pid, help="process id of a running Python program")
+    parser.add_argument("pid", nargs="?", type=pid_or_recording,
+                        help="process id of a running Python program, or a recording to show again (--record)")
     parser.add_argument("-p", "--pid", dest="pid_option", type=parse_pid, metavar="PID",
                         help="process id (same as the positional PID)")
     parser.add_argument("--demo", action="store_true", help="start and watch pytop's demo workload")
@@ -189,6 +209,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="with --batch: the report's format (default text; collapsed stacks, speedscope "
                            "JSON and pprof (gzipped profile.proto) hold every stack sampled)")
     once.add_argument("--output", metavar="FILE", help="with --batch: write the report to FILE")
+    recording = parser.add_argument_group("recording")
+    recording.add_argument("--record", metavar="FILE",
+                           help="write the session to FILE as it is sampled (live or --batch), to show again "
+                                "later with pytop FILE: the same view, keys and exports, any range of it")
+    recording.add_argument("--from", dest="time_from", type=when, metavar="TIME",
+                           help="with a recording: from this time (seconds from its start, as 90 or 1m30s; or a "
+                                "time of day, as 14:05:30)")
+    recording.add_argument("--to", dest="time_to", type=when, metavar="TIME",
+                           help="with a recording: up to this time (as --from)")
     push = parser.add_argument_group("sending profiles on")
     push.add_argument("--push", metavar="URL",
                       help="send each process's profile every 10 s, as pprof, to this Grafana Pyroscope server "
@@ -230,8 +259,14 @@ def terminal_problem() -> str | None:
 
 
 def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
+    args.recording = args.pid if isinstance(args.pid, str) else None
+    if args.recording is not None:
+        args.pid = None
+        check_replay(args, command)
+    elif args.time_from is not None or args.time_to is not None:
+        raise errors.UsageError("--from and --to go with a recording (pytop FILE)")
     pid = args.pid_option or args.pid
-    sources = sum([pid is not None, bool(command), args.demo, bool(args.core)])
+    sources = sum([pid is not None, bool(command), args.demo, bool(args.core), args.recording is not None])
     if args.all:
         check_all(args, sources)
     elif sources == 0 and (args.dump or args.batch or not has_terminal()):
@@ -279,6 +314,19 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
     if (args.dump or args.batch) and not args.output and sys.stdout is None:
         raise errors.UsageError("standard output is closed: open it, or give --output FILE (with --batch)")
     check_push(args)
+    if args.record is not None and (args.dump or args.all or not (pid or command or args.demo)):
+        raise errors.UsageError("--record records one run: give a PID, a command after -- or --demo "
+                                "(not with --dump or --all)")
+
+
+def check_replay(args: argparse.Namespace, command: list[str]) -> None:
+    """pytop [--batch] FILE: a recording shown again; what sampling options ask is not for it."""
+    given = [option for option, value in (("a PID", args.pid_option), ("a command", command), ("--demo", args.demo),
+                                           ("--core", args.core), ("--dump", args.dump), ("--all", args.all),
+                                           ("--record", args.record), ("--push", args.push),
+                                           ("--subprocesses", args.subprocesses)) if value]
+    if given:
+        raise errors.UsageError(f"{args.recording} is a recording to show again: not with {given[0]}")
 
 
 def check_push(args: argparse.Namespace) -> None:
@@ -364,6 +412,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.dump:
         return run.dump(args.pid_option or args.pid, args.json, args.blocking, args.core, args.executable,
                         args.sysroot, args.tasks, args.subprocesses, args.locals, args.native)
+    if args.recording is not None:
+        from . import replaying
+
+        return replaying.replay(args)
     if args.all and args.batch:
         return run.host_table(args)
     if not (args.pid_option or args.pid or command or args.demo):

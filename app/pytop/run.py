@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from . import errors, files
-from .core.model import Heat, PushStatus, Snapshot, TargetInfo
+from .core.model import Heat, PushStatus, RecordStatus, Snapshot, TargetInfo
 from .core.records import ProcessStacks
 from .native import Unwinder, libdw, terminal_guarded
 from .process import asyncio_tasks
@@ -28,6 +28,9 @@ from .process.attach import Target, attach, attach_core, command_line
 from .process.stacks import read_stacks, stacks_now
 from .push.destination import Destination
 from .push.sender import FLUSH_SECONDS, Pusher
+from .record.history import HistorySource
+from .record.payloads import RunRecord
+from .record.recorder import Recorder
 from .report import dump as report_dump
 from .report import export, pprof, table
 from .report import format as fmt
@@ -127,22 +130,29 @@ WENT_BACK = -1  # not an exit status: the live view went back to the host's tabl
 
 def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_filenames: bool,
              child: Child | None = None, stats_file: str | None = None, follow_children: bool = False,
-             export_dir: str | None = None, back: bool = False, pusher: Pusher | None = None) -> int:
+             export_dir: str | None = None, back: bool = False, pusher: Pusher | None = None,
+             record: str | None = None) -> int:
     """The live view until the user quits (`back`: opened from the host's table; WENT_BACK when
     the user went back to it)."""
     from .ui.app import PytopApp
 
     if settings.realtime:
         priority.raise_process()
-    sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if follow_children else None,
-                      child.status if child else None, follow_exec, exporter=export.write_stamped, pusher=pusher)
+    info = info_of(target)
+    recorder = start_recording(record, info, settings)
+    sampler = Sampler(target.unwinder, info, settings, attach_child if follow_children else None,
+                      child.status if child else None, follow_exec, exporter=export.write_stamped, pusher=pusher,
+                      recorder=recorder)
     # The d key reads stacks on its own; ptrace belongs to the sampling thread, which holds every
     # thread of the target with --blocking or --native: the native frames are not read then.
     held_by = "--native" if settings.native else "--blocking" if settings.blocking else None
-    app = PytopApp(sampler, sort=sort, by_line=settings.by_line, mode=settings.mode, full_filenames=full_filenames,
+    # With --record, the time keys step back into the session so far (the file being written).
+    source = HistorySource(sampler, record, exporter=export.write_stamped) if record else sampler
+    app = PytopApp(source, sort=sort, by_line=settings.by_line, mode=settings.mode, full_filenames=full_filenames,
                    notes=notes_for(child.log_path if child else None), handle_signals=True, export_dir=export_dir,
                    delay=settings.delay, last_words=lambda: last_words(sampler, child), tasks=settings.tasks,
-                   tune_gc=True, stacks_now=functools.partial(stacks_now, held_by=held_by), back=back)
+                   tune_gc=True, stacks_now=functools.partial(stacks_now, held_by=held_by), back=back,
+                   replay=None if record else False)
     try:
         with terminal_on_stderr(), terminal_guarded(2):
             app.run()
@@ -150,6 +160,7 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
         sampler.stop()
         target.close()
         stop_pushing(pusher)
+        stop_recording(recorder)
         if stats_file:
             write_statistics(stats_file, sampler.statistics())
     if sampler.failure:  # it was on screen until the user quit; say it once more where it stays
@@ -183,6 +194,24 @@ def stop_pushing(pusher: Pusher | None) -> PushStatus | None:
                    f"{pusher.destination.shown} (at most {FLUSH_SECONDS:g} s)")
     status = pusher.close(FLUSH_SECONDS)
     errors.say(f"pytop: {fmt.push_summary(status)}")
+    return status
+
+
+def start_recording(path: str | None, info: TargetInfo, settings: Settings) -> Recorder | None:
+    """--record FILE: the file opened and locked, the run's key frame written (a file pytop
+    cannot write is refused before sampling starts)."""
+    if path is None:
+        return None
+    return Recorder(path, RunRecord(info, settings.rate, settings.cpu_budget, settings.mode, time.time()))
+
+
+def stop_recording(recorder: Recorder | None) -> RecordStatus | None:
+    """Once sampling has stopped: the windows still queued are written, and how it went is said
+    in one line."""
+    if recorder is None:
+        return None
+    status = recorder.close()
+    errors.say(f"pytop: {fmt.record_summary(status)}")
     return status
 
 
@@ -422,14 +451,19 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
         pusher = start_pushing(getattr(args, "destination", None))
         if args.batch:  # one window for the whole run
             settings = replace(settings, delay=min(args.duration + 3600, FOREVER), quick_start=False)
-            sampler = Sampler(target.unwinder, info_of(target), settings, attach_child if args.subprocesses else None,
-                              child.status if child else None, follow_exec, pusher=pusher)
+            info = info_of(target)
+            recorder = start_recording(args.record, info, settings)
+            sampler = Sampler(target.unwinder, info, settings, attach_child if args.subprocesses else None,
+                              child.status if child else None, follow_exec, pusher=pusher, recorder=recorder)
             try:
                 snapshot = collect(sampler, args.duration)
             finally:
                 pushed = stop_pushing(pusher)
+                recorded = stop_recording(recorder)
             if pushed is not None:  # the report says how it went to the end
                 snapshot = replace(snapshot, run=replace(snapshot.run, push=pushed))
+            if recorded is not None:
+                snapshot = replace(snapshot, run=replace(snapshot.run, record=recorded))
             if snapshot.run.failure:
                 raise errors.PytopError(f"sampling failed: {snapshot.run.failure}")
             form = args.format or ("json" if args.json else "text")
@@ -444,11 +478,13 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
             if args.stats_file:
                 write_statistics(args.stats_file, sampler.statistics())
             status = shell_status(sampler.status)
-            # A script that pushes learns that the server lacks some of the run (the line said why).
-            return status or (1 if pushed is not None and pushed.lost else 0)
+            # A script that pushes or records learns that the server or the file lacks some of the
+            # run (the line said why).
+            lost = (pushed is not None and pushed.lost) or (recorded is not None and recorded.dropped)
+            return status or (1 if lost else 0)
         return run_live(target, settings, sort=sort, full_filenames=args.full_filenames, child=child,
                         stats_file=args.stats_file, follow_children=args.subprocesses, export_dir=args.output_dir,
-                        back=args.back, pusher=pusher)
+                        back=args.back, pusher=pusher, record=args.record)
     finally:
         if child:
             child.end()

@@ -98,8 +98,18 @@ class Export:
 
 
 @dataclass(frozen=True)
+class Seek:
+    """A recording shown again: move its time cursor by `windows`, or by `seconds`, or to its
+    first (edge -1) or last (edge 1) window. The live view has no cursor: it ignores this."""
+
+    windows: int = 0
+    seconds: float = 0.0
+    edge: int = 0
+
+
+@dataclass(frozen=True)
 class Wake:
     """Nothing to do: the thread looks at its stop flag."""
 
 
-Command = Union[ViewChange, Reset, Delay, Export, Wake]
+Command = Union[ViewChange, Reset, Delay, Export, Seek, Wake]

@@ -105,6 +105,35 @@ class ThreadRow:
 
 
 @dataclass(frozen=True)
+class ReplayPosition:
+    """Where a replay of a recording stands: the window shown, and the range its totals cover."""
+
+    path: str
+    index: int  # of the window shown
+    windows: int  # in the recording
+    start: float  # wall-clock seconds of the window shown
+    end: float
+    range_start: float  # the totals run from here to `end`
+    recording_start: float
+    recording_end: float
+    first: int = 0  # the index of the range's first window
+    gap: bool = False  # the window's frame was damaged: nothing of it is shown
+    live: bool = False  # the past of a live view (--record): > goes back to its present
+
+
+@dataclass(frozen=True)
+class RecordStatus:
+    """How --record goes: the file, what it holds, what it lost."""
+
+    path: str
+    size: int  # bytes written
+    windows: int  # windows written
+    waiting: int = 0  # windows waiting for the disk
+    dropped: int = 0  # windows whose figures were lost (a disk that could not keep up, or failed)
+    failing: str | None = None  # why the last write failed, if it did (a full disk)
+
+
+@dataclass(frozen=True)
 class PushStatus:
     """How --push goes: profiles sent to the server, waiting, given up."""
 
@@ -150,6 +179,8 @@ class Circumstances:
     failure: str | None = None  # pytop itself failed: why (the run has ended)
     work_elsewhere: str | None = None  # the process idles while a child of its computes: where, and how to see it
     push: PushStatus | None = None  # --push: how sending profiles goes
+    record: RecordStatus | None = None  # --record: how writing the recording goes
+    replay: ReplayPosition | None = None  # a recording shown again (pytop FILE): where in it
     window_number: int = 0  # which window the window's figures are of: a view asked for at once shows
     # the last whole window again (same number) rather than a window of a few milliseconds
 

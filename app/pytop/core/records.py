@@ -155,6 +155,16 @@ class NodeRow(NamedTuple):
     total: tuple[int, int, int, int]
 
 
+@dataclass(frozen=True)
+class Aggregate:
+    """Stacks' time summed over the stack tree (the engine's, or a recording's: core.sums)."""
+
+    functions: tuple[FunctionFigures, ...]
+    lines: tuple[FunctionFigures, ...]
+    nodes: tuple[NodeRow, ...]
+    skipped: int  # tallies of stacks no longer in the tree
+
+
 class Weight(NamedTuple):
     """Time added to one (stack, thread) since the previous drain, in nanoseconds."""
 

@@ -16,6 +16,7 @@ from typing import Any
 from .._native import ffi, lib
 from ..core.records import (
     STATUS_NAMES,
+    Aggregate,
     Drain,
     Function,
     FunctionFigures,
@@ -162,16 +163,6 @@ assert _WEIGHT_FIELDS == Weight._fields, "records.Weight's fields are pytop_drai
 
 def _weights(out: Any) -> tuple[Weight, ...]:
     return tuple(map(Weight._make, _WEIGHT.rows(_array(out.weights, out.weight_count, _WEIGHT), *_WEIGHT_FIELDS)))
-
-
-@dataclass(frozen=True)
-class Aggregate:
-    """What Engine.aggregate summed."""
-
-    functions: tuple[FunctionFigures, ...]
-    lines: tuple[FunctionFigures, ...]
-    nodes: tuple[NodeRow, ...]
-    skipped: int  # tallies of stacks no longer in the tree
 
 
 class Engine:

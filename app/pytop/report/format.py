@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import signal
+import time
 
-from ..core.model import FunctionRow, PushStatus, Snapshot
+from ..core.model import FunctionRow, PushStatus, RecordStatus, Snapshot
 from ..core.visible import visible_command
 
 # Where a file lives inside an installation: shown from there on ("json/decoder.py").
@@ -103,7 +104,55 @@ def samples_facts(s: Snapshot) -> list[str]:
     if s.run.push is not None:
         facts[-1] += ","
         facts.append(f"pushed {s.run.push.sent:,}")
+    for fact in record_facts(s):
+        facts[-1] += ","
+        facts.append(fact)
     return facts
+
+
+def record_facts(s: Snapshot) -> list[str]:
+    """--record: how big the recording has grown."""
+    r = s.run.record
+    return [] if r is None else [f"recorded {byte_size(r.size)}"]
+
+
+def wall_clock(seconds: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(seconds))
+
+
+def replay_facts(s: Snapshot) -> list[str]:
+    """A recording shown again: which window, and the range its totals cover."""
+    p = s.run.replay
+    if p is None:
+        return []
+    said = "The past (> back to live), recorded in" if p.live else "Replay of"
+    facts = [f"{said} {visible_command(p.path)}:", f"window {p.index + 1:,} of {p.windows:,}",
+             f"({wall_clock(p.start)}-{wall_clock(p.end)}{', damaged: not shown' if p.gap else ''}),"]
+    span = f"{wall_clock(p.range_start)}-{wall_clock(p.end)}"
+    if p.first:
+        facts.append(f"totals from {span} (R: the range starts at the cursor)")
+    else:
+        facts.append(f"totals from the recording's start, {span}")
+    return facts
+
+
+def record_banner(s: Snapshot) -> str | None:
+    """--record is failing, or had to give windows up: said while it lasts."""
+    r = s.run.record
+    if r is None or not (r.failing or r.dropped):
+        return None
+    return record_summary(r)
+
+
+def record_summary(r: RecordStatus) -> str:
+    """How --record went: `recorded 120 windows (1.2 MiB) to FILE`, with what was lost."""
+    plural = "s" if r.windows != 1 else ""
+    said = f"recorded {r.windows:,} window{plural} ({byte_size(r.size)}) to {visible_command(r.path)}"
+    if r.dropped:
+        said += f"; {r.dropped:,} window{'s' if r.dropped != 1 else ''} lost (the disk did not keep up, or failed)"
+    if r.failing:
+        said += f"; writing fails now: {r.failing}"
+    return said
 
 
 def samples_line(s: Snapshot) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..core.model import MODE_HELP, FunctionRow, Snapshot, ThreadRow
 from ..core.profile import Profile
+from ..core.visible import visible_command
 from . import export
 from . import format as fmt
 
@@ -37,9 +38,10 @@ def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = No
     ]
     if s.run.work_elsewhere:
         lines.append(s.run.work_elsewhere)
-    if s.run.push is not None:
-        said = fmt.push_summary(s.run.push)
-        lines.append(said[:1].upper() + said[1:] + ".")
+    for said in (fmt.push_summary(s.run.push) if s.run.push is not None else None,
+                 fmt.record_summary(s.run.record) if s.run.record is not None else None, replay_summary(s)):
+        if said:
+            lines.append(said[:1].upper() + said[1:] + ".")
     if s.run.exited:
         if s.run.exit_status is None:
             lines.append(f"The process exited during the run ({s.run.exit_reason}).")
@@ -54,6 +56,15 @@ def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = No
                      f"{fmt.seconds(row.own_time):>9} {fmt.seconds(row.total_time):>10}  "
                      f"{whose}{row.function} ({fmt.where(row, t.cwd, full_filenames)})")
     return "\n".join(lines) + "\n"
+
+
+def replay_summary(s: Snapshot) -> str | None:
+    """A range of a recording: which, and its time."""
+    p = s.run.replay
+    if p is None:
+        return None
+    return (f"replay of {visible_command(p.path)}: {fmt.wall_clock(p.range_start)} to {fmt.wall_clock(p.end)} "
+            f"(windows {p.first + 1:,} to {p.index + 1:,} of {p.windows:,})")
 
 
 def render(s: Snapshot, profile: Profile, form: str, sort: str, full_filenames: bool) -> str:
@@ -130,6 +141,8 @@ def as_json(s: Snapshot, sort: str) -> str:
         "per_thread": [thread_record(t) for t in s.thread_rows],
         "gc_pct": None if s.gc_pct is None else round(s.gc_pct, 3),
         "push": None if s.run.push is None else dataclasses.asdict(s.run.push),
+        "record": None if s.run.record is None else dataclasses.asdict(s.run.record),
+        "replay": None if s.run.replay is None else dataclasses.asdict(s.run.replay),
         "functions": functions,
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Protocol
 
-from ..core.model import TargetInfo
+from ..core.intake import take_in
+from ..core.model import Circumstances, RecordStatus, TargetInfo
 from ..core.records import Drain
 from ..core.snapshot import Figures
 from ..native import Closed, Engine, Unwinder
@@ -18,6 +20,17 @@ from .processes import ProcessSet
 from .pushing import PushWindow
 
 STOP_SECONDS = 5.0  # how long a stop waits for the engine's thread
+
+
+class DrainSink(Protocol):
+    """Where --record's windows go (record.recorder.Recorder; run.py wires it): every drain as
+    taken in, and each window's close with what the view showed of it. Called on the sampler's
+    thread: neither may wait for anything."""
+
+    def add(self, drain: Drain) -> None: ...
+    def schedule(self) -> tuple[int, int, float, float, float]: ...
+    def window(self, circumstances: Circumstances, reset: bool = False) -> None: ...
+    def status(self) -> RecordStatus: ...
 
 
 @dataclass
@@ -49,7 +62,9 @@ class Feed:
         # CLOCK_MONOTONIC of the latest tick drained, resets or not: where the time of the
         # samples drained next begins (each sample's time is that since the one before).
         self.sampled_until: float | None = None
+        self.sampled_from: float | None = None  # ... and where the first one's time began
         self.push_window: PushWindow | None = None  # --push: what is drained goes there too
+        self.recorder: DrainSink | None = None  # --record: ... and there
 
     @property
     def sampling(self) -> bool:
@@ -90,26 +105,20 @@ class Feed:
     def drain(self, whole: bool = True) -> Drain:
         """Take in what the engine counted (whole=False: only the threads with news)."""
         d = self.engine.drain(whole)
-        f = self.figures
-        f.book.learn(d)
-        for counts in (f.window, f.total):
-            counts.forget(d.evicted)  # first: an evicted id may come back as a new stack
-            counts.add_drain(d)
-        assert f.window_table is not None and f.totals is not None
-        f.window_table.add_rows(d.function_rows, d.line_rows)
-        f.totals.add_rows(d.function_rows, d.line_rows, bounded=True)
+        take_in(self.figures, d)
         if self.push_window is not None:
             self.push_window.add(d)
-        f.threads.update(d.threads, lambda process: f.book.pids.get(process, 0), f.book.has_frames)
+        if self.recorder is not None:
+            self.recorder.add(d)
         if d.ticks:
+            if self.sampled_until is None:  # the run's first sample stands for one slot of the schedule
+                self.sampled_from = d.first_at - d.slot_seconds / max(d.ticks + d.skipped, 1)
             self.sampled_until = d.last_at
         for p in d.processes:
             if p.error:
                 self.last_error = p.error
-            if p.status:
-                if self._process_of.get(p.pid) == p.process:  # not a process that exec'd and was followed
-                    self.processes.gone(p.pid)
-                f.threads.ended_process(p.process)
+            if p.status and self._process_of.get(p.pid) == p.process:  # not a process that exec'd and was followed
+                self.processes.gone(p.pid)
         self.news = EngineNews(d.realtime, d.rate_now, d.budget_limited, d.cpu_seconds, d.start_up_cpu,
                                d.stacks_dropped, d.stack_nodes, d.stacks_coarsened)
         if not d.running and d.end is not None and not self._stopping.is_set() and self.end is None:

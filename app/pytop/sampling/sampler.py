@@ -31,7 +31,7 @@ from ..core.model import MODES, Mode, Snapshot, TargetInfo
 from ..core.profile import Profile, ThreadIdentity
 from ..core.snapshot import View
 from ..native import Engine, EngineConfig, Unwinder
-from .feed import STOP_SECONDS, Feed
+from .feed import STOP_SECONDS, DrainSink, Feed
 from .priority import DEFAULT_CPU_BUDGET
 from .processes import Attach, Follow, ProcessSet, command_of
 from .pushing import ProfileSink, PushWindow
@@ -43,6 +43,7 @@ DISCOVERY_SECONDS = 1.0  # how often to look for new subprocesses
 WAITING_DISCOVERY_SECONDS = 0.1  # ... while there is none to sample: a target that is not Python
 EXEC_CHECK_SECONDS = 0.1  # how often to look for a process that exec'd (its samples fail meanwhile)
 EXIT_STATUS_WAIT = 1.0  # a started program whose memory is gone is ending: time to reap it
+RECORD_WINDOW_SECONDS = 2.0  # --record: the longest window a recording holds (a replay steps by them)
 
 Exporter = Callable[[str, Profile, Mode], tuple[str, ...]]
 """Writes an export of a profile in a mode to a directory: the files written, or why none was."""
@@ -73,14 +74,16 @@ class Settings:
 class Sampler:
     def __init__(self, unwinder: Unwinder | None, target: TargetInfo, settings: Settings,
                  attach: Attach | None = None, exit_status: Callable[[float], int | None] | None = None,
-                 follow: Follow | None = None, exporter: Exporter = no_exports, pusher: ProfileSink | None = None):
+                 follow: Follow | None = None, exporter: Exporter = no_exports, pusher: ProfileSink | None = None,
+                 recorder: DrainSink | None = None):
         """unwinder: the target's, or None for a target that is not Python, watched for its
         Python descendants (attach is then needed). attach: with --subprocesses, how to start
         watching a new descendant. exit_status: for a program pytop started, its status once it
         has ended (given how long to wait for it). follow: how to read the program a watched
         process exec'd (None: its run ends there). exporter: how the Export command writes.
         pusher: with --push, where each process's profile goes every few seconds (the caller
-        starts it, and closes it once sampling has stopped)."""
+        starts it, and closes it once sampling has stopped). recorder: with --record, where
+        each drain and window goes (the caller closes it once sampling has stopped)."""
         if unwinder is None and attach is None:
             raise ValueError("a target that is not Python is watched only for its subprocesses")
         if settings.mode not in MODES:
@@ -95,6 +98,7 @@ class Sampler:
         processes = ProcessSet(target.pid, attach, follow, since_start=exit_status is not None,
                                image=unwinder.image if unwinder is not None else None)
         self.feed = Feed(engine, processes, self._stop)
+        self.feed.recorder = recorder
         self.feed.figures.book.show_tasks(settings.tasks)
         # A target that is not Python: the run lasts as long as it does, with or without a
         # Python descendant to sample at the moment.
@@ -265,8 +269,12 @@ class Sampler:
         next_drain = time.monotonic() + DRAIN_SECONDS
         next_discovery = time.monotonic() + (DISCOVERY_SECONDS if feed.watching else WAITING_DISCOVERY_SECONDS)
         next_exec_check = time.monotonic() + EXEC_CHECK_SECONDS
+        # --record with refreshes further apart (--batch: one): the recording's own windows
+        cutting = feed.recorder is not None and self.settings.delay > RECORD_WINDOW_SECONDS
+        next_cut = time.monotonic() + RECORD_WINDOW_SECONDS if cutting else math.inf
         while not self._stop.is_set():
-            wait = min(next_refresh, next_drain, next_discovery, next_exec_check, self._push_due()) - time.monotonic()
+            wait = min(next_refresh, next_drain, next_discovery, next_exec_check, self._push_due(),
+                       next_cut) - time.monotonic()
             command: commands.Command
             try:
                 command = self._inbox.get(timeout=max(0.0, wait))
@@ -285,6 +293,9 @@ class Sampler:
                 if followed is not None:
                     windows.target = followed
                 next_exec_check = now + EXEC_CHECK_SECONDS
+            if now >= next_cut:
+                windows.record_cut()
+                next_cut = now + RECORD_WINDOW_SECONDS
             if now >= self._push_due():
                 feed.drain_if_sampling()
                 self._push()
@@ -314,8 +325,10 @@ class Sampler:
             feed.figures.book.show_tasks(windows.view.tasks)
         elif isinstance(command, commands.Reset):
             feed.drain_if_open()  # what came before the reset is not counted
+            if feed.recorder is not None:  # ... in the view: the recording keeps it, as a window of its own
+                windows.close()
             feed.reset()
-            windows.restart()
+            windows.restart(reset=True)
         elif isinstance(command, commands.Delay) and command.seconds > 0:
             self.settings = replace(self.settings, delay=float(command.seconds))
         elif isinstance(command, commands.Export):

@@ -13,11 +13,11 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from ..core import views
 from ..core.aggregate import FOLDED, OWN, Counts, FunctionSums, mode_column
-from ..core.callgraph import call_graph
-from ..core.calltree import call_tree
-from ..core.model import CallGraph, Circumstances, PushStatus, Snapshot, TargetInfo, TreeNode
-from ..core.records import PSEUDO_FUNCTIONS, STACK_OVERFLOW, NodeRow
+from ..core.intake import fold_finished
+from ..core.model import Circumstances, PushStatus, Snapshot, TargetInfo
+from ..core.records import PSEUDO_FUNCTIONS, STACK_OVERFLOW
 from ..core.snapshot import Figures, Tables, View, build
 from ..core.sticky import StickyShare, skipped_share
 from .feed import Feed
@@ -25,6 +25,14 @@ from .feed import Feed
 SKIPPING_SHOWN_FROM = 0.1  # share of a window's samples skipped that is worth a banner
 SKIPPING_JUDGED_FROM = 0.2  # seconds of schedule a window needs before it can say so
 SKIPPING_HOLD_SECONDS = 3.0  # the banner stays this long after the last window that skipped
+
+
+def sampled_span(ticks: int, last_at: float, start: float | None, wall: float) -> float:
+    """Seconds from `start` (the last sample before) to the last sample, or `wall` without any."""
+    if not ticks or start is None:
+        return wall  # no figures: nothing to divide
+    span = last_at - start
+    return span if span > 0 else wall
 
 
 class Windows:
@@ -50,9 +58,14 @@ class Windows:
         self._cpu_mark = time.process_time()  # pytop's own CPU at the window's start
         self._sampled_from = feed.sampled_until  # where the open window's samples' time begins
         self.push_status: Callable[[], PushStatus | None] = lambda: None  # --push: how it goes
+        self._reset = False  # the figures were reset since the last window (said in a recording)
+        # --record: where the recording's open window began (its last sample before; the clock)
+        self._cut_from: float | None = feed.sampled_until
+        self._cut_at = self.opened
 
-    def restart(self) -> None:
+    def restart(self, reset: bool = False) -> None:
         """The run's time starts now (at the start of sampling, and at a reset)."""
+        self._reset = reset
         self.started = self.opened = time.monotonic()
         self._cpu_mark = time.process_time()
         self._sampled_from = self.feed.sampled_until  # (a reset drains first)
@@ -63,13 +76,12 @@ class Windows:
         before, its CPU is the kernel's count read then), so its shares are of that time, not of
         the wall clock between two refreshes: at a rate the budget holds to ten a second, a
         sleeper's wall time showed 115% of a 0.3 s window, or half of it after a stall."""
-        if not window.ticks:
-            return wall  # no figures: nothing to divide
-        start = self._sampled_from
-        if start is None:  # the run's first samples: the first stands for one slot
-            start = window.first_at - window.slot_seconds / max(window.ticks + window.skipped, 1)
-        span = window.last_at - start
-        return span if span > 0 else wall
+        return sampled_span(window.ticks, window.last_at, self._start(self._sampled_from), wall)
+
+    def _start(self, sampled_from: float | None) -> float | None:
+        """Where a window's samples' time begins: the last sample before it, or for the run's
+        first samples, a slot before the first (Feed.sampled_from)."""
+        return sampled_from if sampled_from is not None else self.feed.sampled_from
 
     @property
     def has_closed(self) -> bool:
@@ -82,11 +94,9 @@ class Windows:
         """The open window's snapshot (and the totals'); a new window opens."""
         self.feed.drain_if_sampling()
         f = self.feed.figures
-        moved = f.threads.fold_finished()
-        if moved:
-            f.total.fold(moved)
-            if self.feed.push_window is not None:
-                self.feed.push_window.fold(moved)
+        moved = fold_finished(f)
+        if moved and self.feed.push_window is not None:
+            self.feed.push_window.fold(moved)
         now = min(time.monotonic(), self.ended)
         seconds = max(now - self.opened, 1e-9)
         sampled = self._sampled_seconds(f.window, seconds)
@@ -105,8 +115,16 @@ class Windows:
             stacks_dropped=news.stacks_dropped, stacks_coarsened=news.stacks_coarsened,
             last_error=self.feed.last_error, failure=self.failure,
             exit_status=self.exit_status, window_number=self._number,
-            work_elsewhere=None if exited else processes.hint, push=self.push_status())
+            work_elsewhere=None if exited else processes.hint, push=self.push_status(),
+            record=self.feed.recorder.status() if self.feed.recorder is not None else None)
         self._number += 1
+        recorder = self.feed.recorder
+        if recorder is not None:  # its window began at the last cut (--batch: a second or two ago)
+            ticks, _, _, _, last_at = recorder.schedule()
+            span = sampled_span(ticks, last_at, self._start(self._cut_from), max(now - self._cut_at, 1e-9))
+            recorder.window(replace(circumstances, window_seconds=span), reset=self._reset)
+            self._reset = False
+            self._cut_from, self._cut_at = self._sampled_from, now
         snapshot = self._build(circumstances)
         assert f.window_table is not None
         self._last = (f.window, f.window_table, circumstances)
@@ -114,6 +132,34 @@ class Windows:
         f.window_table = FunctionSums(f.book)
         self.opened = now
         return snapshot
+
+    def record_cut(self) -> None:
+        """--record in a run whose view closes seldom (--batch: one window for the run): the
+        recording still gets a window every few seconds, with the circumstances the view would
+        have shown for it. The view's own window goes on."""
+        recorder = self.feed.recorder
+        if recorder is None:
+            return
+        if self.feed.sampling:  # the threads with news only: every thread of a pool of 2,000
+            self.feed.drain(whole=False)  # each time cost a third of its samples
+        moved = fold_finished(self.feed.figures)  # as a close does: a replay folds at each window
+        if moved and self.feed.push_window is not None:
+            self.feed.push_window.fold(moved)
+        now = min(time.monotonic(), self.ended)
+        ticks, skipped, slots, _, last_at = recorder.schedule()
+        span = sampled_span(ticks, last_at, self._start(self._cut_from), max(now - self._cut_at, 1e-9))
+        self._cut_from = self.feed.sampled_until
+        news, processes = self.feed.news, self.feed.processes
+        recorder.window(Circumstances(
+            window_seconds=span, elapsed=max(now - self.started, 1e-9),
+            rate_asked=self.rate, skipped_share=skipped_share(ticks, skipped, slots, SKIPPING_JUDGED_FROM),
+            rss=processes.rss(), stopped=processes.stopped(),
+            rate_held=news.rate_now if news.budget_limited else None, cpu_budget=self.cpu_budget,
+            processes=processes.alive, sampler_cpu=news.sampler_cpu, start_up_cpu=news.start_up_cpu,
+            stacks_dropped=news.stacks_dropped, stacks_coarsened=news.stacks_coarsened,
+            last_error=self.feed.last_error, window_number=self._number), reset=self._reset)
+        self._reset = False
+        self._cut_at = now
 
     def again(self) -> Snapshot:
         """The last window's figures (and the totals as they are) in the current view: nothing
@@ -156,46 +202,5 @@ class Windows:
         used, self._cpu_mark = cpu - self._cpu_mark, cpu
         return 100.0 * used / seconds
 
-    def _keeper(self) -> Callable[[int], bool] | None:
-        """Which threads' stacks the view counts (None: all)."""
-        view = self.view
-        if view.thread is not None:
-            return lambda key: key == view.thread
-        if view.process is not None:
-            pids = {k: t.pid for k, t in self.feed.figures.threads.threads.items()}
-            return lambda key: pids.get(key) == view.process
-        return None
-
-    def _summed(self, counts: Counts, keep: Callable[[int], bool] | None) -> FunctionSums:
-        table = FunctionSums(self.feed.figures.book)
-        sums = self.feed.engine.aggregate(counts.leaf_tallies(keep))
-        table.add_rows(sums.functions, sums.lines)
-        return table
-
-    def _tables(self) -> Tables:
-        """All threads' tables, summed drain by drain; or, narrowed, one thread's or process's,
-        summed from its stacks (whose detail may have aged out: see Counts)."""
-        f = self.feed.figures
-        assert f.totals is not None and f.window_table is not None
-        keep = self._keeper()
-        if keep is None:
-            return Tables(f.totals, f.window_table)
-        return Tables(self._summed(f.total, keep), self._summed(f.window, keep))
-
-    def _node_rows(self) -> tuple[NodeRow, ...]:
-        tallies = self.feed.figures.total.leaf_tallies(self._keeper())
-        return self.feed.engine.aggregate(tallies, tables=False, nodes=True).nodes
-
-    def _graph_and_tree(self) -> tuple[CallGraph | None, TreeNode | None]:
-        view = self.view
-        if view.focus is None and not view.tree:
-            return None, None
-        rows = self._node_rows()
-        book = self.feed.figures.book
-        graph = call_graph(rows, book, view.focus, view.by_line, view.mode) if view.focus is not None else None
-        tree = call_tree(rows, book, view.by_line, view.mode) if view.tree else None
-        return graph, tree
-
     def _build(self, circumstances: Circumstances) -> Snapshot:
-        graph, tree = self._graph_and_tree()
-        return build(self.target, self.feed.figures, self._tables(), self.view, circumstances, graph, tree)
+        return views.snapshot(self.target, self.feed.figures, self.view, self.feed.engine, circumstances)

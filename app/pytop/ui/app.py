@@ -40,12 +40,13 @@ class PytopApp(App[None]):
                  full_filenames: bool = False, notes: tuple[str, ...] = (), handle_signals: bool = False,
                  export_dir: str | None = None, delay: float = 1.0, last_words: Callable[[], None] | None = None,
                  tasks: bool = False, tune_gc: bool = False, stacks_now: StacksNow | None = None,
-                 back: bool = False):
+                 back: bool = False, replay: bool | None = False):
         """The view's settings go to the main screen (see MainScreen). last_words: what must be
         done before the process ends if a signal's shutdown hangs (see on_signal); tune_gc: the
         app owns the process, and sets its garbage collector for a steady screen (see
         on_snapshot_ready); back: opened from the host's table, to which b and Esc go back (the
-        app ends with went_back set)."""
+        app ends with went_back set); replay: the source is a recording (pytop FILE), or None: a
+        live view that can step back into its own recording (--record)."""
         self.last_words = last_words
         super().__init__()
         self.handle_signals = handle_signals
@@ -53,7 +54,7 @@ class PytopApp(App[None]):
         self.went_back = False
         self.main = MainScreen(source, sort=sort, by_line=by_line, mode=mode, full_filenames=full_filenames,
                                notes=notes, export_dir=export_dir, delay=delay, tasks=tasks, stacks_now=stacks_now,
-                               back=self._go_back if back else None)
+                               back=self._go_back if back else None, replay=replay)
         self._frozen = not tune_gc  # gc.freeze() done, once the screen is up
 
     def _go_back(self) -> None:

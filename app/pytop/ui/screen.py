@@ -83,7 +83,25 @@ class MainScreen(Screen[None]):
         Binding("escape", "close_panel", "Close", show=False),
         Binding("b", "back", "Hosts",
                 tooltip="back to the table of the host's Python processes (Esc too, with nothing open)"),
+        # A recording shown again (pytop FILE): its time cursor.
+        Binding("left_square_bracket", "seek(-1)", "Back", key_display="[",
+                tooltip="a recording: one window back in time ([ and ] step, { and } by a minute)"),
+        Binding("right_square_bracket", "seek(1)", "Forward", key_display="]",
+                tooltip="a recording: one window forward in time"),
+        Binding("left_curly_bracket", "seek_seconds(-60)", "-1 min", key_display="{", show=False,
+                tooltip="a recording: a minute back"),
+        Binding("right_curly_bracket", "seek_seconds(60)", "+1 min", key_display="}", show=False,
+                tooltip="a recording: a minute forward"),
+        Binding("less_than_sign", "seek_edge(-1)", "Start", key_display="<", show=False,
+                tooltip="a recording: its first window"),
+        Binding("greater_than_sign", "seek_edge(1)", "End", key_display=">", show=False,
+                tooltip="a recording: its last window"),
     ]
+    REPLAY_ACTIONS = {"seek", "seek_seconds", "seek_edge"}
+    REPLAY_HELP = {"reset": "a recording: the totals start at the cursor (again: from the recording's start)",
+                   "export": "export the totals shown (the range up to the cursor): collapsed stacks and "
+                             "speedscope JSON, here"}
+    LIVE_ACTIONS = {"stacks_now", "refresh_rate", "pause"}  # of a running process: not a recording's
     # Keys the table and panels handle themselves.
     WIDGET_KEYS = [
         ("Enter, click", "callers and callees of a function; Enter on one goes to it, Esc closes"),
@@ -92,22 +110,32 @@ class MainScreen(Screen[None]):
     ]
 
     @classmethod
-    def key_help(cls, back: bool = True) -> list[tuple[str, str]]:
-        """One line per key with a tooltip, then the widgets' keys (the back key's if `back`)."""
-        rows = [(b.key_display or b.key, b.tooltip) for b in cls.BINDINGS
-                if isinstance(b, Binding) and b.tooltip and (back or b.action != "back")]
+    def key_help(cls, back: bool = True, replay: bool | None = None) -> list[tuple[str, str]]:
+        """One line per key with a tooltip, then the widgets' keys (the back key's if `back`;
+        a recording's keys or a live view's, or both with `replay` None)."""
+        rows = [(b.key_display or b.key, cls.REPLAY_HELP.get(b.action, b.tooltip) if replay else b.tooltip)
+                for b in cls.BINDINGS if isinstance(b, Binding) and b.tooltip and (back or b.action != "back")
+                and cls.shown_in(b.action.split("(")[0], replay)]
         return rows + cls.WIDGET_KEYS
+
+    @classmethod
+    def shown_in(cls, action: str, replay: bool | None) -> bool:
+        if replay is None:
+            return True
+        return action not in (cls.LIVE_ACTIONS if replay else cls.REPLAY_ACTIONS)
 
     def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: Mode = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), export_dir: str | None = None,
                  delay: float = 1.0, tasks: bool = False, stacks_now: StacksNow | None = None,
-                 back: Callable[[], None] | None = None):
+                 back: Callable[[], None] | None = None, replay: bool | None = False):
         """export_dir: where the e key writes (default: the current directory); delay: seconds
         between refreshes, as the source starts with; stacks_now: how the d key reads every
         stack now (None: it says it cannot); back: how to go back to the host's table, when the
-        view was opened from it."""
+        view was opened from it; replay: the source is a recording (its time keys, not the
+        keys of a running process), or None: a live view with its past (--record: both)."""
         super().__init__()
         self.back = back
+        self.replay = replay
         self.stacks_now = stacks_now
         self.export_dir = export_dir
         self.delay = delay
@@ -133,6 +161,7 @@ class MainScreen(Screen[None]):
         yield Banner(id="behind-banner")
         yield Banner(id="elsewhere-banner")
         yield Banner(id="push-banner")
+        yield Banner(id="record-banner")
         yield Banner(id="exited-banner")
         yield FunctionTable(id="functions")
         yield Static(id="detail")
@@ -154,7 +183,13 @@ class MainScreen(Screen[None]):
     def receive(self, snapshot: Snapshot) -> None:
         """A snapshot from the source (through the app)."""
         self.latest = snapshot
-        if not snapshot.run.exited or self.snapshot is None or not self.snapshot.run.exited:
+        place = snapshot.run.replay
+        if place is not None:  # a recording: its trends are its own minute up to the window shown
+            before = self.snapshot.run.replay if self.snapshot is not None else None
+            if before is None or place.index not in (before.index, before.index + 1):
+                self.trends = Trends()  # a jump: the minute before it is not what was shown
+            self.trends.record(snapshot, now=place.end)
+        elif not snapshot.run.exited or self.snapshot is None or not self.snapshot.run.exited:
             self.trends.record(snapshot)  # after the end, views of the same figures
         if not self.paused:
             self.show_snapshot(snapshot)
@@ -184,6 +219,7 @@ class MainScreen(Screen[None]):
         self.query_one("#behind-banner", Banner).say(fmt.behind_banner(s))
         self.query_one("#elsewhere-banner", Banner).say(fmt.elsewhere_banner(s))
         self.query_one("#push-banner", Banner).say(fmt.push_banner(s))
+        self.query_one("#record-banner", Banner).say(fmt.record_banner(s))
         self.query_one("#exited-banner", Banner).say(fmt.exited_banner(s))
         several = len({row.pid for row in s.rows}) > 1 or len(s.run.processes) > 1
         table.show_functions(shown, s.target.cwd, self.full_filenames, several, self.trends)
@@ -269,7 +305,7 @@ class MainScreen(Screen[None]):
         self.app.push_screen(StacksPanel(self.stacks_now, pid, thread.thread_id if thread else None))
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(self.key_help(back=self.back is not None)))
+        self.app.push_screen(HelpScreen(self.key_help(back=self.back is not None, replay=self.replay)))
 
     def action_toggle_tree(self) -> None:
         tree, table = self.query_one(CallTreeView), self.query_one(FunctionTable)
@@ -366,8 +402,20 @@ class MainScreen(Screen[None]):
             self.back()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The back key only where there is a table to go back to (else not in the key bar)."""
-        return self.back is not None if action == "back" else True
+        """The back key only where there is a table to go back to (else not in the key bar); a
+        recording's keys only in its view, a running process's only in theirs."""
+        if action == "back":
+            return self.back is not None
+        return self.shown_in(action, self.replay)
+
+    def action_seek(self, windows: int) -> None:
+        self.source.send(commands.Seek(windows=windows))
+
+    def action_seek_seconds(self, seconds: float) -> None:
+        self.source.send(commands.Seek(seconds=seconds))
+
+    def action_seek_edge(self, edge: int) -> None:
+        self.source.send(commands.Seek(edge=edge))
 
     def action_refresh_rate(self, step: int) -> None:
         """One step along REFRESH_STEPS (from a --delay between steps, to the next one)."""

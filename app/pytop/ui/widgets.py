@@ -53,12 +53,13 @@ class ProcessHeader(Static):
         text.append("pytop", style="bold")
         text.append(f"  pid {t.pid}  {fmt.python_label(t.python_version)}  {fmt.usage_line(s)}  ")
         text.append(fmt.one_line(t.command), style="bold cyan")
-        groups: list[list[Fact]] = [[[(fact, "")] for fact in fmt.samples_facts(s)],
+        groups: list[list[Fact]] = [[[(fact, "bold yellow")] for fact in fmt.replay_facts(s)],
+                                    [[(fact, "")] for fact in fmt.samples_facts(s)],
                                     [[(fact, "bold")] for fact in fmt.threads_facts(s)]]
         if trends is not None and len(trends.times) > 1:  # the last minute
-            groups[1] += [[("  CPU ", ""), (trends.cpu_line(), "cyan")],
+            groups[-1] += [[("  CPU ", ""), (trends.cpu_line(), "cyan")],
                           [(" Rate ", ""), (trends.rate_line(s.run.rate_asked or max(trends.rate)), "cyan")]]
-        for group in groups:
+        for group in filter(None, groups):  # (a live view has no replay line)
             for line in flow(group, width):
                 text.append("\n")
                 for k, fact in enumerate(line):

@@ -1,0 +1,157 @@
+"""The byte codec of a recording's payloads: columns of integers, floats and strings, packed with
+the array module (C speed, no per-value Python work when writing) and read back with every count
+and length checked against what is left and against a bound before anything is allocated.
+
+A payload comes from a file anyone may have written: the reader raises Damaged (a ValueError)
+for anything that does not hold together, never another exception, never a huge allocation."""
+
+from __future__ import annotations
+
+import itertools
+import struct
+import sys
+from array import array
+from collections.abc import Iterable, Sequence
+
+BIG_ENDIAN = sys.byteorder == "big"  # the layout is little-endian: swapped on such a machine
+MAX_ITEMS = 1 << 24  # values in one column: a window of one session never has this many
+_COUNT = struct.Struct("<I")
+_WIDTH = struct.Struct("<BB")  # bytes per integer, delta-coded
+_FITS = {c: (-(1 << (8 * n - 1)), (1 << (8 * n - 1)) - 1) for c, n in (("b", 1), ("h", 2), ("i", 4), ("q", 8))}
+_CODES = {1: "b", 2: "h", 4: "i", 8: "q"}
+
+
+class Damaged(ValueError):
+    """A payload that does not decode: its frame is damaged or of another making."""
+
+
+def _int_column(values: Iterable[int]) -> array[int]:
+    try:
+        return array("q", values)
+    except OverflowError:  # (a figure past 2**63: never, for nanoseconds of one session)
+        raise ValueError("a value does not fit a recording's 64-bit column") from None
+
+
+class Packer:
+    """Builds a payload: each put_* appends one self-sized column."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+
+    def put_ints(self, values: Iterable[int], delta: bool = False) -> None:
+        """Stored in the narrowest of 1, 2, 4 or 8 bytes that holds them all (most figures of a
+        window are small: this halves a recording, and zlib then has less to do); `delta`:
+        each stored as its difference from the one before (ids that mostly count up)."""
+        column = _int_column(values)
+        if delta and column:
+            column = _int_column(b - a for a, b in zip(itertools.chain((0,), column), column))
+        low, high = (min(column), max(column)) if column else (0, 0)
+        code = next(c for c in "bhiq" if _FITS[c][0] <= low and high <= _FITS[c][1])
+        if code != "q":
+            column = array(code, column)
+        if BIG_ENDIAN:
+            column.byteswap()
+        self._parts.append(_COUNT.pack(len(column)))
+        self._parts.append(_WIDTH.pack(column.itemsize, int(delta)))
+        self._parts.append(column.tobytes())
+
+    def put_floats(self, values: Iterable[float]) -> None:
+        column = array("d", values)
+        if BIG_ENDIAN:
+            column.byteswap()
+        self._parts.append(_COUNT.pack(len(column)))
+        self._parts.append(column.tobytes())
+
+    def put_texts(self, values: Sequence[str | None]) -> None:
+        """Strings (None kept apart from ""): their lengths in bytes (-1: None), then their bytes.
+        A name read from a target may hold lone surrogates: they go through as they are."""
+        encoded = [b"" if v is None else v.encode("utf-8", "surrogatepass") for v in values]
+        self.put_ints(-1 if v is None else len(e) for v, e in zip(values, encoded))
+        self.put_blob(b"".join(encoded))
+
+    def put_blob(self, data: bytes) -> None:
+        self._parts.append(_COUNT.pack(len(data)))
+        self._parts.append(data)
+
+    def data(self) -> bytes:
+        return b"".join(self._parts)
+
+
+class Unpacker:
+    """Reads a payload back column by column, in the order it was packed."""
+
+    def __init__(self, data: bytes):
+        self._data = memoryview(data)
+        self._at = 0
+
+    def _take(self, size: int) -> memoryview:
+        if size < 0 or self._at + size > len(self._data):
+            raise Damaged("a payload ends inside one of its columns")
+        part = self._data[self._at:self._at + size]
+        self._at += size
+        return part
+
+    def _count(self, item_size: int) -> int:
+        (count,) = _COUNT.unpack(self._take(_COUNT.size))
+        if count > MAX_ITEMS or count * item_size > len(self._data) - self._at:
+            raise Damaged("a column says it holds more than its payload")
+        return int(count)
+
+    def ints(self) -> array[int]:
+        count = self._count(1)
+        width, delta = _WIDTH.unpack(self._take(_WIDTH.size))
+        code = _CODES.get(width)
+        if code is None or delta not in (0, 1):
+            raise Damaged("a column of integers of no known width")
+        stored = array(code)
+        stored.frombytes(self._take(width * count))
+        if BIG_ENDIAN:
+            stored.byteswap()
+        if delta:
+            try:
+                return array("q", itertools.accumulate(stored))
+            except OverflowError:
+                raise Damaged("a column of integers adds up past 64 bits") from None
+        return stored if code == "q" else array("q", stored)
+
+    def floats(self) -> array[float]:
+        count = self._count(8)
+        column = array("d")
+        column.frombytes(self._take(8 * count))
+        if BIG_ENDIAN:
+            column.byteswap()
+        return column
+
+    def texts(self) -> list[str | None]:
+        lengths = self.ints()
+        blob = self.blob()
+        if sum(n for n in lengths if n > 0) != len(blob) or any(n < -1 for n in lengths):
+            raise Damaged("a column of names does not add up")
+        out: list[str | None] = []
+        at = 0
+        for n in lengths:
+            if n < 0:
+                out.append(None)
+                continue
+            try:
+                out.append(blob[at:at + n].decode("utf-8", "surrogatepass"))
+            except UnicodeDecodeError:
+                raise Damaged("a name is not UTF-8") from None
+            at += n
+        return out
+
+    def blob(self) -> bytes:
+        return bytes(self._take(self._count(1)))
+
+    def end(self) -> None:
+        """The payload must end here: bytes left over mean a frame of another making."""
+        if self._at != len(self._data):
+            raise Damaged("a payload goes on past its last column")
+
+
+def same_length(*columns: Sequence[object]) -> int:
+    """The length all of a table's columns share; Damaged if they differ."""
+    lengths = {len(c) for c in columns}
+    if len(lengths) > 1:
+        raise Damaged("a table's columns differ in length")
+    return lengths.pop() if lengths else 0

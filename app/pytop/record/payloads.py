@@ -1,0 +1,278 @@
+"""What the frames of a recording hold, to bytes and back (docs/recording.md says the layout).
+
+A window frame holds the engine's drains of one window as they were taken in (everything the
+figures are made of: the stacks and functions first seen, the time per (thread, stack), the
+tables the engine summed, the kernel's CPU per thread and process) and the window's
+circumstances as the live view showed them. Replaying the drains through the same code that
+took them in live (core.intake) gives the same figures, to the nanosecond: a replay is as true
+as the live view. A key frame holds the run (its target and settings).
+
+Decoding checks every value a later step would trust: ids within the bounds the figures index
+by, flags and names of the right kinds. A payload that fails is Damaged."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, TypeVar
+
+from ..core.model import Circumstances, TargetInfo
+from ..core.records import Drain, Function, FunctionFigures, Node, ProcessUpdate, ThreadUpdate, Weight
+from .codec import Damaged, Packer, Unpacker, same_length
+
+PAYLOAD_VERSION = 1
+MAX_NODE_ID = 1 << 22  # the engine's tree is ~100,000 nodes at its largest: ids past this are crafted
+MAX_LINE = (1 << 31) - 1
+FIGURES = 12  # per function row: own, total, own with tasks hidden, each (samples, cpu, wall, gil)
+
+# Each table's fields, in order, by kind: i an integer, d an id that mostly counts up (stored as
+# differences), b a flag, s a name or None, S a name.
+_SPECS: dict[type, str] = {
+    ProcessUpdate: "iiiiiiiiiiiis",
+    ThreadUpdate: "diiiisiiiiiiidSi",
+    Function: "diibssb",
+    Node: "ddiiidiii",
+    Weight: "ddiiiii",
+}
+_DRAIN_INTS = ("ticks", "late", "skipped", "budget_limited", "running", "realtime", "stacks_dropped",
+               "stacks_coarsened", "stack_nodes")
+_DRAIN_FLOATS = ("slot_seconds", "first_at", "last_at", "lag", "longest_delay", "cpu_seconds", "start_up_cpu",
+                 "rate_now")
+
+Row = TypeVar("Row", bound=NamedTuple)
+
+
+def _put_table(p: Packer, rows: Sequence[NamedTuple], kind: type) -> None:
+    spec = _SPECS[kind]
+    columns = list(zip(*rows)) if rows else [()] * len(spec)
+    for code, column in zip(spec, columns):
+        if code in "sS":
+            p.put_texts(column)
+        else:
+            p.put_ints(column, delta=code == "d")
+
+
+def _take_table(u: Unpacker, kind: Callable[..., Row]) -> list[Row]:
+    spec = _SPECS[kind]  # type: ignore[index]
+    columns: list[Sequence[Any]] = []
+    for code in spec:
+        if code in "sS":
+            texts = u.texts()
+            if code == "S" and any(t is None for t in texts):
+                raise Damaged("a name that must be there is missing")
+            columns.append(texts)
+        elif code == "b":
+            columns.append([bool(v) for v in u.ints()])
+        else:
+            columns.append(u.ints())
+    same_length(*columns)
+    return [kind(*values) for values in zip(*columns)]
+
+
+def _put_rows(p: Packer, rows: Sequence[FunctionFigures]) -> None:
+    p.put_ints((r.function for r in rows), delta=True)
+    p.put_ints(r.line for r in rows)
+    p.put_ints(v for r in rows for v in r.figures)
+
+
+def _take_rows(u: Unpacker) -> list[FunctionFigures]:
+    functions, lines, flat = u.ints(), u.ints(), u.ints()
+    if same_length(functions, lines) * FIGURES != len(flat):
+        raise Damaged("a table of functions does not add up")
+    return [FunctionFigures(f, line, tuple(flat[i * FIGURES:(i + 1) * FIGURES]))
+            for i, (f, line) in enumerate(zip(functions, lines))]
+
+
+def put_drain(p: Packer, d: Drain) -> None:
+    p.put_ints(int(getattr(d, name)) for name in _DRAIN_INTS)
+    p.put_floats(float(getattr(d, name)) for name in _DRAIN_FLOATS)
+    p.put_texts([d.end])
+    for rows, kind in ((d.processes, ProcessUpdate), (d.threads, ThreadUpdate), (d.functions, Function)):
+        _put_table(p, rows, kind)
+    p.put_ints(d.retired, delta=True)
+    p.put_ints(d.evicted, delta=True)
+    _put_table(p, d.nodes, Node)
+    _put_table(p, d.weights, Weight)
+    _put_rows(p, d.function_rows)
+    _put_rows(p, d.line_rows)
+
+
+def take_drain(u: Unpacker) -> Drain:
+    ints, floats, (end,) = u.ints(), u.floats(), u.texts() or (None,)
+    if len(ints) != len(_DRAIN_INTS) or len(floats) != len(_DRAIN_FLOATS):
+        raise Damaged("a drain's figures are not those of this version")
+    if not all(math.isfinite(v) for v in floats):
+        raise Damaged("a drain's times are not numbers")
+    processes = _take_table(u, ProcessUpdate)
+    threads = _take_table(u, ThreadUpdate)
+    functions = _take_table(u, Function)
+    retired, evicted = tuple(u.ints()), tuple(u.ints())
+    nodes = _take_table(u, Node)
+    weights = _take_table(u, Weight)
+    function_rows, line_rows = _take_rows(u), _take_rows(u)
+    _check_ids(evicted, nodes, weights, threads, function_rows, line_rows)
+    fields: dict[str, Any] = dict(zip(_DRAIN_INTS, ints)) | dict(zip(_DRAIN_FLOATS, floats))
+    for flag in ("budget_limited", "running", "realtime"):
+        fields[flag] = bool(fields[flag])
+    return Drain(processes=tuple(processes), threads=tuple(threads), functions=tuple(functions), retired=retired,
+                 evicted=evicted, nodes=tuple(nodes), weights=tuple(weights), function_rows=tuple(function_rows),
+                 line_rows=tuple(line_rows), end=end, **fields)
+
+
+def _check_ids(evicted: Sequence[int], nodes: Sequence[Node], weights: Sequence[Weight],
+               threads: Sequence[ThreadUpdate], *tables: Sequence[FunctionFigures]) -> None:
+    """What the stack book stores in arrays indexed by node id, or as 32-bit values, in bounds."""
+    def node_id(v: int) -> bool:
+        return 0 <= v < MAX_NODE_ID
+
+    ok = all(node_id(v) for v in evicted) and all(node_id(w.stack) for w in weights)
+    ok = ok and all(node_id(t.stack) for t in threads)
+    ok = ok and all(node_id(n.node) and node_id(n.parent) and 0 <= n.function < 1 << 32 and abs(n.line) <= MAX_LINE
+                    and 0 <= n.depth < 1 << 32 and 0 <= n.kind < 0x80 and 0 <= n.flags < 0x100
+                    and 0 <= n.process < 1 << 32 for n in nodes)
+    ok = ok and all(abs(r.line) <= MAX_LINE for table in tables for r in table)
+    if not ok:
+        raise Damaged("a stack or a line is out of bounds")
+
+
+# ---- window and key frames ---------------------------------------------------------------
+
+class WindowRecord(NamedTuple):
+    """One window as it was sampled and shown."""
+
+    drains: tuple[Drain, ...]
+    circumstances: Circumstances
+    reset: bool = False  # the live view's figures were reset at its start (the recording's are not)
+    dropped: int = 0  # windows just before it whose figures were lost (the disk could not keep up)
+
+
+def window_payload(w: WindowRecord) -> bytes:
+    p = Packer()
+    p.put_ints((PAYLOAD_VERSION, int(w.reset), len(w.drains), w.dropped))
+    p.put_blob(json.dumps(_plain(w.circumstances), allow_nan=False).encode())
+    for d in w.drains:
+        put_drain(p, d)
+    return p.data()
+
+
+def read_window(data: bytes) -> WindowRecord:
+    u = Unpacker(data)
+    head = u.ints()
+    if len(head) != 4 or head[0] != PAYLOAD_VERSION or head[2] < 0 or head[3] < 0:
+        raise Damaged("a window of another making")
+    circumstances = _circumstances(u.blob())
+    drains = tuple(take_drain(u) for _ in range(head[2]))
+    u.end()
+    return WindowRecord(drains, circumstances, bool(head[1]), head[3])
+
+
+class RunRecord(NamedTuple):
+    """What a key frame says of the run."""
+
+    target: TargetInfo
+    rate: float
+    cpu_budget: float
+    mode: str
+    started: float  # wall-clock seconds when sampling started
+
+
+def key_payload(run: RunRecord) -> bytes:
+    p = Packer()
+    p.put_ints((PAYLOAD_VERSION,))
+    fields = {"target": dataclasses.asdict(run.target), "rate": run.rate, "cpu_budget": run.cpu_budget,
+              "mode": run.mode, "started": run.started}
+    p.put_blob(json.dumps(fields, allow_nan=False).encode())
+    return p.data()
+
+
+def read_key(data: bytes) -> RunRecord:
+    u = Unpacker(data)
+    if list(u.ints()) != [PAYLOAD_VERSION]:
+        raise Damaged("a key frame of another making")
+    fields = _json(u.blob())
+    u.end()
+    target = fields.get("target")
+    if not isinstance(target, dict):
+        raise Damaged("a key frame without its target")
+    try:
+        info = TargetInfo(_of(target, "pid", int), _of(target, "command", str), _of(target, "python_version", str),
+                          _of(target, "cwd", str, None))
+        return RunRecord(info, _of(fields, "rate", float), _of(fields, "cpu_budget", float),
+                         _of(fields, "mode", str), _of(fields, "started", float))
+    except KeyError as exc:
+        raise Damaged(f"a key frame without {exc}") from None
+
+
+def _json(data: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(data, parse_constant=lambda name: None)  # (no NaN or Infinity)
+    except (ValueError, RecursionError):
+        raise Damaged("a frame's description is not JSON") from None
+    if not isinstance(value, dict):
+        raise Damaged("a frame's description is not an object")
+    return value
+
+
+def _of(fields: dict[str, Any], name: str, kind: type, *default: Any) -> Any:
+    """fields[name] checked to be a `kind` (an int where a float is asked is one)."""
+    if name not in fields:
+        if default:
+            return default[0]
+        raise KeyError(name)
+    value = fields[name]
+    if value is None and default and default[0] is None:
+        return None
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise Damaged(f"{name} is not a {kind.__name__}")
+    return value
+
+
+def _plain(c: Circumstances) -> dict[str, Any]:
+    fields = dataclasses.asdict(c)
+    fields.pop("push", None)  # the live view's sending and writing, not the figures
+    fields.pop("record", None)
+    fields.pop("replay", None)
+    fields.pop("exported", None)
+    return fields
+
+
+_OPTIONAL = {"rate_held", "pytop_cpu_pct", "rss", "exit_reason", "exit_status", "last_error", "failure",
+             "work_elsewhere"}
+
+
+def _circumstances(data: bytes) -> Circumstances:
+    fields = _json(data)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(Circumstances):
+        if f.name in ("push", "record", "replay", "exported") or f.name not in fields:
+            continue
+        value = fields[f.name]
+        if value is None and f.name in _OPTIONAL:
+            out[f.name] = None
+        elif f.name in ("stopped", "processes"):
+            if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+                raise Damaged(f"{f.name} is not a list of pids")
+            out[f.name] = tuple(value)
+        else:
+            kind = {"exited": bool}.get(f.name) or _kind_of(f.name)
+            out[f.name] = _of(fields, f.name, kind)
+    for name in ("window_seconds", "elapsed", "rate_asked"):
+        if name not in out:
+            raise Damaged(f"a window without {name}")
+    return Circumstances(**out)
+
+
+def _kind_of(name: str) -> type:
+    """The type a Circumstances field holds (its default's, or str for the optional texts)."""
+    texts = {"exit_reason", "last_error", "failure", "work_elsewhere"}
+    ints = {"rss", "exit_status", "stacks_dropped", "stacks_coarsened", "window_number"}
+    if name in texts:
+        return str
+    if name in ints:
+        return int
+    return float
+

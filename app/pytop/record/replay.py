@@ -1,0 +1,294 @@
+"""A recording read back: its windows in order, and the figures of any range of them built by the
+same code that built them live (core.intake, core.views), so that a replayed window shows the
+table the live view showed for it, figure by figure.
+
+A recording is kept as its frames' stored bytes (compressed: its size on disk), and a window is
+decoded when the figures need it. The figures of a range are the drains of its windows taken
+in from a reset at its start; the names and stacks the range refers to are learned from every
+window before it (the engine's stack ids are reused after an eviction: only the order of the
+file says what an id stands for then)."""
+
+from __future__ import annotations
+
+import pickle
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from .. import errors, files
+from ..core.aggregate import Counts, FunctionSums
+from ..core.intake import fold_finished, take_in
+from ..core.model import Circumstances, ReplayPosition, Snapshot
+from ..core.profile import Profile, ThreadIdentity
+from ..core.records import Drain
+from ..core.snapshot import Figures, View
+from ..core.sums import BookSums
+from ..core.views import snapshot
+from . import container
+from .codec import Damaged
+from .payloads import RunRecord, WindowRecord, read_key, read_window
+
+
+@dataclass(frozen=True)
+class StoredWindow:
+    start: float  # wall-clock seconds the window covers
+    end: float
+    frame: container.FrameInfo
+
+
+@dataclass(frozen=True)
+class Recording:
+    path: str
+    run: RunRecord
+    windows: tuple[StoredWindow, ...]
+    lost_bytes: int  # damaged or cut short, passed over
+    damaged: int  # whole frames whose payload did not decode (counted once read)
+
+    @property
+    def start(self) -> float:
+        return self.windows[0].start if self.windows else self.run.started
+
+    @property
+    def end(self) -> float:
+        return self.windows[-1].end if self.windows else self.run.started
+
+    def damage_note(self) -> str | None:
+        if not self.lost_bytes:
+            return None
+        return (f"{self.path}: {self.lost_bytes:,} bytes could not be read (a write cut short, or damage); "
+                "the rest is shown")
+
+
+def open_recording(path: str) -> Recording:
+    """The recording at `path`, scanned (nothing decoded yet). Raises errors.UsageError for a
+    file that is not one, or one without its run (cut before its first frame was whole)."""
+    found = container.scan(path)
+    run = None
+    windows = []
+    try:
+        f = files.open_regular(path)
+    except OSError as exc:
+        raise errors.UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    damaged = 0
+    with f:
+        for frame in found.frames:
+            if frame.kind == container.KEY and run is None:
+                try:
+                    run = read_key(container.payload(f, frame))
+                except (ValueError, zlib.error):
+                    damaged += 1
+            elif frame.kind == container.WINDOW:
+                windows.append(StoredWindow(frame.start, frame.end, frame))
+    if run is None:
+        raise errors.UsageError(f"{path}: the recording has no readable start (its first frame is cut or damaged)")
+    return Recording(path, run, tuple(windows), found.lost, damaged)
+
+
+CHECKPOINT_EVERY = 30  # windows between two checkpoints of a range's state (a step back replays at most these)
+MAX_CHECKPOINTS = 64  # per range: a long recording's are thinned, not grown without end
+
+
+class TreeCheck:
+    """What makes the recorded stack book a forest, checked as it is learned: a node's parent is
+    live when it is made, one frame further out; a node with live children is not evicted (an id
+    reused under them would make a loop). The engine keeps both; a crafted file may not, and the
+    walks over stacks (the table's, exports') must end."""
+
+    def __init__(self) -> None:
+        self.children: dict[int, int] = {}
+        self.depth: dict[int, int] = {}
+        self.parents: dict[int, int] = {}
+
+    def sound(self, drains: Sequence[Drain]) -> bool:
+        """Learn a window's evictions and nodes; False, having learned none of them, if they
+        break the rules (the window is then not taken in at all: what is known here stays what
+        the stack book knows)."""
+        undo: list[tuple[dict[int, int], int, int | None]] = []
+
+        def put(table: dict[int, int], key: int, value: int | None) -> None:
+            undo.append((table, key, table.get(key)))
+            if value is None:
+                table.pop(key, None)
+            else:
+                table[key] = value
+
+        for d in drains:
+            if not self._learn(d, put):
+                for table, key, old in reversed(undo):
+                    if old is None:
+                        table.pop(key, None)
+                    else:
+                        table[key] = old
+                return False
+        return True
+
+    def _learn(self, d: Drain, put: Callable[[dict[int, int], int, int | None], None]) -> bool:
+        for node in d.evicted:
+            if self.children.get(node, 0):
+                return False
+            if node in self.depth:
+                parent = self.parents.get(node, 0)
+                put(self.depth, node, None)
+                put(self.children, node, None)
+                put(self.parents, node, None)
+                if parent:
+                    put(self.children, parent, self.children.get(parent, 0) - 1)
+        for n in d.nodes:
+            if n.node == 0 or n.node in self.depth:
+                return False
+            if n.parent:
+                if self.depth.get(n.parent, -2) != n.depth - 1:
+                    return False
+                put(self.children, n.parent, self.children.get(n.parent, 0) + 1)
+            elif n.depth:
+                return False
+            put(self.depth, n.node, n.depth)
+            put(self.parents, n.node, n.parent)
+        return True
+
+
+class Replay:
+    """The figures of a recording's windows, one range at a time (the whole recording by
+    default), each window's snapshot built as the live view built it."""
+
+    def __init__(self, recording: Recording, checkpoint_every: int = CHECKPOINT_EVERY):
+        self.recording = recording
+        self.checkpoint_every = checkpoint_every
+        # The state after some windows of the current range (index -> its pickle): a step back
+        # starts from the nearest one before it, not from the file's start.
+        self._checkpoints: dict[int, bytes] = {}
+        self._file = files.open_regular(recording.path)
+        self._figures = Figures()
+        self._sums = BookSums(self._figures.book)
+        self._at = -1  # the last window taken in
+        self._first = 0  # the range's first window
+        self._whole = False  # the range taken in as one window
+        self._span = 0.0  # seconds of samples in the range's windows
+        self._clock = 0.0  # the session's seconds at the last window taken in
+        self._elapsed_live = 0.0  # ... as that window's live view said (since its reset)
+        self._range_from = 0.0  # the session's seconds where the range starts
+        self._offset = 0.0  # the session's seconds at the view's last reset
+        self._records: dict[int, WindowRecord] = {}  # the last window's, for its circumstances
+        self._tree = TreeCheck()
+        self.damaged = 0  # windows that did not decode (shown as gaps)
+        self.windows_read = 0  # decoded so far (what seeking cost)
+
+    def close(self) -> None:
+        self._file.close()
+
+    def grow(self) -> None:
+        """A recording still being written: its windows since it was opened join it (what was
+        taken in and kept stays valid: the file is only ever appended to)."""
+        again = open_recording(self.recording.path)
+        known = self.recording.windows
+        if again.windows[:len(known)] == known:
+            self.recording = again
+
+    def __len__(self) -> int:
+        return len(self.recording.windows)
+
+    def _record(self, index: int) -> WindowRecord | None:
+        self.windows_read += 1
+        try:
+            return read_window(container.payload(self._file, self.recording.windows[index].frame))
+        except (Damaged, ValueError, zlib.error):
+            self.damaged += 1
+            return None
+
+    def seek(self, index: int, first: int = 0, whole: bool = False) -> Figures:
+        """The figures of windows first..index, index's the open window (whole: the range is
+        one window, as a --batch run's): taken in from where the last seek left them when that
+        is on the way, else from the start of the file."""
+        index = max(0, min(index, len(self) - 1))
+        first = max(0, min(first, index))
+        if first != self._first or whole != self._whole:
+            self._checkpoints = {}
+        if first != self._first or index < self._at or whole != self._whole:
+            self._figures = Figures()
+            self._tree = TreeCheck()
+            self._at, self._first, self._whole, self._span = -1, first, whole, 0.0
+            self._clock = self._elapsed_live = self._range_from = self._offset = 0.0
+            self._records = {}
+            nearest = max((at for at in self._checkpoints if at <= index), default=None)
+            if nearest is not None:
+                self._restore(nearest)
+            self._sums = BookSums(self._figures.book)
+        f = self._figures
+        for i in range(self._at + 1, index + 1):
+            record = self._record(i)
+            if i == first:  # the range starts: what came before taught the names only
+                self._figures = f = Figures(book=f.book, threads=f.threads)
+                f.threads.reset()
+            if not (whole and i > first):
+                f.window, f.window_table = Counts(), FunctionSums(f.book)  # as each window opened live
+            if record is not None and not self._tree.sound(record.drains):
+                self.damaged += 1  # a stack tree that would not be one (crafted): the window is passed over
+                record = None
+            if record is not None:
+                # The session's time at the window's close, as the live view counted it (its
+                # elapsed restarts at a reset); a range's time is the difference.
+                elapsed = record.circumstances.elapsed
+                if record.reset or elapsed < self._elapsed_live:
+                    self._offset = self._clock  # the view's elapsed started again here
+                before = self._clock
+                self._elapsed_live = elapsed
+                self._clock = self._offset + elapsed  # (exactly the view's, until a reset)
+                if i == first:
+                    self._range_from = before
+                if i >= first:
+                    self._span += record.circumstances.window_seconds
+                for d in record.drains:
+                    for p in d.processes:
+                        f.book.pids.setdefault(p.process, p.pid)
+                    take_in(f, d)
+                self._records = {i: record}
+            else:
+                self._records = {}
+            fold_finished(f)  # as the window closed live, before its snapshot
+            if i > first and (i - first) % self.checkpoint_every == 0 and i not in self._checkpoints:
+                self._at = i
+                self._keep(i)
+        self._at = index
+        return f
+
+    # What a checkpoint holds: everything the windows after it are taken in on top of.
+    _STATE = ("_figures", "_tree", "_at", "_span", "_clock", "_elapsed_live", "_range_from", "_offset", "_records")
+
+    def _keep(self, index: int) -> None:
+        """The state after window `index`, kept (pytop's own objects: pickled here, unpickled
+        only from here; never from a file). At most MAX_CHECKPOINTS: past it, every other goes."""
+        self._checkpoints[index] = zlib.compress(pickle.dumps(tuple(getattr(self, name) for name in self._STATE)), 1)
+        if len(self._checkpoints) > MAX_CHECKPOINTS:
+            for at in sorted(self._checkpoints)[1::2]:
+                del self._checkpoints[at]
+
+    def _restore(self, index: int) -> None:
+        state = pickle.loads(zlib.decompress(self._checkpoints[index]))  # noqa: S301 (our own, in memory)
+        for name, value in zip(self._STATE, state):
+            setattr(self, name, value)
+
+    def snapshot(self, index: int, view: View, first: int = 0, whole: bool = False) -> Snapshot:
+        """Window `index` as the live view showed it, with the range's totals from `first` (whole:
+        the range's figures as one window, as a --batch run of that time would show them)."""
+        f = self.seek(index, first, whole)
+        f.book.show_tasks(view.tasks)
+        record = self._records.get(index)
+        windows = self.recording.windows
+        c = record.circumstances if record is not None else Circumstances(window_seconds=1.0, elapsed=1.0,
+                                                                           rate_asked=self.recording.run.rate)
+        position = ReplayPosition(self.recording.path, index, len(windows), windows[index].start, windows[index].end,
+                                  windows[first].start, self.recording.start, self.recording.end,
+                                  first=first, gap=record is None)
+        c = replace(c, elapsed=max(self._clock - self._range_from, 1e-9), replay=position,
+                    exited=False, exit_reason=None, failure=None, exit_status=None)
+        if whole:
+            c = replace(c, window_seconds=max(self._span, 1e-9), pytop_cpu_pct=None)
+        return snapshot(self.recording.run.target, f, view, self._sums, c)
+
+    def profile(self, index: int, first: int = 0) -> Profile:
+        """Windows first..index as a profile, for reports and exports."""
+        f = self.seek(index, first, self._whole)
+        threads = {key: ThreadIdentity(t.native_id or None, t.name, t.pid) for key, t in f.threads.threads.items()}
+        target = self.recording.run.target
+        subprocesses = len({t.pid for t in f.threads.threads.values()}) > 1
+        return Profile(f.total, f.book, threads, target.pid, target.command, subprocesses=subprocesses)

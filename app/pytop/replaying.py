@@ -1,0 +1,76 @@
+"""What `pytop FILE` runs: a recording shown again, in the live view with its time cursor, or
+printed (--batch) over a range (--from, --to) in any of --batch's formats."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import errors
+from .core.snapshot import View
+from .record.ranges import window_range
+from .record.replay import Recording, Replay, open_recording
+from .record.source import ReplaySource
+from .report import export, pprof, table
+from .run import deliver, terminal_on_stderr
+
+
+def chosen_range(recording: Recording, args: argparse.Namespace) -> tuple[int, int]:
+    try:
+        return window_range([(w.start, w.end) for w in recording.windows], recording.start, args.time_from,
+                            args.time_to)
+    except ValueError as exc:
+        raise errors.UsageError(f"{recording.path}: {exc}") from None
+
+
+def replay(args: argparse.Namespace) -> int:
+    recording = open_recording(args.recording)
+    note = recording.damage_note()
+    if note:
+        errors.say(f"pytop: {note}")
+    first, last = chosen_range(recording, args)
+    view = View(mode=args.mode, by_line=args.by_line, tasks=args.tasks)
+    player = Replay(recording)
+    try:
+        if args.batch:
+            return _print(player, view, first, last, args)
+        return _show(player, view, first, last, args)
+    finally:
+        player.close()
+
+
+def _print(player: Replay, view: View, first: int, last: int, args: argparse.Namespace) -> int:
+    """The range as one window: the table a --batch run over that time would have printed."""
+    snapshot = player.snapshot(last, view, first, whole=True)
+    profile = player.profile(last, first)
+    form = args.format or ("json" if args.json else "text")
+    sort = table.SORT_CHOICES[args.sort]
+    if form == "pprof":
+        windows = player.recording.windows
+        started = int(windows[first].start * 1e9)
+        report = pprof.profile(profile, snapshot.mode, player.recording.run.rate, started,
+                               int((windows[last].end - windows[first].start) * 1e9))
+    else:
+        report = table.render(snapshot, profile, form, sort, args.full_filenames).encode()
+    deliver(report, args.output)
+    if player.damaged:
+        errors.say(f"pytop: {player.damaged:,} window{'s' if player.damaged != 1 else ''} of the range could not be "
+                   "read (damaged): the figures leave them out")
+    return 0
+
+
+def _show(player: Replay, view: View, first: int, last: int, args: argparse.Namespace) -> int:
+    from .ui.app import PytopApp
+
+    source = ReplaySource(player, view, first, last, exporter=export.write_stamped)
+    app = PytopApp(source, sort=table.SORT_CHOICES[args.sort], by_line=args.by_line, mode=args.mode,
+                   full_filenames=args.full_filenames, handle_signals=True, export_dir=args.output_dir,
+                   tasks=args.tasks, tune_gc=True, replay=True)
+    with terminal_on_stderr():
+        app.run()
+    if source.failure:
+        errors.say(f"pytop: the replay failed: {source.failure}")
+        return 1
+    return app.return_code or 0
+
+
+

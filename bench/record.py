@@ -1,0 +1,139 @@
+"""What `--record` costs and weighs: pytop's CPU (its whole process, the kernel's count) for
+`--batch` runs on the same target with and without recording, the recording's size per hour,
+how long opening it takes to its first table, and how long stepping the time cursor back takes
+(each replayed from the start of the file); beside py-spy `record -f raw` over the same time.
+
+    python bench/record.py [--python PATH] [--duration 60] [--runs 3] [--targets churn,pool,server]
+
+Runs with and without recording alternate (a target's own pace drifts over minutes: one pair of
+runs differed by 30% in samples either way); the medians are shown.
+
+Targets: bench/workloads/churn.py (new code, threads and recursion all the time), a pool of
+2,000 threads (bench/workloads/pool.py), the thread-per-request server (tests/targets/server.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = {
+    "churn": [str(ROOT / "bench/workloads/churn.py")],
+    "pool": [str(ROOT / "bench/workloads/pool.py"), "2000"],
+    "server": [str(ROOT / "tests/targets/server.py")],
+}
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def pytop(*args: str) -> tuple[float, float, dict[str, object]]:
+    """CPU seconds, wall seconds, the JSON report."""
+    before, started = children_cpu(), time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pytop", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"pytop failed: {done.stderr}")
+    return children_cpu() - before, time.monotonic() - started, json.loads(done.stdout)
+
+
+def stepping(path: str) -> tuple[float, float, float]:
+    """Seconds to the last window's table, to the one before (replayed from the start), and to
+    a range of the second half as one window."""
+    sys.path.insert(0, str(ROOT / "app"))
+    from pytop.core.snapshot import View
+    from pytop.record.replay import Replay, open_recording
+
+    replay = Replay(open_recording(path))
+    last = len(replay) - 1
+    started = time.monotonic()
+    replay.snapshot(last, View())
+    first = time.monotonic() - started
+    started = time.monotonic()
+    replay.snapshot(max(last - 1, 0), View())
+    back = time.monotonic() - started
+    started = time.monotonic()
+    replay.snapshot(last, View(), last // 2, whole=True)
+    ranged = time.monotonic() - started
+    replay.close()
+    return first, back, ranged
+
+
+def py_spy_size(pid: int, seconds: float, directory: str) -> int | None:
+    py_spy = shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
+    if py_spy is None:
+        return None
+    out = os.path.join(directory, "py-spy.raw")
+    try:  # (on the pool of 2,000 threads it ran 12 minutes for 30 s of samples before it was stopped)
+        subprocess.run([py_spy, "record", "--nonblocking", "-f", "raw", "-d", str(int(seconds)), "-o", out, "--pid",
+                        str(pid)], capture_output=True, timeout=3 * seconds + 30)
+    except subprocess.TimeoutExpired:
+        return -1
+    return os.path.getsize(out) if os.path.exists(out) else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--python", default=str(Path.home() / ".pyenv/versions/3.12.1/bin/python"))
+    parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--targets", default="churn,pool,server")
+    args = parser.parse_args()
+    hour = 3600 / args.duration
+    print(f"pytop --batch --duration {args.duration:g} at the defaults, with and without --record; "
+          f"sizes per hour are extrapolated from the run")
+    for name in args.targets.split(","):
+        target = subprocess.Popen([args.python, *TARGETS[name]], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  cwd=str(ROOT / "tests/targets"))
+        try:
+            assert target.stdout is not None and target.stdout.readline()
+            time.sleep(2)
+            with tempfile.TemporaryDirectory() as directory:
+                path = os.path.join(directory, "run.pytop")
+                base = ("--batch", "--json", "--duration", str(args.duration), str(target.pid))
+                plain_runs, recorded_runs = [], []
+                for _ in range(args.runs):
+                    cpu, _, report = pytop(*base)
+                    plain_runs.append((cpu, report["samples"]))
+                    if os.path.exists(path):
+                        os.unlink(path)
+                    cpu, _, recorded = pytop(*base, "--record", path)
+                    recorded_runs.append((cpu, recorded["samples"]))
+                plain_cpu, plain_samples = (statistics.median(v) for v in zip(*plain_runs))
+                recorded_cpu, recorded_samples = (statistics.median(v) for v in zip(*recorded_runs))
+                size = os.path.getsize(path)
+                _, opened, _ = pytop("--batch", "--json", path)
+                first, back, ranged = stepping(path)
+                spy = py_spy_size(target.pid, args.duration, directory)
+            print(f"\n{name}:")
+            print(f"  pytop CPU (medians of {args.runs}): {plain_cpu:.2f} s plain ({plain_samples:,.0f} samples), "
+                  f"{recorded_cpu:.2f} s recording ({recorded_samples:,.0f} samples): "
+                  f"{100 * (recorded_cpu / plain_cpu - 1):+.1f}% CPU, "
+                  f"{100 * (recorded_samples / plain_samples - 1):+.1f}% samples")
+            print(f"  recording: {size / 1e6:.2f} MB in {args.duration:g} s, {size * hour / 1e6:.1f} MB per hour; "
+                  f"{recorded['record']['windows']} windows, {recorded['record']['dropped']} lost")  # type: ignore[index]
+            print(f"  pytop --batch FILE (the whole recording): {opened:.2f} s; in-process: last window "
+                  f"{first:.2f} s, one back {back:.2f} s, the second half as one range {ranged:.2f} s")
+            if spy == -1:
+                print(f"  py-spy record -f raw over {args.duration:g} s: had not ended after "
+                      f"{3 * args.duration + 30:g} s")
+            elif spy is not None:
+                print(f"  py-spy record -f raw over {args.duration:g} s: {spy / 1e6:.2f} MB, "
+                      f"{spy * hour / 1e6:.1f} MB per hour")
+        finally:
+            target.kill()
+            target.wait()
+
+
+if __name__ == "__main__":
+    main()

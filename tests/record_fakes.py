@@ -1,0 +1,47 @@
+"""A recording made without a target: drains as the engine hands them over, of one process
+whose thread spins in one function (tests of the replay's reading and of its screen)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytop.core.model import Circumstances, RecordStatus, TargetInfo
+from pytop.core.records import Drain, Function, FunctionFigures, Node, ProcessUpdate, ThreadUpdate, Weight
+from pytop.record.payloads import RunRecord
+from pytop.record.recorder import Recorder
+
+TARGET = TargetInfo(4242, "python app.py", "3.12.1")
+
+
+def drain(n: int = 1) -> Drain:
+    return Drain(
+        processes=(ProcessUpdate(1, 4242, 0, 3, 10 * n, 0, 9, 1, 10, 0, 5_000_000, 0, None),),
+        threads=(ThreadUpdate(7, 1, 140, 4243, 3, "wörker \udcff" if n == 1 else None, 4_000_000, 9_000_000, 0, 10, 9,
+                              0, 0, 12, "R", 1000),),
+        functions=(Function(3, 1, 0, False, "Worker.spin", "/srv/app.py"), Function(4, 1, 1, False, None, None),
+                   Function(5, 1, 0, True, "task main", "<asyncio task>", False)),
+        retired=(2,), evicted=(9, 10),
+        nodes=(Node(11, 0, 0, 0, 1, 0, 0, 2, 0), Node(12, 11, 77, 30, 1, 3, 1, 6, 0)),
+        weights=(Weight(12, 7, 10, 9, 4_000_000, 9_000_000, 8_000_000),),
+        function_rows=(FunctionFigures(3, 0, tuple(range(12))),), line_rows=(FunctionFigures(3, 30, (1,) * 12),),
+        ticks=10, late=1, skipped=0, slot_seconds=0.01, first_at=100.0 + n, last_at=100.009 + n, lag=0.0001,
+        longest_delay=0.002, cpu_seconds=0.5, start_up_cpu=0.2, rate_now=1000.0, budget_limited=True, running=True,
+        realtime=False, stacks_dropped=0, stacks_coarsened=2, stack_nodes=12, end=None)
+
+
+CIRCUMSTANCES = Circumstances(window_seconds=0.98, elapsed=12.5, rate_asked=1000.0, skipped_share=0.1,
+                              rate_held=250.0, cpu_budget=0.05, pytop_cpu_pct=4.2, rss=1 << 30, stopped=(4242,),
+                              processes=(4242, 4250), sampler_cpu=0.5, stacks_coarsened=2,
+                              last_error="process gone", window_number=13,
+                              record=RecordStatus("/tmp/x.pytop", 100, 2))
+
+
+
+def write_recording(path: Path, windows: int) -> None:
+    """A recording of `windows` windows of a second each, the first one's drain naming everything."""
+    recorder = Recorder(str(path), RunRecord(TARGET, 1000.0, 0.05, "cpu", 1.0))
+    for n in range(windows):
+        recorder.add(drain(n + 1) if n == 0 else Drain(**{**drain(n + 1).__dict__, "functions": (), "nodes": (),
+                                                          "retired": (), "evicted": ()}))
+        recorder.window(Circumstances(window_seconds=1.0, elapsed=n + 1.0, rate_asked=1000.0, window_number=n + 1))
+    recorder.close()
