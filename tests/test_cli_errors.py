@@ -174,16 +174,23 @@ def test_stats_file_goes_with_sampling() -> None:
 
 @pytest.mark.parametrize("duration", ["inf", "1e30"])
 def test_a_batch_until_the_program_ends(duration: str) -> None:
-    target = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(1.5)"],
-                              stdout=subprocess.PIPE)
+    """The program ends once pytop samples it, not after a time: on a busy machine pytop's
+    start-up once took longer than the program's 1.5 s of life, and found it gone."""
+    target = subprocess.Popen([sys.executable, "-c", "import sys; print('ready', flush=True); sys.stdin.readline()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert target.stdout is not None and target.stdout.readline()
-        result = helpers.run_pytop("--batch", "--duration", duration, str(target.pid), timeout=120)
+        with subprocess.Popen([*helpers.PYTOP, "--batch", "--duration", duration, str(target.pid)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as pytop:
+            helpers.sampling_started(pytop.pid, timeout=120)
+            assert target.stdin is not None
+            target.stdin.close()  # the program ends
+            stdout, stderr = pytop.communicate(timeout=120)
     finally:
         target.kill()
         target.wait()
-    assert result.returncode == 0, result.stderr
-    assert "Traceback" not in result.stderr and "exited during the run" in result.stdout
+    assert pytop.returncode == 0, stderr
+    assert "Traceback" not in stderr and "exited during the run" in stdout
 
 
 def test_a_report_that_cannot_be_written() -> None:
