@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from typing import Any
@@ -124,11 +126,25 @@ def test_batch_text_by_line_with_idle_threads(some_interp: dict[str, Any]) -> No
 
 
 def test_launching_a_command_and_ending_it(some_interp: dict[str, Any]) -> None:
+    """Ended (Ctrl-C) once the program is at work (its ready line, on pytop's stderr) and pytop
+    samples it, not after a time: on a busy machine a one-second run saw only its imports."""
     script = helpers.stage(some_interp, "stacks.py")
-    result = helpers.run_pytop("--batch", "--duration", "1", "--json", "--", *some_interp["argv"], script,
-                               cwd="/")
-    assert result.returncode == 0, result.stderr
-    document = json.loads(result.stdout)
+    with subprocess.Popen([*helpers.PYTOP, "--batch", "--duration", "inf", "--json", "--", *some_interp["argv"],
+                           script], cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as pytop:
+        try:
+            assert pytop.stderr is not None
+            said = [pytop.stderr.readline()]
+            while said[-1] and not said[-1].startswith("{"):  # the program's ready line
+                said.append(pytop.stderr.readline())
+            assert said[-1], said
+            helpers.sampling_started(pytop.pid)
+            pytop.send_signal(signal.SIGINT)
+            out, err = pytop.communicate(timeout=120)
+        finally:
+            if pytop.poll() is None:
+                pytop.kill()
+    assert pytop.returncode == 0, err
+    document = json.loads(out)
     assert set(by_name(document)) & {"Worker.spinning", "spinning"}
     deadline = time.monotonic() + 10
     while os.path.exists(f"/proc/{document['pid']}") and time.monotonic() < deadline:
