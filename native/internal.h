@@ -682,7 +682,7 @@ void tracking_free(tracking *k);
 /* Once the whole sample is known: a thread state that shares its id with another thread of the
  * sample and has no frames is a new thread's, still carrying its creator's id; where TIDs are
  * known (`has_tids`), one without a TID is not bound to a live thread. */
-void tracking_mark_unclaimed(sample_buf *b, bool has_tids);
+void tracking_mark_unclaimed(const tracking *k, sample_buf *b, const sample_buf *prev, bool has_tids);
 
 /* ---- blocking.c ------------------------------------------------------------------------- */
 

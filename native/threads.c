@@ -169,7 +169,7 @@ int threads_walk(pytop_unwinder *u) {
     }
     /* TIDs are known from thread states (3.11+) or from struct pthread, which the kernel zeroes
      * when the thread exits: either way, a state without one has no live thread. */
-    tracking_mark_unclaimed(u->samples.cur, u->L.ts_native_thread_id >= 0 || u->L.pthread_tid >= 0);
+    tracking_mark_unclaimed(&u->track, u->samples.cur, u->samples.prev, u->L.ts_native_thread_id >= 0 || u->L.pthread_tid >= 0);
     if ((status = threads_part_shared_stacks(u)) != PYTOP_OK) return status;
     if (u->native_frames.dwfl && u->stop.stopped) { /* --native: the threads that run no Python too */
         status = natives_read_others(&u->native_frames, &u->codes, &u->stop, u->samples.cur, monotonic_ns());

@@ -74,7 +74,23 @@ void tracking_free(tracking *k) {
     memset(k, 0, sizeof *k);
 }
 
-void tracking_mark_unclaimed(sample_buf *b, bool has_tids) {
+/* Was a live thread with `t`'s ids seen lately under another thread state (in the previous
+ * sample, or missed since)? Then `t` is a state its creator made and no thread has taken up. */
+static bool creator_seen_lately(const tracking *k, const sample_buf *prev, const pytop_thread *t) {
+    for (uint32_t i = 0; i < prev->thread_count; i++) {
+        const pytop_thread *old = &prev->threads[i];
+        if (old->tstate != t->tstate && old->thread_id == t->thread_id && old->native_id == t->native_id &&
+            !(old->flags & PYTOP_THREAD_UNCLAIMED))
+            return true;
+    }
+    for (uint32_t i = 0; i < k->recent_count; i++) {
+        const recent_thread *r = &k->recent[i];
+        if (r->tstate != t->tstate && r->thread_id == t->thread_id && r->native_id == t->native_id) return true;
+    }
+    return false;
+}
+
+void tracking_mark_unclaimed(const tracking *k, sample_buf *b, const sample_buf *prev, bool has_tids) {
     for (uint32_t i = 0; i < b->thread_count; i++) {
         pytop_thread *t = &b->threads[i];
         /* A thread binds its state by writing its id, then its TID, and unbinds it the same way
@@ -91,5 +107,11 @@ void tracking_mark_unclaimed(sample_buf *b, bool has_tids) {
              * has frames, the one first seen later. */
             if (other->frame_count || other->serial < t->serial) t->flags |= PYTOP_THREAD_UNCLAIMED;
         }
+        /* Its creator may be missing from this sample (a list read while it changed): a state
+         * with the ids, TID included, of a thread seen lately under another state is its twin
+         * still (3.8-3.10). Taken for a thread, it became a second row of its creator's name
+         * (the thread-per-request server's "acceptor"), and could take its CPU. */
+        if (has_tids && !(t->flags & PYTOP_THREAD_UNCLAIMED) && creator_seen_lately(k, prev, t))
+            t->flags |= PYTOP_THREAD_UNCLAIMED;
     }
 }

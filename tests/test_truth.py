@@ -88,11 +88,10 @@ def test_napper_beside_a_bursty_thread(interp: dict[str, Any], saturated: bool) 
     assert usage.threads[bursty.native_id] > 0.05  # the bursty thread did run
 
 
-# Alone, idle or saturated as its parameter says: beside other tests' targets (a load in bursts)
-# 3.8 showed a second "acceptor" row (1 run in 3): a new thread's state still carrying its
-# creator's ids (3.8-3.10), seen once without the creator beside it, so not taken as unclaimed,
-# and named by those ids. A known defect, written up for the planners; not hidden here.
-@pytest.mark.alone
+# Beside other tests' targets (a load in bursts) 3.8 once showed a second "acceptor" row (1 run
+# in 3): a new thread's state still carrying its creator's ids (3.8-3.10), seen in a sample
+# without the creator beside it, was taken for a thread (tracking.c now knows the creator from
+# the samples before).
 def test_thread_per_request_server(interp: dict[str, Any], saturated: bool) -> None:
     final, usage, _ = measure(interp, "server.py", load=saturated)
     check_threads_and_total(final, usage)
