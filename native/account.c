@@ -177,9 +177,16 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         uint64_t before_ns = span / 2, now_ns = span - span / 2;
         if (counted && ran_before && t->running && gil != gil_before && stack != stack_before)
             split_by_use(pt->cpu_delta_ns, gil_before, &before_ns, &now_ns);
-        if (ran_before && (t->running || gil_before) && before_ns)
-            attribute_running(t, stack_before, before_ns, glimpse);
-        if (t->running && (ran_before || gil) && now_ns) attribute_running(t, t->stack, now_ns, glimpse);
+        /* Running at one end only (holding the GIL there): a lone sighting (attribute.c). */
+        bool owns = (ran_before && t->running) || glimpse;
+        if (ran_before && (t->running || gil_before) && before_ns) {
+            if (owns) attribute_running(t, stack_before, before_ns, glimpse);
+            else attribute_lone_sighting(e, t, stack_before, before_ns);
+        }
+        if (t->running && (ran_before || gil) && now_ns) {
+            if (owns) attribute_running(t, t->stack, now_ns, glimpse);
+            else attribute_lone_sighting(e, t, t->stack, now_ns);
+        }
         if (gil) {
             t->acc_gil += dt;
             t->d_gil++;

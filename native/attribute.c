@@ -18,6 +18,13 @@
  *     through that same function, else (see below) to a pseudo-frame "(ran between samples,
  *     not seen)" under the anchor: shown, with the thread, never given to another thread's
  *     function;
+ *   - a lone sighting (the GIL held at one end, the thread not running at the other, in
+ *     another call) is one of the thread's runs, not the owner of its interval's CPU: that CPU
+ *     goes like the thread's runs through the two stacks' common frames, this one among them.
+ *     A thread that takes the GIL for microseconds (the calls around a C function that lets
+ *     it go: a compressor's, a signer's) is seen holding it now and then; as the owner of its
+ *     intervals, each such sighting took the next interval's whole C call (8.5 ms of zlib on
+ *     the timing call after it), and the signer's own CPU went 80% to that call;
  *   - a glimpse (the GIL held at the very line the other end found the thread not running at:
  *     waking from a nap, about to nap, or taking the GIL back at a line it computes on) is a
  *     run for its interval's CPU only, when the count was read at both ends; it is not where
@@ -297,6 +304,16 @@ void attribute_cpu(pytop_engine *e, engine_thread *t, uint64_t ns, uint64_t now,
 }
 
 void attribute_held(pytop_engine *e, engine_thread *t) { release(e, t); }
+
+void attribute_lone_sighting(pytop_engine *e, engine_thread *t, uint32_t stack, uint64_t ns) {
+    remember_run(&e->stacks, t, stack, ns);
+    if (!t->unseen_ns) return;
+    /* Seen running at last: held CPU goes like its runs through the held anchor, else here. */
+    if (!give_like_runs(e, t, t->unseen_anchor, t->unseen_napped_in, t->unseen_ns))
+        attribute_add(e, t->key, stack, t->unseen_ns);
+    t->unseen_ns = t->unseen_since = 0;
+    t->unseen_anchor = 0;
+}
 
 void attribute_unplaced(pytop_engine *e, uint32_t key, uint32_t stack, uint64_t ns) {
     uint32_t root = root_of_stack(&e->stacks, stack);

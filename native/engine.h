@@ -179,6 +179,10 @@ void attribute_add(pytop_engine *e, uint32_t key, uint32_t stack, uint64_t ns);
  * asleep in, waking there or about to sleep: it takes its interval's CPU when that is known
  * exactly, never CPU used unseen before (see attribute.c). */
 void attribute_running(engine_thread *t, uint32_t stack, uint64_t ns, bool glimpse);
+/* A sample found thread `t` holding the GIL with `stack`, the other end of the interval found
+ * it not running: one sighting among its runs, standing for `ns`, not the owner of the
+ * interval's CPU (see attribute.c). */
+void attribute_lone_sighting(pytop_engine *e, engine_thread *t, uint32_t stack, uint64_t ns);
 /* Split `ns` of thread `key` over `runs` by their weights (`total` their sum). */
 void attribute_split(pytop_engine *e, uint32_t key, const pending_run *runs, uint32_t count, uint64_t total,
                      uint64_t ns);
