@@ -211,7 +211,7 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
     }
 }
 
-static void remember_ended(engine_process *P, const engine_thread *t) {
+static void remember_ended(engine_process *P, const engine_thread *t, uint32_t stacks_epoch) {
     if (P->ended_count >= MAX_ENDED) return;
     ended_thread *ended = grow_array(P->ended, &P->ended_cap, P->ended_count + 1ull, sizeof *ended, 16);
     if (!ended) return;
@@ -222,6 +222,12 @@ static void remember_ended(engine_process *P, const engine_thread *t) {
     x->cpu = t->period_cpu;
     x->pending_count = t->pending_count;
     memcpy(x->pending, t->pending, t->pending_count * sizeof *t->pending);
+    /* Not seen running since its count last moved: its tail was like its recent runs (a request
+     * thread seen once holding the GIL, a lone sighting, then ended). */
+    if (!x->pending_count && t->runs_epoch == stacks_epoch) {
+        x->pending_count = t->runs_count;
+        memcpy(x->pending, t->runs, t->runs_count * sizeof *t->runs);
+    }
 }
 
 /* A thread missing from this many samples in a row has ended (one sample may miss a live one;
@@ -246,7 +252,7 @@ void account_ends(pytop_engine *e, uint32_t p) {
         t->dirty = true;
         account_flush(e, t);
         attribute_held(e, t); /* it ran between two samples, none with a frame of its */
-        remember_ended(P, t);
+        remember_ended(P, t, e->stacks.epoch);
         attribute_pending_clear(t);
     }
 }

@@ -17,6 +17,7 @@
 
 #define PENDING_RUNS 32        /* stacks a thread was seen running with, awaiting its CPU count */
 #define THREAD_RUNS 16         /* stacks a thread was lately seen running with, for CPU no sample saw */
+_Static_assert(THREAD_RUNS <= PENDING_RUNS, "an ended thread keeps its runs as its pending ones");
 #define MAX_ENDED 4096         /* threads that ended in one period, kept for the remainder */
 
 /* Time in which a thread was seen running with one stack (holding the GIL, or on a CPU): each
