@@ -117,6 +117,7 @@ def test_deep_stacks_read_again_cost_few_reads(interp: dict[str, Any]) -> None:
     with helpers.running(interp, "deep_turns.py", "2000", "3") as t:
         target = attach(t.pid)
         reads = []
+        torn = []  # did a thread's read tear in that sample
         try:
             while len(reads) < 600:
                 time.sleep(0.001)  # about the engine's pace: the threads take a turn or two between samples
@@ -128,11 +129,15 @@ def test_deep_stacks_read_again_cost_few_reads(interp: dict[str, Any]) -> None:
                 threads = [th for th in sample.threads if th.native_id in
                            {info["native_id"] for info in t.info["threads"].values()}]
                 assert len(threads) == 3 and all(th.error or th.depth > 2000 for th in threads)
+                torn.append(any(th.error for th in threads))
         finally:
             target.close()
-    # The first samples read every code object once; the dearest 2% are stacks read afresh
-    # after a read that tore (on a busy machine), frame by frame when the last read tore too.
-    steady = sorted(reads[50:])[:-len(reads) // 50]
+    # The first samples read every code object once. A sample whose read tore, and the one after
+    # it, which reads those stacks afresh (frame by frame when the last read tore too), are left
+    # out: how many tear depends on the machine's load (beside other tests, more than 2% did, and
+    # their cost showed as a mean of 17.7). Of the rest, the dearest 2% are left out too.
+    kept = [cost for i, cost in enumerate(reads) if i >= 50 and not torn[i] and not torn[i - 1]]
+    steady = sorted(kept)[:-len(kept) // 50]
     assert sum(steady) / len(steady) < 15, (sum(steady) / len(steady), steady[-1])
 
 
