@@ -160,7 +160,7 @@ def fuzz_cores(seconds: float, progress_path: str, specs: list[str]) -> None:
         finally:
             target.close()
         print(f"core {path}: {stats.iterations} iterations, {stats.samples_ok} samples read, "
-              f"{stats.frames} frames, {stats.names} names, slowest {stats.slowest * 1000:.1f} ms, "
+              f"{stats.frames} frames, {stats.names} names, slowest {stats.slowest * 1000:.1f} ms of CPU, "
               f"aimed at {stats.aimed_at} bytes; outcomes {dict(stats.outcomes.most_common(6))}", flush=True)
 
 

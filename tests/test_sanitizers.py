@@ -128,7 +128,9 @@ def test_whole_unwinder_fuzzed_on_core_images(tmp_path: Path, memory_build: Path
         iterations = int(line.split(": ", 1)[1].split()[0])
         assert iterations >= 200 and " 0 samples read" not in line, line
         slowest = float(line.split("slowest ")[1].split()[0])
-        assert slowest < 2000, f"an iteration took {slowest} ms: {line}"
+        # By the iteration's own CPU: a loop the hostile image keeps going burns it; a busy
+        # machine's stall (2.3 s of wall time with two busy loops beside the suite) does not.
+        assert slowest < 2000, f"an iteration used {slowest} ms of CPU: {line}"
 
 
 def test_engine_under_tsan(tmp_path: Path) -> None:
