@@ -267,6 +267,23 @@ def test_a_full_disk_loses_windows_says_so_and_keeps_what_was_written(some_inter
     assert 0 < json.loads(again.stdout)["cpu_time"] < report["cpu_time"]
 
 
+class StalledDisk(container.Writer):
+    """A recording's writer whose writes after the key frame wait until `disk` is set."""
+
+    def __init__(self, path: str, disk: threading.Event):
+        super().__init__(path)
+        self.disk = disk
+        self.stalled = threading.Event()  # a write is waiting for the disk
+        self.windows_written = 0
+
+    def write(self, kind: int, payload: bytes, start: float, end: float) -> int:
+        if kind != container.KEY:
+            self.stalled.set()
+            self.disk.wait(60)
+            self.windows_written += 1
+        return super().write(kind, payload, start, end)
+
+
 # Alone: beside other tests' targets (clean-clone CI run, 3.8), the stacks evicted in the drain
 # that gave them time came to 2.4% of the table (0.014 s of 0.58 s), beyond the 1% below: a
 # known defect (evicted stacks lose their time as stacks), written up for the planners.
@@ -282,15 +299,9 @@ def test_a_slow_disk_never_holds_sampling_and_later_windows_still_read(some_inte
         target = attach(t.pid)
         engine = Engine(EngineConfig(rate=300, cpu_budget=0))
         info = info_of(target)
-        recorder = Recorder(str(path), RunRecord(info, 300.0, 0.0, "cpu", time.time()), queue_windows=3)
-        disk = threading.Event()
-        real_write = recorder._writer.write
-
-        def slow_write(*args: Any) -> int:
-            disk.wait(30)
-            return real_write(*args)
-
-        recorder._writer.write = slow_write  # type: ignore[method-assign]
+        disk = threading.Event()  # set: the disk moves again
+        writer = StalledDisk(str(path), disk)
+        recorder = Recorder(str(path), RunRecord(info, 300.0, 0.0, "cpu", time.time()), queue_windows=3, writer=writer)
         figures = Figures()
         try:
             target.unwinder.set_tasks(True)
@@ -301,10 +312,12 @@ def test_a_slow_disk_never_holds_sampling_and_later_windows_still_read(some_inte
                 drain = engine.drain()
                 take_in(figures, drain)
                 recorder.add(drain)
-                started = time.monotonic()
                 recorder.window(Circumstances(window_seconds=0.15, elapsed=0.15 * (n + 1), rate_asked=300.0))
-                assert time.monotonic() - started < 0.1  # handing a window over never waits for the disk
+                assert n == 0 or writer.stalled.wait(30)  # the writer's thread stands in a write
                 assert recorder.status().waiting <= 3
+            # Every window was handed over while no write could end: window() never waits for
+            # the disk (one that did would have stood until the disk moved, 60 s on).
+            assert writer.windows_written == 0
         finally:
             engine.stop()
             engine.close()

@@ -13,18 +13,17 @@ written stays readable (a frame cut short is passed over by the reader)."""
 from __future__ import annotations
 
 import collections
-import threading
 import time
 from dataclasses import replace
 
 from .. import errors
-from ..core.model import Circumstances, RecordStatus
+from ..core.model import Circumstances
 from ..core.records import Drain
 from . import container
 from .payloads import RunRecord, WindowRecord, key_payload, window_payload
+from .queued import QueuedWriter
 
 QUEUE_WINDOWS = 30  # windows waiting for the disk before the oldest gives up its figures
-CLOSE_SECONDS = 5.0  # how long the end of a run waits for the windows still queued
 
 
 def book_only(d: Drain) -> Drain:
@@ -63,29 +62,24 @@ def without_known_ids(drains: tuple[Drain, ...], known: Identities) -> tuple[tup
     return tuple(out), known
 
 
-class Recorder:
-    def __init__(self, path: str, run: RunRecord, queue_windows: int = QUEUE_WINDOWS):
-        """Opens (and locks) the file and writes the run's key frame. Raises errors.UsageError
-        when it cannot: a link, not writable, being recorded by another pytop."""
-        self._writer = container.Writer(path)
-        self.path = path
-        self._queue_windows = queue_windows
+class Recorder(QueuedWriter[WindowRecord]):
+    def __init__(self, path: str, run: RunRecord, queue_windows: int = QUEUE_WINDOWS,
+                 writer: container.Writer | None = None):
+        """Opens (and locks) the file (or takes `writer`, open on it) and writes the run's key
+        frame. Raises errors.UsageError when it cannot: a link, not writable, being recorded by
+        another pytop."""
+        super().__init__(writer or container.Writer(path), queue_windows, "pytop-recorder")
         self._drains: list[Drain] = []
-        self._queue: collections.deque[tuple[WindowRecord, float, float]] = collections.deque()
-        self._lock = threading.Condition()
-        self._closing = False
         self._opened = time.time()
         self._last_end = self._opened
-        self.written = 0  # windows written
-        self.dropped = 0  # windows whose figures were lost (the disk could not keep up, or failed)
-        self.failing: str | None = None  # why the last write failed, if it did
+        self._carried: tuple[Drain, ...] = ()  # of a window that could not be written
+        self._known: Identities = {}  # the threads' ids the file has
         try:
             self._writer.write(container.KEY, key_payload(run), self._opened, self._opened)
         except OSError as exc:
             self._writer.close()
             raise errors.UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-        self._thread = threading.Thread(target=self._run, name="pytop-recorder", daemon=True)
-        self._thread.start()
+        self._start()
 
     # ---- the sampler's thread --------------------------------------------------------------
 
@@ -105,67 +99,32 @@ class Recorder:
         end = time.time()
         record = WindowRecord(tuple(self._drains), circumstances, reset)
         self._drains = []
-        with self._lock:
-            if len(self._queue) >= self._queue_windows:
-                self._give_up_oldest()
-            self._queue.append((record, self._last_end, end))
-            self._lock.notify()
+        self.put(record, self._last_end, end)
         self._last_end = end
 
-    def _give_up_oldest(self) -> None:
+    def overflow(self, queue: collections.deque[tuple[WindowRecord, float, float]]) -> int:
         """The oldest waiting window's figures go; what the next one needs of it joins it."""
-        lost, start, _ = self._queue.popleft()
-        self.dropped += 1 + lost.dropped
-        if self._queue:
-            following, _, end = self._queue.popleft()
+        lost, start, _ = queue.popleft()
+        if queue:
+            following, _, end = queue.popleft()
             merged = tuple(book_only(d) for d in lost.drains) + following.drains
-            self._queue.appendleft((following._replace(drains=merged, dropped=following.dropped + 1 + lost.dropped),
-                                    start, end))
-
-    def status(self) -> RecordStatus:
-        with self._lock:
-            waiting = len(self._queue)
-        return RecordStatus(self.path, self._writer.size, self.written, waiting, self.dropped, self.failing)
-
-    def close(self, timeout: float = CLOSE_SECONDS) -> RecordStatus:
-        """After the last window: what is queued is written (for `timeout` at most), then the file
-        is closed. Returns how the recording went."""
-        with self._lock:
-            self._closing = True
-            self._lock.notify()
-        self._thread.join(timeout)
-        with self._lock:
-            unsent = len(self._queue)
-            self._queue.clear()
-        self.dropped += unsent
-        if not self._thread.is_alive():
-            self._writer.close()
-        return self.status()
+            queue.appendleft((following._replace(drains=merged, dropped=following.dropped + 1 + lost.dropped),
+                              start, end))
+        return 1 + lost.dropped
 
     # ---- the writer's thread ---------------------------------------------------------------
 
-    def _run(self) -> None:
-        carried: tuple[Drain, ...] = ()  # of a window that could not be written
-        known: Identities = {}  # the threads' ids the file has
-        while True:
-            with self._lock:
-                while not self._queue and not self._closing:
-                    self._lock.wait()
-                if not self._queue:
-                    return
-                record, start, end = self._queue.popleft()
-            if carried:
-                record = record._replace(drains=carried + record.drains, dropped=record.dropped + 1)
-            try:
-                drains, now_known = without_known_ids(record.drains, known)
-                self._writer.write(container.WINDOW, window_payload(record._replace(drains=drains)), start, end)
-                known = now_known
-            except Exception as exc:  # a full disk (OSError), or a bug: the recording goes on
-                carried = tuple(book_only(d) for d in record.drains)
-                self.failing = (exc.strerror or str(exc)) if isinstance(exc, OSError) else \
-                    f"a bug in pytop ({type(exc).__name__}: {exc})"
-                self.dropped += 1
-            else:
-                carried = ()
-                self.written += 1
-                self.failing = None
+    def encode(self, item: WindowRecord) -> tuple[bytes, object]:
+        if self._carried:
+            item = item._replace(drains=self._carried + item.drains, dropped=item.dropped + 1)
+        drains, known = without_known_ids(item.drains, self._known)
+        return window_payload(item._replace(drains=drains)), known
+
+    def written_as(self, state: object) -> None:
+        self._known = state  # type: ignore[assignment]
+        self._carried = ()
+
+    def lost(self, item: WindowRecord) -> None:
+        if self._carried:
+            item = item._replace(drains=self._carried + item.drains)
+        self._carried = tuple(book_only(d) for d in item.drains)

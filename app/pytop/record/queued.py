@@ -1,0 +1,112 @@
+"""A recording's writer thread and the bounded queue before it: whoever makes the windows (the
+sampler's thread, the host table's looks) hands each over and goes on at once; the writer's
+thread encodes and appends it as one frame. A disk slower than the windows come leaves the queue
+full: then the oldest window waiting gives way (`overflow`, which a recorder may make keep what
+later windows need of it), counted and said. A write that fails (a full disk) loses that window
+the same way; the next ones are tried, and what was written stays readable (a frame cut short
+is passed over by the reader).
+
+A recorder says what a window's payload is (`encode`) and what a lost one leaves behind
+(`overflow`, `lost`); the thread, the queue, the counts and closing are here."""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Generic, TypeVar
+
+from ..core.model import RecordStatus
+from . import container
+
+CLOSE_SECONDS = 5.0  # how long the end of a run waits for the windows still queued
+
+Item = TypeVar("Item")
+
+
+class QueuedWriter(Generic[Item]):
+    def __init__(self, writer: container.Writer, queue_windows: int, thread_name: str):
+        self._writer = writer
+        self.path = writer.path
+        self._queue_windows = queue_windows
+        self._queue: collections.deque[tuple[Item, float, float]] = collections.deque()
+        self._lock = threading.Condition()
+        self._closing = False
+        self.written = 0  # windows written
+        self.dropped = 0  # windows whose figures were lost (the disk could not keep up, or failed)
+        self.failing: str | None = None  # why the last write failed, if it did
+        self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
+
+    def _start(self) -> None:
+        self._thread.start()
+
+    # ---- what a recorder says ----------------------------------------------------------------
+
+    def encode(self, item: Item) -> tuple[bytes, object]:
+        """On the writer's thread: the window's payload, and what the recorder's own state
+        becomes once it is written (`written`); raises to lose the window (`lost`)."""
+        raise NotImplementedError
+
+    def written_as(self, state: object) -> None:
+        """The window's frame is on disk: its state is the recorder's now."""
+
+    def lost(self, item: Item) -> None:
+        """The window could not be written (on the writer's thread)."""
+
+    def overflow(self, queue: collections.deque[tuple[Item, float, float]]) -> int:
+        """The queue is full (under its lock): make room; returns how many windows' figures that
+        lost. By default the oldest waiting goes."""
+        queue.popleft()
+        return 1
+
+    # ---- whoever makes the windows -----------------------------------------------------------
+
+    def put(self, item: Item, start: float, end: float) -> None:
+        with self._lock:
+            if len(self._queue) >= self._queue_windows:
+                self.dropped += self.overflow(self._queue)
+            self._queue.append((item, start, end))
+            self._lock.notify()
+
+    def status(self) -> RecordStatus:
+        with self._lock:
+            waiting = len(self._queue)
+        return RecordStatus(self.path, self._writer.size, self.written, waiting, self.dropped, self.failing)
+
+    def close(self, timeout: float = CLOSE_SECONDS) -> RecordStatus:
+        """After the last window: what is queued is written (for `timeout` at most), then the file
+        is closed. Returns how the recording went."""
+        with self._lock:
+            self._closing = True
+            self._lock.notify()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        with self._lock:
+            unsent = len(self._queue)
+            self._queue.clear()
+        self.dropped += unsent
+        if not self._thread.is_alive():
+            self._writer.close()
+        return self.status()
+
+    # ---- the writer's thread -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self._closing:
+                    self._lock.wait()
+                if not self._queue:
+                    return
+                item, start, end = self._queue.popleft()
+            try:
+                payload, state = self.encode(item)
+                self._writer.write(container.WINDOW, payload, start, end)
+            except Exception as exc:  # a full disk (OSError), or a bug: the recording goes on
+                self.lost(item)
+                self.failing = (exc.strerror or str(exc)) if isinstance(exc, OSError) else \
+                    f"a bug in pytop ({type(exc).__name__}: {exc})"
+                self.dropped += 1
+            else:
+                self.written_as(state)
+                self.written += 1
+                self.failing = None
