@@ -212,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     recording = parser.add_argument_group("recording")
     recording.add_argument("--record", metavar="FILE",
                            help="write the session to FILE as it is sampled (live or --batch), to show again "
-                                "later with pytop FILE: the same view, keys and exports, any range of it")
+                                "later with pytop FILE: the same view, keys and exports, any range of it; "
+                                "without a PID (or with --all), the host's table, look by look")
     recording.add_argument("--from", dest="time_from", type=when, metavar="TIME",
                            help="with a recording: from this time (seconds from its start, as 90 or 1m30s; or a "
                                 "time of day, as 14:05:30)")
@@ -314,9 +315,9 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
     if (args.dump or args.batch) and not args.output and sys.stdout is None:
         raise errors.UsageError("standard output is closed: open it, or give --output FILE (with --batch)")
     check_push(args)
-    if args.record is not None and (args.dump or args.all or not (pid or command or args.demo)):
-        raise errors.UsageError("--record records one run: give a PID, a command after -- or --demo "
-                                "(not with --dump or --all)")
+    if args.record is not None and (args.dump or args.core):
+        raise errors.UsageError("--record records a run (a PID, a command after -- or --demo) or the host's table "
+                                "(--all, or no PID): not with --dump")
 
 
 def check_replay(args: argparse.Namespace, command: list[str]) -> None:
@@ -417,9 +418,13 @@ def _main(argv: Sequence[str] | None) -> int:
 
         return replaying.replay(args)
     if args.all and args.batch:
-        return run.host_table(args)
+        from . import hosting
+
+        return hosting.host_table(args)
     if not (args.pid_option or args.pid or command or args.demo):
-        return run.host_views(args)
+        from . import hosting
+
+        return hosting.host_views(args)
     return run.watch(args, command)
 
 

@@ -7,6 +7,8 @@ import argparse
 
 from . import errors
 from .core.snapshot import View
+from .record.host_payloads import HOST
+from .record.host_replay import HostRecording, HostReplay, open_host_recording, recording_kind
 from .record.ranges import window_range
 from .record.replay import Recording, Replay, open_recording
 from .record.source import ReplaySource
@@ -14,7 +16,7 @@ from .report import export, pprof, table
 from .run import deliver, terminal_on_stderr
 
 
-def chosen_range(recording: Recording, args: argparse.Namespace) -> tuple[int, int]:
+def chosen_range(recording: Recording | HostRecording, args: argparse.Namespace) -> tuple[int, int]:
     try:
         return window_range([(w.start, w.end) for w in recording.windows], recording.start, args.time_from,
                             args.time_to)
@@ -23,6 +25,8 @@ def chosen_range(recording: Recording, args: argparse.Namespace) -> tuple[int, i
 
 
 def replay(args: argparse.Namespace) -> int:
+    if recording_kind(args.recording) == HOST:
+        return replay_host(args)
     recording = open_recording(args.recording)
     note = recording.damage_note()
     if note:
@@ -74,3 +78,36 @@ def _show(player: Replay, view: View, first: int, last: int, args: argparse.Name
 
 
 
+
+
+def replay_host(args: argparse.Namespace) -> int:
+    """A recording of the host's table: its looks in the table, stepped through with the time
+    keys (from the range's last); or (--batch) the range printed as `pytop --batch --all` over
+    that time would have printed it."""
+    from .report import host
+
+    recording = open_host_recording(args.recording)
+    note = recording.damage_note()
+    if note:
+        errors.say(f"pytop: {note}")
+    form = args.format or ("json" if args.json else "text")
+    if args.batch and form not in ("text", "json"):
+        raise errors.UsageError(f"{recording.path} is a recording of the host's table: it prints as text or json")
+    first, last = chosen_range(recording, args)
+    player = HostReplay(recording)
+    try:
+        if args.batch:
+            processes, seconds, heats = player.summed(first, last)
+            deliver((host.as_json if form == "json" else host.as_text)(processes, seconds, heats).encode(),
+                    args.output)
+            if player.damaged:
+                errors.say(f"pytop: {player.damaged:,} look{'s' if player.damaged != 1 else ''} of the range could "
+                           "not be read (damaged): the figures leave them out")
+            return 0
+        from .ui.picker import PickerApp
+
+        with terminal_on_stderr():
+            PickerApp(replay=player, at=last).run()
+        return 0
+    finally:
+        player.close()

@@ -15,12 +15,12 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
 from . import errors, files
-from .core.model import Heat, PushStatus, RecordStatus, Snapshot, TargetInfo
+from .core.model import PushStatus, RecordStatus, Snapshot, TargetInfo
 from .core.records import ProcessStacks
 from .native import Unwinder, libdw, terminal_guarded
 from .process import asyncio_tasks
@@ -30,12 +30,12 @@ from .push.destination import Destination
 from .push.sender import FLUSH_SECONDS, Pusher
 from .record.history import HistorySource
 from .record.payloads import RunRecord
+from .record.queued import QueuedWriter
 from .record.recorder import Recorder
 from .report import dump as report_dump
 from .report import export, pprof, table
 from .report import format as fmt
 from .sampling import priority
-from .sampling.host import HostSampler
 from .sampling.sampler import Sampler, Settings
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ def start_recording(path: str | None, info: TargetInfo, settings: Settings) -> R
     return Recorder(path, RunRecord(info, settings.rate, settings.cpu_budget, settings.mode, time.time()))
 
 
-def stop_recording(recorder: Recorder | None) -> RecordStatus | None:
+def stop_recording(recorder: QueuedWriter[Any] | None) -> RecordStatus | None:
     """Once sampling has stopped: the windows still queued are written, and how it went is said
     in one line."""
     if recorder is None:
@@ -323,44 +323,6 @@ def deliver(report: bytes, output: str | None) -> None:
         write_report(report)
 
 
-HOST_PRIMING_SECONDS = 0.5  # --batch --all: how long the first share of the CPU is measured over
-
-
-def host_table(args: argparse.Namespace) -> int:
-    """`pytop --batch --all`: the host's Python processes, each one's CPU over --duration (or
-    until Ctrl-C) as the kernel counts it, its threads and memory."""
-    from .core.pools import busiest
-    from .process.pythons import PythonScan
-    from .report import host
-
-    scan, first_share = PythonScan(), PythonScan()  # the run's CPU shares; the busiest's, early
-    started = time.monotonic()
-    heats: dict[int, Heat] = {}
-    sampler: HostSampler | None = None
-    with ended_by_signals():  # SIGTERM, SIGHUP: no report; Ctrl-C at any moment: the report of the time so far
-        try:
-            first_share.look()
-            scan.look()
-            started = time.monotonic()
-            end = started + args.duration if math.isfinite(args.duration) else math.inf
-            sampler = host_sampler(args)(heats.update, window=FOREVER)  # one window: the run's
-            # The busiest, by a first share of the CPU, have their stacks sampled for the rest
-            threading.Event().wait(min(HOST_PRIMING_SECONDS, args.duration / 4))
-            sampler.watch(busiest(first_share.look()))
-            sampler.start()
-            threading.Event().wait(None if math.isinf(end) else max(0.0, end - time.monotonic()))
-        except KeyboardInterrupt:
-            pass
-        finally:
-            if sampler is not None:
-                sampler.stop()
-    processes = scan.look(maps=None)  # a report lists every one: all judged, however many
-    seconds = time.monotonic() - started
-    form = args.format or ("json" if args.json else "text")
-    deliver((host.as_json if form == "json" else host.as_text)(processes, seconds, heats).encode(), args.output)
-    return 0
-
-
 def write_statistics(path: str, statistics: dict[str, float]) -> None:
     try:
         files.write_file(path, json.dumps(statistics, indent=1).encode())
@@ -383,36 +345,6 @@ def ended_by_signals() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def host_sampler(args: argparse.Namespace) -> functools.partial[HostSampler]:
-    """How the host's table samples its busiest processes: within pytop's CPU budget."""
-    return functools.partial(HostSampler, attach_child, cpu_budget=args.cpu_budget / 100)
-
-
-def host_views(args: argparse.Namespace) -> int:
-    """`pytop` without a PID: the host's table of Python processes; Enter opens the live view of
-    one (of a pool: its root's and every Python process's under it, as -s does), and b (or Esc
-    with nothing open) in it comes back to the table as it was."""
-    from .ui.picker import PickerApp, PickerState
-
-    state, family = PickerState(), args.subprocesses  # (pytop -s without a PID: every pick with its family)
-    while True:
-        picker = PickerApp(state=state, sampler=host_sampler(args))
-        pid = picker.run()
-        if pid is None:
-            return 0  # the user left the table
-        state, args.pid, args.back = picker.chosen, pid, True
-        args.subprocesses = family or state.pool  # a pool: its root and every Python process under it
-        try:
-            status = watch(args, [])
-        except errors.Interrupted:
-            raise
-        except errors.PytopError as exc:  # it ended, or cannot be read: said on the table
-            state = replace(state, note=f"pid {pid}: {exc}")
-            continue
-        if status != WENT_BACK:
-            return status
 
 
 def watch(args: argparse.Namespace, command: list[str]) -> int:

@@ -248,7 +248,12 @@ class Heat:
         if not self.functions or self.cpu_seconds <= 0:
             return None
         function, filename, seconds = self.functions[0]
-        return function, filename, min(seconds / self.cpu_seconds, 1.0)
+        return function, filename, self.share(seconds)
+
+    def share(self, seconds: float) -> float:
+        """A function's CPU seconds as a share of the process's (of 1.0; the two are read at
+        slightly different moments, so a function alone on a core may come out a little over)."""
+        return min(seconds / self.cpu_seconds, 1.0) if self.cpu_seconds > 0 else 0.0
 
 
 @dataclass(frozen=True)

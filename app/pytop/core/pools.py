@@ -100,17 +100,21 @@ def merged_heat(pids: list[int], heats: dict[int, Heat], keep: int = 5) -> Heat 
     function is its name and file: the same code in every worker), the GIL's share of all their
     samples (each process has its own GIL). None if none of them was sampled."""
     known = [heats[pid] for pid in pids if pid in heats]
-    if not known:
-        return None
-    if len(known) == 1:
-        return known[0]
+    return merge_heats(known, keep) if known else None
+
+
+def merge_heats(heats: list[Heat], keep: int = 5) -> Heat:
+    """Several heats as one (of a pool's processes, or of one process's looks over a time): each
+    function's CPU summed, the hottest `keep` kept; the samples and the CPU summed."""
+    if len(heats) == 1:
+        return heats[0]
     summed: dict[tuple[str, str], float] = {}
-    for heat in known:
+    for heat in heats:
         for function, filename, seconds in heat.functions:
             summed[(function, filename)] = summed.get((function, filename), 0.0) + seconds
     hottest = sorted(summed.items(), key=lambda item: (-item[1], item[0]))[:keep]
     return Heat(tuple((function, filename, seconds) for (function, filename), seconds in hottest),
-                sum(h.cpu_seconds for h in known), sum(h.samples for h in known), sum(h.gil_samples for h in known))
+                sum(h.cpu_seconds for h in heats), sum(h.samples for h in heats), sum(h.gil_samples for h in heats))
 
 
 def busiest(processes: list[PythonProcess], count: int = SAMPLED) -> list[int]:

@@ -191,6 +191,7 @@ class PythonScan:
         self._looked_at = 0.0
         self._looks = 0
         self.unjudged = 0  # processes the last look left to judge later (their maps not read yet)
+        self.seconds = 0.0  # what the last look's CPU shares are over (0: its first)
 
     def look(self, exclude: set[int] | None = None, maps: int | None = MAPS_PER_LOOK) -> list[PythonProcess]:
         """Python processes this user can see, busiest first (at the first look, none is busier).
@@ -200,6 +201,7 @@ class PythonScan:
         now = time.monotonic()
         seconds = now - self._looked_at if self._looked_at else 0.0
         self._looked_at = now
+        self.seconds = seconds
         programs: dict[tuple[int, int, str], _Program] = {}
         ticks: dict[tuple[int, int], int] = {}
         kernel: set[tuple[int, int]] = set()

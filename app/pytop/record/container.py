@@ -213,9 +213,10 @@ def payload(f: BinaryIO, frame: FrameInfo) -> bytes:
     return expanded
 
 
-def frames(path: str) -> Iterator[tuple[FrameInfo, bytes]]:
-    """Each sound frame of the recording with its payload (damaged ones passed over)."""
-    found = scan(path)
+def frames(path: str, found: Scan | None = None) -> Iterator[tuple[FrameInfo | None, bytes]]:
+    """Each sound frame of the recording (of its scan, `found`) with its payload; a frame whose
+    payload does not expand comes as (None, b"") (to be counted as damaged)."""
+    found = found or scan(path)
     try:
         f = files.open_regular(path)
     except OSError as exc:
@@ -223,6 +224,8 @@ def frames(path: str) -> Iterator[tuple[FrameInfo, bytes]]:
     with f:
         for frame in found.frames:
             try:
-                yield frame, payload(f, frame)
+                data = payload(f, frame)
             except (ValueError, zlib.error):
+                yield None, b""
                 continue
+            yield frame, data

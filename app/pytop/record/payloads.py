@@ -187,25 +187,31 @@ def key_payload(run: RunRecord) -> bytes:
     return p.data()
 
 
-def read_key(data: bytes) -> RunRecord:
+def key_fields(data: bytes) -> dict[str, Any]:
+    """What a key frame's JSON says (of a run, or of the host's table: its "kind")."""
     u = Unpacker(data)
     if list(u.ints()) != [PAYLOAD_VERSION]:
         raise Damaged("a key frame of another making")
-    fields = _json(u.blob())
+    fields = json_fields(u.blob())
     u.end()
+    return fields
+
+
+def read_key(data: bytes) -> RunRecord:
+    fields = key_fields(data)
     target = fields.get("target")
     if not isinstance(target, dict):
         raise Damaged("a key frame without its target")
     try:
-        info = TargetInfo(_of(target, "pid", int), _of(target, "command", str), _of(target, "python_version", str),
-                          _of(target, "cwd", str, None))
-        return RunRecord(info, _of(fields, "rate", float), _of(fields, "cpu_budget", float),
-                         _of(fields, "mode", str), _of(fields, "started", float))
+        info = TargetInfo(value_of(target, "pid", int), value_of(target, "command", str),
+                          value_of(target, "python_version", str), value_of(target, "cwd", str, None))
+        return RunRecord(info, value_of(fields, "rate", float), value_of(fields, "cpu_budget", float),
+                         value_of(fields, "mode", str), value_of(fields, "started", float))
     except KeyError as exc:
         raise Damaged(f"a key frame without {exc}") from None
 
 
-def _json(data: bytes) -> dict[str, Any]:
+def json_fields(data: bytes) -> dict[str, Any]:
     try:
         value = json.loads(data, parse_constant=lambda name: None)  # (no NaN or Infinity)
     except (ValueError, RecursionError):
@@ -215,7 +221,7 @@ def _json(data: bytes) -> dict[str, Any]:
     return value
 
 
-def _of(fields: dict[str, Any], name: str, kind: type, *default: Any) -> Any:
+def value_of(fields: dict[str, Any], name: str, kind: type, *default: Any) -> Any:
     """fields[name] checked to be a `kind` (an int where a float is asked is one)."""
     if name not in fields:
         if default:
@@ -245,7 +251,7 @@ _OPTIONAL = {"rate_held", "pytop_cpu_pct", "rss", "exit_reason", "exit_status", 
 
 
 def _circumstances(data: bytes) -> Circumstances:
-    fields = _json(data)
+    fields = json_fields(data)
     out: dict[str, Any] = {}
     for f in dataclasses.fields(Circumstances):
         if f.name in ("push", "record", "replay", "exported") or f.name not in fields:
@@ -259,7 +265,7 @@ def _circumstances(data: bytes) -> Circumstances:
             out[f.name] = tuple(value)
         else:
             kind = {"exited": bool}.get(f.name) or _kind_of(f.name)
-            out[f.name] = _of(fields, f.name, kind)
+            out[f.name] = value_of(fields, f.name, kind)
     for name in ("window_seconds", "elapsed", "rate_asked"):
         if name not in out:
             raise Damaged(f"a window without {name}")

@@ -15,6 +15,7 @@ import collections
 import threading
 from typing import Generic, TypeVar
 
+from .. import errors
 from ..core.model import RecordStatus
 from . import container
 
@@ -36,7 +37,14 @@ class QueuedWriter(Generic[Item]):
         self.failing: str | None = None  # why the last write failed, if it did
         self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
 
-    def _start(self) -> None:
+    def _start(self, key: bytes, when: float) -> None:
+        """The key frame written (errors.UsageError if it cannot be: nothing is recorded), and
+        the writer's thread started."""
+        try:
+            self._writer.write(container.KEY, key, when, when)
+        except OSError as exc:
+            self._writer.close()
+            raise errors.UsageError(f"cannot write {self.path}: {exc.strerror or exc}") from None
         self._thread.start()
 
     # ---- what a recorder says ----------------------------------------------------------------

@@ -16,7 +16,6 @@ import collections
 import time
 from dataclasses import replace
 
-from .. import errors
 from ..core.model import Circumstances
 from ..core.records import Drain
 from . import container
@@ -74,12 +73,7 @@ class Recorder(QueuedWriter[WindowRecord]):
         self._last_end = self._opened
         self._carried: tuple[Drain, ...] = ()  # of a window that could not be written
         self._known: Identities = {}  # the threads' ids the file has
-        try:
-            self._writer.write(container.KEY, key_payload(run), self._opened, self._opened)
-        except OSError as exc:
-            self._writer.close()
-            raise errors.UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-        self._start()
+        self._start(key_payload(run), self._opened)
 
     # ---- the sampler's thread --------------------------------------------------------------
 

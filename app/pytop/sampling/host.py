@@ -34,6 +34,7 @@ RETRY_SECONDS = 30.0  # a process that could not be attached or read is tried ag
 UNREAD_TICKS, UNREAD_SECONDS = 3, 1.0
 
 Attach = Callable[[int], Unwinder]
+Publish = Callable[[dict[int, Heat]], None]
 
 
 def heats_of(table: FunctionSums, processes: dict[int, list[int]]) -> dict[int, Heat]:
@@ -53,13 +54,16 @@ def heats_of(table: FunctionSums, processes: dict[int, list[int]]) -> dict[int, 
 
 
 class HostSampler:
-    def __init__(self, attach: Attach, publish: Callable[[dict[int, Heat]], None], rate: float = HOST_RATE,
-                 cpu_budget: float = DEFAULT_CPU_BUDGET, window: float = WINDOW_SECONDS):
+    def __init__(self, attach: Attach, publish: Publish, rate: float = HOST_RATE,
+                 cpu_budget: float = DEFAULT_CPU_BUDGET, window: float = WINDOW_SECONDS,
+                 also: tuple[float, Publish] | None = None):
         """publish: each window's heats, pid -> Heat (called on the sampler's thread), and the
-        last window's, cut short, when it stops."""
+        last window's, cut short, when it stops. also: windows of another length, published
+        to another (--batch --all --record: the run's heats, and each look's)."""
         self._attach = attach
         self.publish = publish
         self.window = window
+        self.also = also
         self._engine = Engine(EngineConfig(rate=rate, cpu_budget=cpu_budget))
         self._engine.wait_for_processes(True)  # a host without a busy process is no end
         self._book = StackBook()
@@ -99,21 +103,25 @@ class HostSampler:
             self._engine.stop(STOP_SECONDS)
 
     def _sample(self) -> None:
-        table = FunctionSums(self._book)
-        processes: dict[int, list[int]] = {}
-        due = time.monotonic() + self.window
-        while not self._stop.wait(min(0.5, max(0.0, due - time.monotonic()))):
+        # One table per window it publishes: its own (`window`), and the looks' (`also`).
+        windows = [(self.window, self.publish), *([self.also] if self.also else [])]
+        tables = [FunctionSums(self._book) for _ in windows]
+        processes: list[dict[int, list[int]]] = [{} for _ in windows]
+        due = [time.monotonic() + seconds for seconds, _ in windows]
+        while not self._stop.wait(min(0.5, max(0.0, min(due) - time.monotonic()))):
             self._take_up()
-            self._take_in(self._engine.drain(), table, processes)
+            self._take_in(self._engine.drain(), tables, processes)
             self._let_go_unread()
-            if time.monotonic() >= due:
-                self.publish(heats_of(table, {pid: f for pid, f in processes.items() if f[1]}))
-                table, processes = FunctionSums(self._book), {}
-                due = time.monotonic() + self.window
-        if self._engine.stop(STOP_SECONDS):  # the last window, cut short: what it holds
-            self._take_in(self._engine.drain(), table, processes)
-            if processes:
-                self.publish(heats_of(table, {pid: f for pid, f in processes.items() if f[1]}))
+            for n, (seconds, publish) in enumerate(windows):
+                if time.monotonic() >= due[n]:
+                    publish(heats_of(tables[n], {pid: f for pid, f in processes[n].items() if f[1]}))
+                    tables[n], processes[n] = FunctionSums(self._book), {}
+                    due[n] = time.monotonic() + seconds
+        if self._engine.stop(STOP_SECONDS):  # the last windows, cut short: what they hold
+            self._take_in(self._engine.drain(), tables, processes)
+            for n, (_, publish) in enumerate(windows):
+                if processes[n]:
+                    publish(heats_of(tables[n], {pid: f for pid, f in processes[n].items() if f[1]}))
 
     def _take_up(self) -> None:
         """Attach what the table names and is not sampled yet; retire what it no longer names."""
@@ -153,18 +161,19 @@ class HostSampler:
                     del self._sampled[pid], self._unread[pid]
                     self._refused[pid] = now + RETRY_SECONDS
 
-    def _take_in(self, drain: Drain, table: FunctionSums, processes: dict[int, list[int]]) -> None:
+    def _take_in(self, drain: Drain, tables: list[FunctionSums], windows: list[dict[int, list[int]]]) -> None:
         self._book.learn(drain)
-        table.add_rows(drain.function_rows, ())
+        for table in tables:
+            table.add_rows(drain.function_rows, ())
         sampled = {p.pid for p in drain.processes if p.samples}
         for pid, (ticks, since) in list(self._unread.items()):
             self._unread[pid] = (0, time.monotonic()) if pid in sampled else (ticks + drain.ticks, since)
         for p in drain.processes:
-            figures = processes.setdefault(p.pid, [0, 0, 0])
-            figures[0] += p.cpu_ns
-            figures[1] += p.samples
-            figures[2] += p.gil_samples
+            for processes in windows:
+                figures = processes.setdefault(p.pid, [0, 0, 0])
+                figures[0] += p.cpu_ns
+                figures[1] += p.samples
+                figures[2] += p.gil_samples
             if p.status and self._sampled.get(p.pid) == p.process:
                 del self._sampled[p.pid]  # it ended (or was retired): the table drops it too
                 self._unread.pop(p.pid, None)
-

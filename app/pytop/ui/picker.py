@@ -17,12 +17,16 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from ..core.model import Heat, PythonProcess
-from ..core.pools import HostRow, busiest, fold
+from ..core.pools import HostRow, busiest, fold, merged_heat
 from ..core.visible import visible
 from ..process.pythons import MAPS_PER_LOOK, PythonScan
+from ..record.host_recorder import HostRecorder
+from ..record.host_replay import HostReplay
+from ..report import format as fmt
 from .filter import FilterBar, compile_filter
 from .hosts import HostTable, Line
 from .linetable import LineTable
+from .time_keys import TIME_ACTIONS, TIME_KEYS
 
 PRIMING_SECONDS = 0.3
 LOOK_SHARE = 0.025  # of a core, that looks at /proc may take on average (pytop's budget is 5%)
@@ -90,6 +94,7 @@ class PickerApp(App[int]):
         Binding("space", "open_pool", "Open/close pool", tooltip="show a pool's processes, or fold them again"),
         Binding("slash", "filter", "Filter", key_display="/", tooltip="show only the processes that match"),
         Binding("c", "clear_filter", "Clear filter", show=False),
+        *TIME_KEYS,
         Binding("q,escape", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
@@ -102,10 +107,16 @@ class PickerApp(App[int]):
             self.heats = heats
 
     def __init__(self, refresh_seconds: float = 2.0, state: PickerState = PickerState(),
-                 sampler: SamplerMaker | None = None):
+                 sampler: SamplerMaker | None = None, recorder: HostRecorder | None = None,
+                 replay: HostReplay | None = None, at: int = -1):
         """sampler: makes the host sampler that finds each busy process's hottest function and
-        GIL share (None: those columns stay blank)."""
+        GIL share (None: those columns stay blank). recorder: each look is recorded to it.
+        replay: a recording of the table shown instead of the host, from its look `at` (-1:
+        the last); its keys step through the looks."""
         super().__init__()
+        self.recorder = recorder
+        self.replay = replay
+        self.at = at % len(replay) if replay is not None and len(replay) else 0
         self.refresh_seconds = refresh_seconds
         self.pids: list[int] = []  # as shown: what Enter on each line watches
         self.keys: list[str] = []  # ... each line's key
@@ -124,6 +135,7 @@ class PickerApp(App[int]):
         self.look_seconds = 0.0  # the CPU the last look took
         self._make_sampler = sampler
         self._sampler: HostSampling | None = None
+        self._look_missing = False
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Which Python process? Enter watches the one under the cursor.", style="bold"),
@@ -135,6 +147,9 @@ class PickerApp(App[int]):
 
     def on_mount(self) -> None:
         self.query_one(HostTable).focus()
+        if self.replay is not None:
+            self._show_look()
+            return
         if self._make_sampler is not None:
             self._sampler = self._make_sampler(self._heats_came)
             self._sampler.start()
@@ -151,6 +166,8 @@ class PickerApp(App[int]):
 
     def on_picker_app_heats(self, message: PickerApp.Heats) -> None:
         self.heats = message.heats
+        if self.recorder is not None:
+            self.recorder.heats_came(message.heats)
         self._show()
 
     def refresh_list(self) -> None:
@@ -177,6 +194,8 @@ class PickerApp(App[int]):
         """A look's processes (busiest first), as the sort and the filter say; the next look is
         set for its time."""
         self.latest = processes
+        if self.recorder is not None:
+            self.recorder.look(processes, self._scan_of_host.seconds)
         self._show()
         self.set_timer(max(self.refresh_seconds, self.look_seconds / LOOK_SHARE), self.refresh_list)
 
@@ -220,6 +239,12 @@ class PickerApp(App[int]):
         if self.note:
             # (a Text, and visible(): the message may quote a path or a name another user chose)
             intro.append(f"{visible(self.note)}\n", style="bold red")
+        if self.replay is not None:
+            return self._replay_intro(intro)
+        if self.recorder is not None:
+            status = self.recorder.status()
+            intro.append(f"{fmt.record_summary(status)}\n", style="bold red" if status.failing or status.dropped
+                         else "dim")
         if not self.latest:
             if self.unjudged:
                 return intro.append(f"No Python process found yet: {self.unjudged:,} processes still to look at "
@@ -238,6 +263,77 @@ class PickerApp(App[int]):
             intro.append(self.filter_text, style="reverse")  # (a Text: never read as markup)
             intro.append(" (c clears).")
         return intro
+
+    def _replay_intro(self, intro: Text) -> Text:
+        """Which look of which recording is shown, and the keys that move."""
+        assert self.replay is not None
+        recording = self.replay.recording
+        if not len(self.replay):
+            return intro.append(f"{visible(recording.path)} holds no look at the host yet; q quits.", style="bold")
+        window = recording.windows[self.at]
+        when = time.strftime("%H:%M:%S", time.localtime(window.end))
+        offset = fmt.seconds(window.end - recording.start)
+        intro.append(f"A recording of {visible(recording.key.host)}'s table: the look at {when} ({offset} in), "
+                     f"{self.at + 1:,} of {len(self.replay):,}.", style="bold")
+        intro.append("  [ ] a look back, on; { } a minute; < > first, last; Enter: its hottest functions.")
+        if self._look_missing:
+            intro.append("  (this look could not be read: damaged)", style="red")
+        if self.sort is not None:
+            intro.append(f"  Sorted by {SORTS[self.sort][0]}.")
+        if self.filter_text:
+            intro.append(f"  {len(self.pids)} of {len(self.latest)} match ")
+            intro.append(self.filter_text, style="reverse")
+            intro.append(" (c clears).")
+        return intro
+
+    # ---- a recording's keys ----------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The time keys only in a recording."""
+        return self.replay is not None or action not in TIME_ACTIONS
+
+    def _show_look(self) -> None:
+        assert self.replay is not None
+        window = self.replay.look(self.at) if len(self.replay) else None
+        self._look_missing = window is None and len(self.replay) > 0
+        self.latest = list(window.processes) if window is not None else []
+        self.heats = dict(window.heats) if window is not None else {}
+        self._show()
+
+    def _go(self, index: int) -> None:
+        assert self.replay is not None
+        if len(self.replay):
+            self.at = max(0, min(index, len(self.replay) - 1))
+            self.note = None
+            self._show_look()
+
+    def action_seek(self, looks: int) -> None:
+        self._go(self.at + looks)
+
+    def action_seek_seconds(self, seconds: float) -> None:
+        """The look nearest `seconds` from the one shown (at least one look away)."""
+        assert self.replay is not None
+        windows = self.replay.recording.windows
+        if not windows:
+            return
+        goal = windows[self.at].end + seconds
+        nearest = min(range(len(windows)), key=lambda i: abs(windows[i].end - goal))
+        step = 1 if seconds > 0 else -1
+        self._go(nearest if (nearest - self.at) * step > 0 else self.at + step)
+
+    def action_seek_edge(self, edge: int) -> None:
+        self._go(0 if edge < 0 else len(self.replay or ()) - 1)
+
+    def _hottest_note(self, line: Line) -> str:
+        """What a recording says of a row's hottest functions at the look shown."""
+        heat = merged_heat([m.pid for m in line.row.members], self.heats)
+        what = "pool " if line.pool else ""
+        if heat is None:
+            return f"{what}{line.pid}: not sampled at this look (only the busiest are)"
+        if not heat.functions:
+            return f"{what}{line.pid}: idle at this look"
+        named = ", ".join(f"{function} {100 * heat.share(seconds):.0f}%" for function, _, seconds in heat.functions)
+        return f"{what}{line.pid}, hottest at this look: {named}"
 
     def action_sort(self, column: str) -> None:
         self.sort = column
@@ -280,6 +376,10 @@ class PickerApp(App[int]):
 
     def _choose(self, key: str) -> None:
         line = self.lines[key]
+        if self.replay is not None:  # (a recording: no process to watch; what it says of this one)
+            self.note = self._hottest_note(line)
+            self._show(keep=key)
+            return
         # (to come back to)
         self.chosen = PickerState(self.sort, self.filter_text, key, line.pool, frozenset(self.open_pools))
         self.exit(line.pid)

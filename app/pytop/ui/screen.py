@@ -26,6 +26,7 @@ from .linetable import LineTable
 from .source import SnapshotSource, StacksNow
 from .stacks_panel import StacksPanel
 from .threads import ThreadTable
+from .time_keys import TIME_ACTIONS, TIME_KEYS
 from .trends import Trends
 from .widgets import SORT_COLUMNS, Banner, FunctionTable, KeyBar, ProcessHeader
 
@@ -84,20 +85,9 @@ class MainScreen(Screen[None]):
         Binding("b", "back", "Hosts",
                 tooltip="back to the table of the host's Python processes (Esc too, with nothing open)"),
         # A recording shown again (pytop FILE): its time cursor.
-        Binding("left_square_bracket", "seek(-1)", "Back", key_display="[",
-                tooltip="a recording: one window back in time ([ and ] step, { and } by a minute)"),
-        Binding("right_square_bracket", "seek(1)", "Forward", key_display="]",
-                tooltip="a recording: one window forward in time"),
-        Binding("left_curly_bracket", "seek_seconds(-60)", "-1 min", key_display="{", show=False,
-                tooltip="a recording: a minute back"),
-        Binding("right_curly_bracket", "seek_seconds(60)", "+1 min", key_display="}", show=False,
-                tooltip="a recording: a minute forward"),
-        Binding("less_than_sign", "seek_edge(-1)", "Start", key_display="<", show=False,
-                tooltip="a recording: its first window"),
-        Binding("greater_than_sign", "seek_edge(1)", "End", key_display=">", show=False,
-                tooltip="a recording: its last window"),
+        *TIME_KEYS,
     ]
-    REPLAY_ACTIONS = {"seek", "seek_seconds", "seek_edge"}
+    REPLAY_ACTIONS = TIME_ACTIONS
     REPLAY_HELP = {"reset": "a recording: the totals start at the cursor (again: from the recording's start)",
                    "export": "export the totals shown (the range up to the cursor): collapsed stacks and "
                              "speedscope JSON, here"}
