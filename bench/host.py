@@ -200,6 +200,34 @@ def timed(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess[st
     return time.monotonic() - wall, children_cpu() - cpu, done
 
 
+def recording(seconds: float) -> None:
+    """`pytop --batch --all --duration SECONDS`, then the same with --record: what recording the
+    host's looks adds to pytop's CPU, what the file weighs an hour, and what reading it back takes
+    (the whole recording summed, as `pytop --batch FILE` prints it)."""
+    import tempfile
+
+    from pytop.record.host_replay import HostReplay, open_host_recording
+
+    base = [sys.executable, "-m", "pytop", "--batch", "--all", "--json", "--duration", str(seconds)]
+    _, plain_cpu, _ = timed(base)
+    with tempfile.TemporaryDirectory() as where:
+        path = os.path.join(where, "host.pytop")
+        _, recording_cpu, done = timed([*base, "--record", path])
+        size = os.path.getsize(path)
+        cpu, wall = time.process_time(), time.perf_counter()
+        replay = HostReplay(open_host_recording(path))
+        processes, _, _ = replay.summed(0, len(replay) - 1)
+        read = (time.process_time() - cpu, time.perf_counter() - wall)
+        looks = len(replay)
+        replay.close()
+        shown_wall, _, shown = timed([sys.executable, "-m", "pytop", "--batch", path])
+    print(f"pytop --batch --all --duration {seconds:g}: {plain_cpu:.2f} s of CPU; with --record {recording_cpu:.2f} s "
+          f"(+{100 * (recording_cpu - plain_cpu) / plain_cpu:.0f}%), {looks} looks, {size:,} bytes "
+          f"({size / 1e6 * 3600 / seconds:.2f} MB an hour; {size / max(looks, 1):,.0f} bytes a look of "
+          f"{len(processes)} processes); read back and summed in {1000 * read[1]:.0f} ms ({1000 * read[0]:.0f} ms "
+          f"of CPU); `pytop --batch FILE` {shown_wall:.2f} s, exit {shown.returncode}; batch exit {done.returncode}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--processes", type=int, default=200)
@@ -208,6 +236,8 @@ def main() -> None:
     parser.add_argument("--looks", type=int, default=20)
     parser.add_argument("--live", type=float, default=30.0, help="seconds of the live table")
     parser.add_argument("--terminal", type=float, default=30.0, help="seconds of the table in tmux")
+    parser.add_argument("--record", type=float, default=60.0,
+                        help="seconds of `pytop --batch --all` with and without --record (0: not measured)")
     args = parser.parse_args()
     alone = args.processes - args.pool - 1
     started = [subprocess.Popen([sys.executable, "-c", BUSY if i < args.busy else IDLE], stdout=subprocess.PIPE)
@@ -236,6 +266,8 @@ def main() -> None:
         top = table["processes"][0]["pid"] if table["processes"] else None
         print(f"pytop --batch --all --duration 1: {wall:.2f} s, {cpu_used:.2f} s of CPU (start-up included); "
               f"busiest named: {'a busy one' if top in busy else top}")
+        if args.record:
+            recording(args.record)
         if args.live:
             asyncio.run(live_table(args.live, busy))
         if args.terminal:
