@@ -270,3 +270,31 @@ async def test_the_live_table_records_its_looks(tmp_path: Path) -> None:
     assert len(looks) >= 3 and all(w is not None and python.pid in {p.pid for p in w.processes} for w in looks)
     assert all(w.seconds > 0 for w in looks if w)
 
+
+
+@pytest.mark.process  # a Python to list
+def test_looks_go_on_while_a_process_view_is_open(tmp_path: Path) -> None:
+    """Opened from the recorded table, a process's view leaves the host's recording no gap: the
+    looks go on, without stacks, and a replay shows no hottest function there (not the last
+    ones sampled before the view opened)."""
+    from pytop.hosting import looking_on
+
+    path = tmp_path / "host.pytop"
+    python = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE)
+    try:
+        assert python.stdout is not None and python.stdout.readline()
+        recorder = HostRecorder(str(path), 2.0, 0.05)
+        recorder.heats_came({python.pid: HOT})
+        recorder.look([PythonProcess(python.pid, "root", "python", 1.0)], 2.0)  # as the table's last look
+        with looking_on(recorder):
+            helpers.wait_until(lambda: recorder.status().windows >= 3, timeout=60)
+        recorder.close()
+    finally:
+        python.kill()
+        python.wait()
+    replay = HostReplay(open_host_recording(str(path)))
+    looks = [replay.look(n) for n in range(len(replay))]
+    assert looks[0] is not None and dict(looks[0].heats) == {python.pid: HOT}
+    assert len(looks) >= 3 and all(w is not None and python.pid in {p.pid for p in w.processes} and not w.heats
+                                   for w in looks[1:]), looks

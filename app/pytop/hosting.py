@@ -5,10 +5,12 @@ them), `pytop` without a PID (their table, Enter opening one's live view), and e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import math
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 
 from . import errors
@@ -95,7 +97,8 @@ def host_views(args: argparse.Namespace) -> int:
     """`pytop` without a PID: the host's table of Python processes; Enter opens the live view of
     one (of a pool: its root's and every Python process's under it, as -s does), and b (or Esc
     with nothing open) in it comes back to the table as it was. With --record, the table's looks
-    are recorded (not the views opened from it: while one is open, the host is not looked at)."""
+    are recorded (while a process's view is open from it, the host's looks go on being recorded,
+    without heats: the view's own sampling is the budget's)."""
     recorder = HostRecorder(args.record, LOOK_SECONDS, args.cpu_budget / 100) if args.record else None
     args.record = None  # (a view opened from the table records nothing of its own)
     try:
@@ -116,7 +119,8 @@ def _host_views(args: argparse.Namespace, recorder: HostRecorder | None) -> int:
         state, args.pid, args.back = picker.chosen, pid, True
         args.subprocesses = family or state.pool  # a pool: its root and every Python process under it
         try:
-            status = watch(args, [])
+            with looking_on(recorder):
+                status = watch(args, [])
         except errors.Interrupted:
             raise
         except errors.PytopError as exc:  # it ended, or cannot be read: said on the table
@@ -124,3 +128,30 @@ def _host_views(args: argparse.Namespace, recorder: HostRecorder | None) -> int:
             continue
         if status != WENT_BACK:
             return status
+
+
+@contextlib.contextmanager
+def looking_on(recorder: HostRecorder | None) -> Iterator[None]:
+    """While a process's view is open from the recorded table: a look at the host every
+    LOOK_SECONDS, recorded (one /proc stat file a process: no stacks, so no heats), so that the
+    host's recording has no gap."""
+    if recorder is None:
+        yield
+        return
+    from .process.pythons import PythonScan
+
+    stop = threading.Event()
+
+    def look() -> None:
+        scan = PythonScan()
+        scan.look()
+        while not stop.wait(LOOK_SECONDS):
+            recorder.look(scan.look(), scan.seconds, sampled=False)
+
+    thread = threading.Thread(target=look, name="pytop-host-looks", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(LOOK_SECONDS * 2)

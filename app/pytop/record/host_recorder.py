@@ -45,15 +45,16 @@ class HostRecorder(QueuedWriter[HostWindow]):
             for pid, heat in heats.items():
                 self._heats.setdefault(pid, []).append(heat)
 
-    def look(self, processes: list[PythonProcess], seconds: float) -> None:
+    def look(self, processes: list[PythonProcess], seconds: float, sampled: bool = True) -> None:
         """A look at the host (its CPU shares over `seconds`), with the heats that came since the
-        look before (each written once; the table shows the last ones until new ones come). Any
-        thread but the writer's; never waits for the disk."""
+        look before (each written once; the table shows the last ones until new ones come); not
+        `sampled`: no stacks are sampled now (a replay shows none, not the last ones). Any thread
+        but the writer's; never waits for the disk."""
         end = time.time()
         start = max(self._last_end, end - seconds) if seconds > 0 else end
         with self._heats_lock:
             came, self._heats = self._heats, {}
-            new, self._heats_came = self._heats_came, False
+            new, self._heats_came = self._heats_came or not sampled, False
         heats = tuple(sorted((pid, merge_heats(found)) for pid, found in came.items()))
         self.put(HostWindow(tuple(processes), heats, seconds, heats_new=new), start, end)
         self._last_end = end
