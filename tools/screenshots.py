@@ -2,7 +2,7 @@
 """Make screenshots/*.svg from the real app watching the real demo workload.
 
     python tools/screenshots.py   # writes screenshots/*.svg: main, help, by-line, threads,
-                                  # callers, tree, stacks, exited, hosts, replay
+                                  # callers, tree, stacks, exited, hosts, hosts-replay, replay
 
 It starts `python -m pytop.demo`, attaches with the real sampler, drives the app with Textual's
 pilot in a 120x32 terminal, and saves what the screen shows; then the host's table with the demo
@@ -25,6 +25,8 @@ from pathlib import Path
 from pytop.core.snapshot import View
 from pytop.process.launch import Child, attach_when_ready, demo_command
 from pytop.process.stacks import stacks_now
+from pytop.record.host_recorder import HostRecorder
+from pytop.record.host_replay import HostReplay, open_host_recording
 from pytop.record.payloads import RunRecord
 from pytop.record.recorder import Recorder
 from pytop.record.replay import Replay, open_recording
@@ -96,15 +98,16 @@ async def shoot() -> None:
         child.end()
 
 
-async def shoot_hosts() -> None:
-    """The host's table, the pool opened under the cursor."""
+async def shoot_hosts(record: str) -> None:
+    """The host's table, the pool opened under the cursor; its looks recorded to `record`."""
     child = Child(demo_command(), quiet=True)
     pool = subprocess.Popen([sys.executable, "-c", POOL], start_new_session=True)  # its workers with it
+    recorder = HostRecorder(record, 1.0, 0.05)
     try:
         ready = attach_when_ready(child)  # (the demo's threads are running: its rows are real)
         if ready is not None:
             ready.close()
-        app = PickerApp(refresh_seconds=1.0, sampler=functools.partial(HostSampler, attach_child))
+        app = PickerApp(refresh_seconds=1.0, sampler=functools.partial(HostSampler, attach_child), recorder=recorder)
         async with app.run_test(size=HOSTS_SIZE) as pilot:
             await asyncio.sleep(5)  # the busiest processes' first window of samples
             await pilot.press("1")
@@ -115,9 +118,28 @@ async def shoot_hosts() -> None:
             await asyncio.sleep(1.5)
             app.save_screenshot("hosts.svg", str(OUT))
     finally:
+        recorder.close()
         os.killpg(pool.pid, signal.SIGKILL)
         pool.wait()
         child.end()
+
+
+async def shoot_hosts_replay(record: str) -> None:
+    """The host's table recorded, shown again a few looks back, the demo's hottest functions
+    said (Enter on its row)."""
+    replay = HostReplay(open_host_recording(record))
+    app = PickerApp(replay=replay)
+    async with app.run_test(size=HOSTS_SIZE) as pilot:
+        await pilot.pause()
+        for _ in range(3):
+            await pilot.press("left_square_bracket")
+        demo = next((key for key in app.keys if "pytop.demo" in app.lines[key].row.described), None)
+        if demo is not None:
+            app.query_one(HostTable).move_cursor(app.keys.index(demo))
+            await pilot.press("enter")
+        await pilot.pause()
+        app.save_screenshot("hosts-replay.svg", str(OUT))
+    replay.close()
 
 
 async def shoot_replay() -> None:
@@ -157,7 +179,10 @@ async def shoot_replay() -> None:
 def main() -> int:
     OUT.mkdir(exist_ok=True)
     asyncio.run(shoot())
-    asyncio.run(shoot_hosts())
+    with tempfile.TemporaryDirectory() as directory:
+        record = os.path.join(directory, "host.pytop")
+        asyncio.run(shoot_hosts(record))
+        asyncio.run(shoot_hosts_replay(record))
     asyncio.run(shoot_replay())
     print(f"wrote {', '.join(sorted(p.name for p in OUT.glob('*.svg')))} in {OUT}")
     return 0
