@@ -91,6 +91,22 @@ class HostReplay:
     def __len__(self) -> int:
         return len(self.recording.windows)
 
+    @property
+    def path(self) -> str:
+        return self.recording.path
+
+    @property
+    def host(self) -> str:
+        return self.recording.key.host
+
+    @property
+    def start(self) -> float:
+        return self.recording.start
+
+    def end_of(self, index: int) -> float:
+        """When look `index` was taken (wall-clock seconds)."""
+        return self.recording.windows[index].end
+
     def _read(self, index: int) -> HostWindow | None:
         try:
             return read_host_window(container.payload(self._file, self.recording.windows[index].frame),

@@ -16,12 +16,10 @@ from textual.message import Message
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
-from ..core.model import Heat, PythonProcess
+from ..core.model import Heat, PythonProcess, RecordStatus
 from ..core.pools import HostRow, busiest, fold, merged_heat
 from ..core.visible import visible
 from ..process.pythons import MAPS_PER_LOOK, PythonScan
-from ..record.host_recorder import HostRecorder
-from ..record.host_replay import HostReplay
 from ..report import format as fmt
 from .filter import FilterBar, compile_filter
 from .hosts import HostTable, Line
@@ -48,6 +46,36 @@ class HostSampling(Protocol):
 
 
 SamplerMaker = Callable[[Callable[[dict[int, Heat]], None]], HostSampling]
+
+
+class LookRecorder(Protocol):
+    """Where the table's looks are recorded (--record: record/host_recorder.py's HostRecorder)."""
+
+    def heats_came(self, heats: dict[int, Heat]) -> None: ...
+    def look(self, processes: list[PythonProcess], seconds: float) -> None: ...
+    def status(self) -> RecordStatus: ...
+
+
+class RecordedLook(Protocol):
+    @property
+    def processes(self) -> tuple[PythonProcess, ...]: ...
+    @property
+    def heats(self) -> tuple[tuple[int, Heat], ...]: ...
+
+
+class RecordedTable(Protocol):
+    """A recording of the table, shown again (record/host_replay.py's HostReplay)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def start(self) -> float: ...
+
+    def __len__(self) -> int: ...
+    def look(self, index: int) -> RecordedLook | None: ...
+    def end_of(self, index: int) -> float: ...
 
 
 def _row_key(row: HostRow) -> str:
@@ -107,8 +135,8 @@ class PickerApp(App[int]):
             self.heats = heats
 
     def __init__(self, refresh_seconds: float = 2.0, state: PickerState = PickerState(),
-                 sampler: SamplerMaker | None = None, recorder: HostRecorder | None = None,
-                 replay: HostReplay | None = None, at: int = -1):
+                 sampler: SamplerMaker | None = None, recorder: LookRecorder | None = None,
+                 replay: RecordedTable | None = None, at: int = -1):
         """sampler: makes the host sampler that finds each busy process's hottest function and
         GIL share (None: those columns stay blank). recorder: each look is recorded to it.
         replay: a recording of the table shown instead of the host, from its look `at` (-1:
@@ -267,13 +295,13 @@ class PickerApp(App[int]):
     def _replay_intro(self, intro: Text) -> Text:
         """Which look of which recording is shown, and the keys that move."""
         assert self.replay is not None
-        recording = self.replay.recording
-        if not len(self.replay):
-            return intro.append(f"{visible(recording.path)} holds no look at the host yet; q quits.", style="bold")
-        window = recording.windows[self.at]
-        when = time.strftime("%H:%M:%S", time.localtime(window.end))
-        offset = fmt.seconds(window.end - recording.start)
-        intro.append(f"A recording of {visible(recording.key.host)}'s table: the look at {when} ({offset} in), "
+        replay = self.replay
+        if not len(replay):
+            return intro.append(f"{visible(replay.path)} holds no look at the host yet; q quits.", style="bold")
+        end = replay.end_of(self.at)
+        when = time.strftime("%H:%M:%S", time.localtime(end))
+        offset = fmt.seconds(end - replay.start)
+        intro.append(f"A recording of {visible(replay.host)}'s table: the look at {when} ({offset} in), "
                      f"{self.at + 1:,} of {len(self.replay):,}.", style="bold")
         intro.append("  [ ] a look back, on; { } a minute; < > first, last; Enter: its hottest functions.")
         if self._look_missing:
@@ -312,12 +340,12 @@ class PickerApp(App[int]):
 
     def action_seek_seconds(self, seconds: float) -> None:
         """The look nearest `seconds` from the one shown (at least one look away)."""
-        assert self.replay is not None
-        windows = self.replay.recording.windows
-        if not windows:
+        replay = self.replay
+        assert replay is not None
+        if not len(replay):
             return
-        goal = windows[self.at].end + seconds
-        nearest = min(range(len(windows)), key=lambda i: abs(windows[i].end - goal))
+        goal = replay.end_of(self.at) + seconds
+        nearest = min(range(len(replay)), key=lambda i: abs(replay.end_of(i) - goal))
         step = 1 if seconds > 0 else -1
         self._go(nearest if (nearest - self.at) * step > 0 else self.at + step)
 
