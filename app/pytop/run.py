@@ -234,8 +234,9 @@ def collect(sampler: Sampler, duration: float) -> Snapshot:
             final.append(snapshot)
             done.set()
 
-    sampler.start(publish)
     try:
+        # (Ctrl-C while sampling starts too: its engine's thread samples before start() returns)
+        sampler.start(publish)
         done.wait(duration if math.isfinite(duration) else None)  # inf: until the program ends
     except KeyboardInterrupt:
         pass
