@@ -169,6 +169,8 @@ class MainScreen(Screen[None]):
         if self.by_line:
             self.source.send(commands.ByLine(True))
         self.source.send(commands.ShowThreads(self.query_one(ThreadTable).display))  # their rows, only while shown
+        if self.latest is not None and not self.paused:
+            self.show_snapshot(self.latest)
 
     def receive(self, snapshot: Snapshot) -> None:
         """A snapshot from the source (through the app)."""
@@ -181,7 +183,9 @@ class MainScreen(Screen[None]):
             self.trends.record(snapshot, now=place.end)
         elif not snapshot.run.exited or self.snapshot is None or not self.snapshot.run.exited:
             self.trends.record(snapshot)  # after the end, views of the same figures
-        if not self.paused:
+        # (a snapshot may come before the screen's widgets are there, or while they are taken
+        # down at the end: shown once they are, by on_mount)
+        if not self.paused and self.query(FunctionTable):
             self.show_snapshot(snapshot)
 
     def show_snapshot(self, s: Snapshot) -> None:
