@@ -46,8 +46,14 @@ TIMED = ("compress_block", "sign_payload", "spin_python", "query_orders", "encod
 OWN_WHOLE = ("compress_block", "spin_python", "query_orders", "encode_orders")  # only C below them
 
 
+def threads_said(snapshot: Any) -> list[str]:
+    """Each thread's figures, for a failure's message: where a function's missing time went."""
+    return [f"{t.name or t.native_id}: cpu {t.cpu_time:.3f} own {t.own_time:.3f} unplaced {t.unplaced_time:.3f} "
+            f"wait {t.wait_time:.3f} samples {t.samples} errors {t.errors}" for t in snapshot.thread_rows]
+
+
 def check(own: dict[str, float], total: dict[str, float], info: dict[str, Any], attributed: float,
-          truth: tuple[dict[str, float], dict[str, float]]) -> None:
+          truth: tuple[dict[str, float], dict[str, float]], threads: list[str] | None = None) -> None:
     true_own, true_total = truth
     assert true_total.get("compress_block", 0) > 0.05 and true_total.get("handle_request", 0) > 0.05, truth
 
@@ -62,7 +68,7 @@ def check(own: dict[str, float], total: dict[str, float], info: dict[str, Any], 
     for name in whole:
         if not near(own.get(name, 0.0), true_own.get(name, 0.0)):
             wrong.append(f"{name} own {own.get(name, 0.0):.3f} s, its clock {true_own.get(name, 0.0):.3f} s")
-    assert not wrong, (wrong, sorted(own.items(), key=lambda kv: -kv[1])[:12])
+    assert not wrong, (wrong, sorted(own.items(), key=lambda kv: -kv[1])[:12], threads)
     assert own.get("wrapper", 0.0) <= 0.02 * attributed, own
 
 
@@ -70,7 +76,8 @@ def sampled(interp: dict[str, Any], settings: Settings, load: bool) -> None:
     """The sampler over a frozen window of the target (as test_truth.measure), checked."""
     final, window, log, info = sampled_window(interp, "self_timed.py", settings, load)
     assert final.attributed == pytest.approx(window.process, rel=0.10), (final.attributed, window.process)
-    check(*self_timing.pytop_figures(final.rows), info, final.attributed, self_timing.inside(log, window))
+    check(*self_timing.pytop_figures(final.rows), info, final.attributed, self_timing.inside(log, window),
+          threads_said(final))
 
 
 def sampled_window(interp: dict[str, Any], script: str, settings: Settings, load: bool, *args: str,
