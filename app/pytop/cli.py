@@ -18,6 +18,7 @@ import traceback
 from collections.abc import Sequence
 
 from . import __version__, errors
+from .report.compare import CHANGE_SORT_CHOICES
 from .report.table import SORT_CHOICES
 from .sampling.priority import DEFAULT_CPU_BUDGET
 
@@ -177,9 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     view = parser.add_argument_group("view")
     view.add_argument("--delay", type=refresh_delay, default=1.0, metavar="SECONDS",
                       help="seconds between screen refreshes (default 1)")
-    view.add_argument("--sort", choices=sorted(SORT_CHOICES), default="owntime",
+    view.add_argument("--sort", choices=sorted(SORT_CHOICES | CHANGE_SORT_CHOICES),
                       help="initial sort column: own (%%Own), total (%%Total), owntime (default) or "
-                           "totaltime, or the key 1-4")
+                           "totaltime, or the key 1-4; with --diff also change (of own time, the default "
+                           "there) or totalchange")
     view.add_argument("--by-line", action="store_true", help="start with one row per line, not per function")
     view.add_argument("--full-filenames", action="store_true", help="show full file paths")
     view.add_argument("--output-dir", metavar="DIR",
@@ -219,6 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
                                 "time of day, as 14:05:30)")
     recording.add_argument("--to", dest="time_to", type=when, metavar="TIME",
                            help="with a recording: up to this time (as --from)")
+    recording.add_argument("--diff", nargs=2, metavar=("BASE", "NEW"),
+                           help="compare two recordings, or ranges of them (FILE:FROM-TO, as a.rec:1m-2m or "
+                                "a.rec:14:05-14:10): each function's time per second in NEW against BASE, new "
+                                "and gone ones marked; with --batch as text, --json, or --format collapsed (a "
+                                "differential file, for flamegraph.pl)")
     push = parser.add_argument_group("sending profiles on")
     push.add_argument("--push", metavar="URL",
                       help="send each process's profile every 10 s, as pprof, to this Grafana Pyroscope server "
@@ -261,13 +268,19 @@ def terminal_problem() -> str | None:
 
 def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
     args.recording = args.pid if isinstance(args.pid, str) else None
+    if args.diff is not None:
+        check_diff(args, command)
+    elif args.sort in CHANGE_SORT_CHOICES and args.sort not in SORT_CHOICES:
+        raise errors.UsageError(f"--sort {args.sort} goes with --diff")
+    args.sort = args.sort or ("change" if args.diff is not None else "owntime")
     if args.recording is not None:
         args.pid = None
         check_replay(args, command)
     elif args.time_from is not None or args.time_to is not None:
         raise errors.UsageError("--from and --to go with a recording (pytop FILE)")
     pid = args.pid_option or args.pid
-    sources = sum([pid is not None, bool(command), args.demo, bool(args.core), args.recording is not None])
+    sources = sum([pid is not None, bool(command), args.demo, bool(args.core), args.recording is not None,
+                   args.diff is not None])
     if args.all:
         check_all(args, sources)
     elif sources == 0 and (args.dump or args.batch or not has_terminal()):
@@ -328,6 +341,20 @@ def check_replay(args: argparse.Namespace, command: list[str]) -> None:
                                            ("--subprocesses", args.subprocesses)) if value]
     if given:
         raise errors.UsageError(f"{args.recording} is a recording to show again: not with {given[0]}")
+
+
+def check_diff(args: argparse.Namespace, command: list[str]) -> None:
+    """pytop --diff BASE NEW: two recordings compared; nothing is sampled."""
+    given = [option for option, value in (("a PID or a recording", args.pid), ("-p", args.pid_option),
+                                           ("a command", command), ("--demo", args.demo), ("--core", args.core),
+                                           ("--dump", args.dump), ("--all", args.all), ("--record", args.record),
+                                           ("--push", args.push), ("--from", args.time_from),
+                                           ("--to", args.time_to)) if value]
+    if given:
+        hint = " (give a range as FILE:FROM-TO)" if given[0] in ("--from", "--to") else ""
+        raise errors.UsageError(f"--diff compares two recordings: not with {given[0]}{hint}")
+    if args.format not in (None, "text", "json", "collapsed"):
+        raise errors.UsageError("--diff prints as text, json or collapsed (a differential file)")
 
 
 def check_push(args: argparse.Namespace) -> None:
@@ -413,6 +440,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.dump:
         return run.dump(args.pid_option or args.pid, args.json, args.blocking, args.core, args.executable,
                         args.sysroot, args.tasks, args.subprocesses, args.locals, args.native)
+    if args.diff is not None:
+        from . import replaying
+
+        return replaying.compare(args)
     if args.recording is not None:
         from . import replaying
 

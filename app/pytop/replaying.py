@@ -1,25 +1,35 @@
 """What `pytop FILE` runs: a recording shown again, in the live view with its time cursor, or
-printed (--batch) over a range (--from, --to) in any of --batch's formats."""
+printed (--batch) over a range (--from, --to) in any of --batch's formats; and `pytop --diff
+BASE NEW`, two recordings (or ranges of them) compared function by function."""
 
 from __future__ import annotations
 
 import argparse
+import os
 
 from . import errors
+from .core.compare import CannotCompare, Span
+from .core.compare import compare as compared
+from .core.profile import Profile
 from .core.snapshot import View
 from .record.host_payloads import HOST
 from .record.host_replay import HostRecording, HostReplay, open_host_recording, recording_kind
-from .record.ranges import window_range
+from .record.ranges import When, parse_span, window_range
 from .record.replay import Recording, Replay, open_recording
 from .record.source import ReplaySource
+from .report import compare as comparing
 from .report import export, pprof, table
+from .report import format as fmt
 from .run import deliver, terminal_on_stderr
 
 
 def chosen_range(recording: Recording | HostRecording, args: argparse.Namespace) -> tuple[int, int]:
+    return windows_between(recording, args.time_from, args.time_to)
+
+
+def windows_between(recording: Recording | HostRecording, begin: When | None, end: When | None) -> tuple[int, int]:
     try:
-        return window_range([(w.start, w.end) for w in recording.windows], recording.start, args.time_from,
-                            args.time_to)
+        return window_range([(w.start, w.end) for w in recording.windows], recording.start, begin, end)
     except ValueError as exc:
         raise errors.UsageError(f"{recording.path}: {exc}") from None
 
@@ -111,3 +121,60 @@ def replay_host(args: argparse.Namespace) -> int:
         return 0
     finally:
         player.close()
+
+
+def compare(args: argparse.Namespace) -> int:
+    """--diff BASE NEW: each side's range as one table, compared per second of its span; printed
+    (--batch), or shown in a table of its own."""
+    view = View(mode=args.mode, by_line=args.by_line, tasks=args.tasks)
+    (base, base_profile), (now, now_profile) = (_recorded_span(text, view) for text in args.diff)
+    try:
+        comparison = compared(base, now)
+    except CannotCompare as exc:
+        raise errors.UsageError(str(exc)) from None
+    sort = comparing.CHANGE_SORT_CHOICES[args.sort]
+    if not args.batch:
+        from .ui.compare import ComparisonApp
+
+        with terminal_on_stderr():
+            ComparisonApp(comparison, sort=sort, full_filenames=args.full_filenames).run()
+        return 0
+    form = args.format or ("json" if args.json else "text")
+    if form == "json":
+        report = comparing.as_json(comparison, sort)
+    elif form == "collapsed":
+        report = "".join(line + "\n" for line in comparing.diff_collapsed(comparison, base_profile, now_profile))
+    else:
+        report = comparing.as_text(comparison, sort, args.full_filenames)
+    deliver(report.encode(), args.output)
+    return 0
+
+
+def _recorded_span(text: str, view: View) -> tuple[Span, Profile]:
+    """One side of --diff: FILE or FILE:FROM-TO, as one table and its profile."""
+    try:
+        wanted = parse_span(text, os.path.exists)
+    except ValueError as exc:
+        raise errors.UsageError(f"--diff: {exc}") from None
+    if recording_kind(wanted.path) == HOST:
+        raise errors.UsageError(f"--diff: {wanted.path} is a recording of the host's table: --diff compares "
+                                "recordings of a process's run")
+    recording = open_recording(wanted.path)
+    note = recording.damage_note()
+    if note:
+        errors.say(f"pytop: {note}")
+    first, last = windows_between(recording, wanted.begin, wanted.end)
+    player = Replay(recording)
+    try:
+        snapshot = player.snapshot(last, view, first, whole=True)
+        profile = player.profile(last, first)
+        if player.damaged:
+            errors.say(f"pytop: {wanted.path}: {player.damaged:,} window{'s' if player.damaged != 1 else ''} of "
+                       "the range could not be read (damaged): the figures leave them out")
+    finally:
+        player.close()
+    windows = recording.windows
+    start, end = windows[first].start, windows[last].end
+    label = (f"{wanted.path}, {fmt.wall_clock(start)} to {fmt.wall_clock(end)} ({end - start:,.1f} s), "
+             f"pid {recording.run.target.pid}, {recording.run.target.command}")
+    return Span(snapshot.rows, end - start, snapshot.mode, view.by_line, recording.run.target.cwd, label), profile

@@ -1,12 +1,12 @@
-"""--from and --to: a time in a recording, relative to its start ("90", "90s", "1m30s", "2m",
-"1h") or on the wall clock ("14:05", "14:05:30", local time), and the windows a range of them
-covers. Pure: tested without files."""
+"""--from and --to (and --diff's FILE:FROM-TO): a time in a recording, relative to its start
+("90", "90s", "1m30s", "2m", "1h") or on the wall clock ("14:05", "14:05:30", local time), and
+the windows a range of them covers. Pure: tested without files."""
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 _RELATIVE = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
@@ -65,3 +65,30 @@ def window_range(spans: Sequence[tuple[float, float]], start: float, begin: When
         last = time.strftime("%H:%M:%S", time.localtime(spans[-1][1]))
         raise ValueError(f"the recording covers {shown} to {last}: nothing of it is in that range")
     return chosen[0], chosen[-1]
+
+
+@dataclass(frozen=True)
+class RecordedSpan:
+    """A recording, or a range of one: `FILE`, or `FILE:FROM-TO` (either end may be left out)."""
+
+    path: str
+    begin: When | None = None
+    end: When | None = None
+
+
+def parse_span(text: str, exists: Callable[[str], bool]) -> RecordedSpan:
+    """`FILE` when that file exists; else the first `FILE:` that exists, and the range after it
+    ("1m-2m", "14:05-14:10", "90-", "-5m"). Raises ValueError saying what is expected."""
+    if exists(text):
+        return RecordedSpan(text)
+    for at in (i for i, c in enumerate(text) if c == ":"):
+        path, spoken = text[:at], text[at + 1:]
+        if not path or not exists(path):
+            continue
+        if spoken.count("-") != 1:
+            raise ValueError(f"{text!r}: a range is FROM-TO, as {path}:1m-2m or {path}:14:05-14:10")
+        low, high = (part.strip() for part in spoken.split("-"))
+        if not low and not high:
+            return RecordedSpan(path)
+        return RecordedSpan(path, parse_when(low) if low else None, parse_when(high) if high else None)
+    raise ValueError(f"{text!r}: no such recording")

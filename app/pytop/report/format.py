@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import re
 import signal
 import time
 
 from ..core.model import FunctionRow, PushStatus, RecordStatus, Snapshot
+from ..core.modules import module_relative
 from ..core.visible import visible_command
 
-# Where a file lives inside an installation: shown from there on ("json/decoder.py").
 STALL_SECONDS = 0.02  # a sample that began this late (a stall of pytop's sampling) is named in the samples line
-_INSTALL_PREFIX = re.compile(r".*/(?:site-packages|dist-packages|lib/python\d+\.\d+)/")
-
-
-def short_filename(path: str, cwd: str | None = None) -> str:
-    """A file name as short as it can be while still telling files apart."""
-    if path.startswith("<"):
-        return path  # <frozen importlib._bootstrap>, <string>, ...
-    shortened = _INSTALL_PREFIX.sub("", path)
-    if shortened != path:
-        return shortened
-    if cwd and path.startswith(cwd.rstrip("/") + "/"):
-        return path[len(cwd.rstrip("/")) + 1:]
-    return path
+short_filename = module_relative  # a file name as short as it can be while still telling files apart
 
 
 def where(row: FunctionRow, cwd: str | None, full: bool) -> str:
