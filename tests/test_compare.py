@@ -211,6 +211,7 @@ def test_two_recorded_runs_compared(target_interp: dict[str, Any], tmp_path: Pat
     (["--diff", "one.pytop", "one.pytop", "123"], "not with a PID"),
     (["--sort", "change", "123"], "--sort change goes with --diff"),
     (["--diff", "one.pytop", "notes.txt"], "is not a pytop recording"),
+    (["--baseline", "one.pytop", "123"], "--baseline goes with the live view: not with --batch"),
 ])
 def test_a_diff_asked_for_wrongly_says_so(tmp_path: Path, args: list[str], said: str) -> None:
     from pytop.core.model import Circumstances, TargetInfo

@@ -307,3 +307,36 @@ def test_record_live_then_replay_in_the_same_view(terminal: Terminal, some_inter
     terminal.wait_text(f"window 1 of {windows}")
     terminal.keys("q")
     assert_terminal_restored(terminal, "after-replay")
+
+
+def test_a_live_view_against_a_recorded_baseline(terminal: Terminal, target_interp: dict[str, Any],
+                                                 tmp_path: Path) -> None:
+    """--baseline FILE: a run recorded with grown() taking half, then the live view of a run
+    where it does four times the work: the table compares, grown on top, grown by its change;
+    B gives the plain table back."""
+    from test_compare import record_run
+
+    base = tmp_path / "base.pytop"
+    record_run(target_interp, tmp_path / "before", 1, base)
+    script = tmp_path / "after" / "shifting_work.py"
+    script.parent.mkdir()
+    shutil.copy(helpers.TARGETS / "shifting_work.py", script)
+    proc = subprocess.Popen([*target_interp["argv"], str(script), "4"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        assert helpers.read_line(proc, 60), "the target never became ready"
+        terminal.type(" ".join([*helpers.PYTOP, "--baseline", str(base), str(proc.pid)]))
+        def first_row(screen: str) -> str:
+            lines = screen.splitlines()
+            at = next((i for i, line in enumerate(lines) if "Change▼" in line), None)
+            return lines[at + 1] if at is not None and at + 1 < len(lines) else ""
+
+        terminal.wait_for(lambda s: "[against the baseline:" in s and re.match(
+            r"^\s+\S+%\s+\S+%\s+\+\S+%.* grown \(", first_row(s)) is not None, "grown on top, grown by its change")
+        terminal.keys("B")
+        terminal.wait_for(lambda s: "OwnTime▼" in s and "[against the baseline:" not in s, "the plain table")
+        terminal.keys("q")
+        assert_terminal_restored(terminal, "after-baseline")
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)

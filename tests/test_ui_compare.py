@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from pytop.core.compare import Comparison, Span, compare
 from pytop.core.model import FunctionRow
 from pytop.ui.compare import ChangeTable, ComparisonApp
@@ -54,3 +56,71 @@ async def test_the_comparison_table_and_its_keys() -> None:
 
 def test_the_comparison_screen(snap_compare: Any) -> None:
     assert snap_compare(ComparisonApp(comparison()), terminal_size=SIZE)
+
+
+# ---- the live view's baseline (B, --baseline) ------------------------------------------------------
+
+async def test_b_makes_the_totals_so_far_the_baseline_and_counts_again() -> None:
+    """Live: B marks the totals as the baseline and resets; the table then compares what came
+    since, per second (the fake's reset is the same figures over a hundredth of the time: no
+    change); a function that doubles its share shows it; another mode cannot be compared, and
+    drops the baseline with a word; B again gives the plain table back."""
+    from dataclasses import replace
+
+    from pytop.ui.app import PytopApp
+    from pytop.ui.widgets import FunctionTable
+    from ui_fakes import FakeSource, snapshot
+
+    source = FakeSource()
+    app = PytopApp(source)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("B")
+        await pilot.pause()
+        changes = app.main.query_one(ChangeTable)
+        assert source.resets == 1 and changes.display and not app.main.query_one(FunctionTable).display
+        header = str(app.main.query_one("#header").render())
+        assert "[against the baseline: the 00:00:50 up to" in header, header
+        assert all(changes.row_text(i)[2] == "0.0%" for i in range(changes.row_count))  # per second alike
+        later = snapshot(scale=0.01)
+        rows = tuple(replace(r, own_time=2 * r.own_time) if r.function == "query_database" else r
+                     for r in later.rows)
+        assert source.publish is not None
+        source.publish(replace(later, rows=rows))
+        await pilot.pause()
+        assert changes.row_text(0)[-1].startswith("query_database") and changes.row_text(0)[2].startswith("+")
+        await pilot.press("m")  # wall time: not comparable with a baseline of CPU time
+        await pilot.pause()
+        assert app.main.baseline is None and app.main.query_one(FunctionTable).display and not changes.display
+        await pilot.press("B")
+        await pilot.pause()
+        assert app.main.baseline is not None and app.main.baseline.mode == "wall" and source.resets == 2
+        await pilot.press("B")
+        await pilot.pause()
+        assert app.main.baseline is None and app.main.query_one(FunctionTable).display
+
+
+async def test_a_recordings_range_as_the_baseline(tmp_path: Any) -> None:
+    """In a recording, B makes the range shown the baseline, and resets nothing: the range is
+    the recording's, and the cursor moves on from it."""
+    from test_ui_replay import shown
+
+    from pytop.core.snapshot import View
+    from pytop.record.replay import Replay, open_recording
+    from pytop.record.source import ReplaySource
+    from pytop.ui.app import PytopApp
+    from record_fakes import write_recording
+
+    path = tmp_path / "five.pytop"
+    write_recording(path, 5)
+    app = PytopApp(ReplaySource(Replay(open_recording(str(path))), View()), replay=True)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await shown(app, pilot, "window 5 of 5")
+        await pilot.press("B")
+        header = await shown(app, pilot, "[against the baseline:")
+        assert app.main.baseline is not None and app.main.baseline.seconds == pytest.approx(5.0, abs=0.01), header
+        await pilot.press("left_square_bracket", "left_square_bracket", "R")
+        await shown(app, pilot, "(R: the range starts at the cursor)")
+        changes = app.main.query_one(ChangeTable)
+        assert changes.display and changes.row_count > 0
+        assert "Worker.spin" in " ".join(changes.row_text(i)[-1] for i in range(changes.row_count))

@@ -141,7 +141,7 @@ class FakeSource:
         """As the sampler does: remembered, and a snapshot in the view asked for follows."""
         if isinstance(command, commands.Reset):
             self.resets += 1
-            self._send(snapshot(self.by_line, scale=0.01))
+            self._send(snapshot(self.by_line, scale=0.01, mode=self.mode))  # the mode stays
             return
         if isinstance(command, commands.Delay):
             self.delays.append(command.seconds)

@@ -226,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 "a.rec:14:05-14:10): each function's time per second in NEW against BASE, new "
                                 "and gone ones marked; with --batch as text, --json, or --format collapsed (a "
                                 "differential file, for flamegraph.pl)")
+    recording.add_argument("--baseline", metavar="FILE[:FROM-TO]",
+                           help="the live view (or pytop FILE) shows each function's change per second against "
+                                "this recording, or range of it, from the start (B in the view marks one)")
     push = parser.add_argument_group("sending profiles on")
     push.add_argument("--push", metavar="URL",
                       help="send each process's profile every 10 s, as pprof, to this Grafana Pyroscope server "
@@ -273,6 +276,8 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
     elif args.sort in CHANGE_SORT_CHOICES and args.sort not in SORT_CHOICES:
         raise errors.UsageError(f"--sort {args.sort} goes with --diff")
     args.sort = args.sort or ("change" if args.diff is not None else "owntime")
+    if args.baseline is not None:
+        check_baseline(args)
     if args.recording is not None:
         args.pid = None
         check_replay(args, command)
@@ -341,6 +346,15 @@ def check_replay(args: argparse.Namespace, command: list[str]) -> None:
                                            ("--subprocesses", args.subprocesses)) if value]
     if given:
         raise errors.UsageError(f"{args.recording} is a recording to show again: not with {given[0]}")
+
+
+def check_baseline(args: argparse.Namespace) -> None:
+    """--baseline FILE[:FROM-TO]: for a view on a terminal, of a process or a recording."""
+    given = [option for option, value in (("--batch", args.batch), ("--dump", args.dump), ("--diff", args.diff),
+                                           ("--all", args.all)) if value]
+    if given:
+        hint = " (--diff BASE NEW compares two recordings)" if given[0] == "--batch" else ""
+        raise errors.UsageError(f"--baseline goes with the live view: not with {given[0]}{hint}")
 
 
 def check_diff(args: argparse.Namespace, command: list[str]) -> None:
@@ -444,6 +458,11 @@ def _main(argv: Sequence[str] | None) -> int:
         from . import replaying
 
         return replaying.compare(args)
+    args.baseline_span = None
+    if args.baseline is not None:
+        from . import replaying
+
+        args.baseline_span = replaying.baseline(args)
     if args.recording is not None:
         from . import replaying
 

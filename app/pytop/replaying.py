@@ -78,7 +78,7 @@ def _show(player: Replay, view: View, first: int, last: int, args: argparse.Name
     source = ReplaySource(player, view, first, last, exporter=export.write_stamped)
     app = PytopApp(source, sort=table.SORT_CHOICES[args.sort], by_line=args.by_line, mode=args.mode,
                    full_filenames=args.full_filenames, handle_signals=True, export_dir=args.output_dir,
-                   tasks=args.tasks, tune_gc=True, replay=True)
+                   tasks=args.tasks, tune_gc=True, replay=True, baseline=args.baseline_span)
     with terminal_on_stderr():
         app.run()
     if source.failure:
@@ -150,15 +150,21 @@ def compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _recorded_span(text: str, view: View) -> tuple[Span, Profile]:
+def baseline(args: argparse.Namespace) -> Span:
+    """--baseline FILE[:FROM-TO], as the view compares against it."""
+    return _recorded_span(args.baseline, View(mode=args.mode, by_line=args.by_line, tasks=args.tasks),
+                          "--baseline")[0]
+
+
+def _recorded_span(text: str, view: View, option: str = "--diff") -> tuple[Span, Profile]:
     """One side of --diff: FILE or FILE:FROM-TO, as one table and its profile."""
     try:
         wanted = parse_span(text, os.path.exists)
     except ValueError as exc:
-        raise errors.UsageError(f"--diff: {exc}") from None
+        raise errors.UsageError(f"{option}: {exc}") from None
     if recording_kind(wanted.path) == HOST:
-        raise errors.UsageError(f"--diff: {wanted.path} is a recording of the host's table: --diff compares "
-                                "recordings of a process's run")
+        raise errors.UsageError(f"{option}: {wanted.path} is a recording of the host's table: {option} takes a "
+                                "recording of a process's run")
     recording = open_recording(wanted.path)
     note = recording.damage_note()
     if note:
@@ -174,7 +180,7 @@ def _recorded_span(text: str, view: View) -> tuple[Span, Profile]:
     finally:
         player.close()
     windows = recording.windows
-    start, end = windows[first].start, windows[last].end
-    label = (f"{wanted.path}, {fmt.wall_clock(start)} to {fmt.wall_clock(end)} ({end - start:,.1f} s), "
-             f"pid {recording.run.target.pid}, {recording.run.target.command}")
-    return Span(snapshot.rows, end - start, snapshot.mode, view.by_line, recording.run.target.cwd, label), profile
+    seconds = snapshot.run.elapsed  # the session's seconds over the range, as the live view counted them
+    label = (f"{wanted.path}, {fmt.wall_clock(windows[first].start)} to {fmt.wall_clock(windows[last].end)} "
+             f"({seconds:,.1f} s), pid {recording.run.target.pid}, {recording.run.target.command}")
+    return Span(snapshot.rows, seconds, snapshot.mode, view.by_line, recording.run.target.cwd, label), profile

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from . import errors, files
+from .core.compare import Span
 from .core.model import PushStatus, RecordStatus, Snapshot, TargetInfo
 from .core.records import ProcessStacks
 from .native import Unwinder, libdw, terminal_guarded
@@ -131,7 +132,7 @@ WENT_BACK = -1  # not an exit status: the live view went back to the host's tabl
 def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_filenames: bool,
              child: Child | None = None, stats_file: str | None = None, follow_children: bool = False,
              export_dir: str | None = None, back: bool = False, pusher: Pusher | None = None,
-             record: str | None = None) -> int:
+             record: str | None = None, baseline: Span | None = None) -> int:
     """The live view until the user quits (`back`: opened from the host's table; WENT_BACK when
     the user went back to it)."""
     from .ui.app import PytopApp
@@ -152,7 +153,7 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
                    notes=notes_for(child.log_path if child else None), handle_signals=True, export_dir=export_dir,
                    delay=settings.delay, last_words=lambda: last_words(sampler, child), tasks=settings.tasks,
                    tune_gc=True, stacks_now=functools.partial(stacks_now, held_by=held_by), back=back,
-                   replay=None if record else False)
+                   replay=None if record else False, baseline=baseline)
     try:
         with terminal_on_stderr(), terminal_guarded(2):
             app.run()
@@ -417,7 +418,8 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
             return status or (1 if lost else 0)
         return run_live(target, settings, sort=sort, full_filenames=args.full_filenames, child=child,
                         stats_file=args.stats_file, follow_children=args.subprocesses, export_dir=args.output_dir,
-                        back=args.back, pusher=pusher, record=args.record)
+                        back=args.back, pusher=pusher, record=args.record,
+                        baseline=getattr(args, "baseline_span", None))
     finally:
         if child:
             child.end()

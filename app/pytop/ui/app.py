@@ -21,6 +21,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.screen import Screen
 
+from ..core.compare import Span
 from ..core.model import Mode, Snapshot
 from .messages import SnapshotReady
 from .screen import MainScreen
@@ -40,13 +41,14 @@ class PytopApp(App[None]):
                  full_filenames: bool = False, notes: tuple[str, ...] = (), handle_signals: bool = False,
                  export_dir: str | None = None, delay: float = 1.0, last_words: Callable[[], None] | None = None,
                  tasks: bool = False, tune_gc: bool = False, stacks_now: StacksNow | None = None,
-                 back: bool = False, replay: bool | None = False):
+                 back: bool = False, replay: bool | None = False, baseline: Span | None = None):
         """The view's settings go to the main screen (see MainScreen). last_words: what must be
         done before the process ends if a signal's shutdown hangs (see on_signal); tune_gc: the
         app owns the process, and sets its garbage collector for a steady screen (see
         on_snapshot_ready); back: opened from the host's table, to which b and Esc go back (the
         app ends with went_back set); replay: the source is a recording (pytop FILE), or None: a
-        live view that can step back into its own recording (--record)."""
+        live view that can step back into its own recording (--record); baseline: what the
+        table is compared against from the start (--baseline)."""
         self.last_words = last_words
         super().__init__()
         self.handle_signals = handle_signals
@@ -54,7 +56,7 @@ class PytopApp(App[None]):
         self.went_back = False
         self.main = MainScreen(source, sort=sort, by_line=by_line, mode=mode, full_filenames=full_filenames,
                                notes=notes, export_dir=export_dir, delay=delay, tasks=tasks, stacks_now=stacks_now,
-                               back=self._go_back if back else None, replay=replay)
+                               back=self._go_back if back else None, replay=replay, baseline=baseline)
         self._frozen = not tune_gc  # gc.freeze() done, once the screen is up
 
     def _go_back(self) -> None:

@@ -42,7 +42,9 @@ class ChangeTable(LineTable):
 
 def changed_row(c: Change, full: bool) -> Row:
     where = c.filename if full else c.module
-    name: list[Part] = [(c.function, "bold"), (f" ({where}:{c.line})" if c.line is not None else f" ({where})", "dim")]
+    name: list[Part] = [(c.function, "bold")]
+    if where:  # a pseudo-function (no Python frame, ...) has no file
+        name.append((f" ({where}:{c.line})" if c.line is not None else f" ({where})", "dim"))
     if c.status:
         name.append((f"  {c.status}", MARK))
     styles = tuple("" if not key.endswith("change") else RISE if getattr(c, key) > 0.0005 else

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Callable
 
 from rich.text import Text
@@ -16,10 +17,13 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from ..core import commands
+from ..core.compare import Span, ordered
 from ..core.model import MODES, FunctionRow, Mode, Snapshot
 from ..report import format as fmt
+from .baseline import compared, span_label, span_of
 from .callers import CallersPanel
 from .calltree import CallTreeView
+from .compare import ChangeTable, change_columns
 from .filter import FilterBar, compile_filter, keep
 from .help import HelpScreen
 from .linetable import LineTable
@@ -34,6 +38,8 @@ REFRESH_STEPS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)  # seconds between refresh
 # Rows the function table holds: a program of thousands of functions made every refresh cost the
 # screen a quarter of a second; the filter (/) reaches the rest.
 MAX_TABLE_ROWS = 500
+# 1-4 with a baseline: the compared span's own and total time, and their changes
+CHANGE_KEYS = {"own_pct": "own", "total_pct": "total", "own_time": "own_change", "total_time": "total_change"}
 
 
 def top_rows(rows: tuple[FunctionRow, ...], column: str) -> tuple[FunctionRow, ...]:
@@ -82,6 +88,9 @@ class MainScreen(Screen[None]):
         Binding("e", "export", "Export",
                 tooltip="export everything since the reset: collapsed stacks and speedscope JSON, here"),
         Binding("escape", "close_panel", "Close", show=False),
+        Binding("B", "baseline", "Baseline",
+                tooltip="compare with a baseline: the totals so far become it, and the table shows each "
+                        "function's change per second since (B again: the plain table)"),
         Binding("b", "back", "Hosts",
                 tooltip="back to the table of the host's Python processes (Esc too, with nothing open)"),
         # A recording shown again (pytop FILE): its time cursor.
@@ -90,7 +99,10 @@ class MainScreen(Screen[None]):
     REPLAY_ACTIONS = TIME_ACTIONS
     REPLAY_HELP = {"reset": "a recording: the totals start at the cursor (again: from the recording's start)",
                    "export": "export the totals shown (the range up to the cursor): collapsed stacks and "
-                             "speedscope JSON, here"}
+                             "speedscope JSON, here",
+                   "baseline": "compare with a baseline: the range shown becomes it; move the cursor (R starts "
+                               "another range) and the table shows each function's change per second against it "
+                               "(B again: the plain table)"}
     LIVE_ACTIONS = {"stacks_now", "refresh_rate", "pause"}  # of a running process: not a recording's
     # Keys the table and panels handle themselves.
     WIDGET_KEYS = [
@@ -117,12 +129,14 @@ class MainScreen(Screen[None]):
     def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: Mode = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), export_dir: str | None = None,
                  delay: float = 1.0, tasks: bool = False, stacks_now: StacksNow | None = None,
-                 back: Callable[[], None] | None = None, replay: bool | None = False):
+                 back: Callable[[], None] | None = None, replay: bool | None = False,
+                 baseline: Span | None = None):
         """export_dir: where the e key writes (default: the current directory); delay: seconds
         between refreshes, as the source starts with; stacks_now: how the d key reads every
         stack now (None: it says it cannot); back: how to go back to the host's table, when the
         view was opened from it; replay: the source is a recording (its time keys, not the
-        keys of a running process), or None: a live view with its past (--record: both)."""
+        keys of a running process), or None: a live view with its past (--record: both);
+        baseline: what the table is compared against from the start (--baseline)."""
         super().__init__()
         self.back = back
         self.replay = replay
@@ -144,6 +158,8 @@ class MainScreen(Screen[None]):
         self._announced: tuple[str, ...] = ()
         self._panel_wanted = False  # Enter on a function: move into its callers once they show
         self.trends = Trends()
+        self.baseline = baseline  # the table shows each function's change against it (ui/baseline.py)
+        self.change_sort = "own_change"
 
     def compose(self) -> ComposeResult:
         yield ProcessHeader(Text("pytop: waiting for the first samples..."), id="header")
@@ -154,6 +170,7 @@ class MainScreen(Screen[None]):
         yield Banner(id="record-banner")
         yield Banner(id="exited-banner")
         yield FunctionTable(id="functions")
+        yield ChangeTable(id="changes")
         yield Static(id="detail")
         yield CallTreeView(id="tree")
         yield CallersPanel(id="callers-panel")
@@ -206,9 +223,12 @@ class MainScreen(Screen[None]):
         table = self.query_one(FunctionTable)
         rows = keep(s.rows, self.pattern)
         shown = top_rows(rows, table.sort_column)
-        if len(shown) < len(rows):  # the screen's work follows what it shows, not the program's size
+        if len(shown) < len(rows) and self.baseline is None:  # the screen's work follows what it shows
             notes.append(f"[the top {len(shown):,} of {len(rows):,} rows: / finds the others]")
+        if self.baseline is not None:
+            notes.append(f"[against the baseline: {self.baseline.label}]")
         self.query_one(ProcessHeader).show_header(s, notes, self.trends)
+        self.show_changes(s)
         self.query_one("#error-banner", Banner).say(fmt.error_banner(s))
         self.query_one("#behind-banner", Banner).say(fmt.behind_banner(s))
         self.query_one("#elsewhere-banner", Banner).say(fmt.elsewhere_banner(s))
@@ -236,6 +256,29 @@ class MainScreen(Screen[None]):
             self.notify("\n".join(s.run.exported), title="Exported" if len(s.run.exported) > 1 else "Export",
                         markup=False)  # paths are the user's: "[/]" in one froze the screen
 
+    def show_changes(self, s: Snapshot) -> None:
+        """With a baseline, its comparison in place of the function table."""
+        changes = self.query_one(ChangeTable)
+        functions = self.query_one(FunctionTable)
+        if self.baseline is None:
+            if changes.display:
+                changes.display, functions.display = False, True
+                functions.focus()
+            return
+        comparison = compared(self.baseline, s)
+        if isinstance(comparison, str):
+            self.notify(comparison, title="Baseline", severity="warning", timeout=6, markup=False)
+            self.baseline = None
+            self.show_changes(s)
+            return
+        if not changes.display:
+            changes.display, functions.display = True, False
+            changes.focus()
+        changes.set_columns(change_columns(self.change_sort))
+        chosen = [c for c in ordered(comparison.changes, self.change_sort)
+                  if self.pattern is None or self.pattern.search(f"{c.function} {c.filename}")]
+        changes.show_changes(chosen[:MAX_TABLE_ROWS], self.full_filenames)
+
     def show_detail(self) -> None:
         """The row under the cursor over the last minute."""
         key = self.query_one(FunctionTable).current_key()
@@ -262,6 +305,11 @@ class MainScreen(Screen[None]):
     # ---- actions -------------------------------------------------------------------------
 
     def action_sort(self, column: str) -> None:
+        if self.baseline is not None:  # 1-4: own, total, and their changes
+            self.change_sort = CHANGE_KEYS.get(column, self.change_sort)
+            self.redraw()
+            self.query_one(ChangeTable).move_cursor(0)
+            return
         if column in SORT_COLUMNS:
             self.query_one(FunctionTable).set_sort(column)
             if self.snapshot is not None and len(self.snapshot.rows) > MAX_TABLE_ROWS:
@@ -285,6 +333,21 @@ class MainScreen(Screen[None]):
 
     def action_reset(self) -> None:
         self.source.send(commands.Reset())
+
+    def action_baseline(self) -> None:
+        """B: the totals shown become the baseline (live, counting starts again from now), or
+        the baseline is dropped."""
+        if self.baseline is not None:
+            self.baseline = None
+            self.notify("the plain table again", title="Baseline", timeout=3)
+        elif self.snapshot is not None:
+            s = self.snapshot
+            self.baseline = span_of(s, span_label(s, time.time()))
+            if s.run.replay is None:
+                self.source.send(commands.Reset())  # what runs from now on is compared with it
+            self.notify(f"the baseline: {self.baseline.label}; the table shows each function's change per second "
+                        "against it", title="Baseline", timeout=4, markup=False)
+        self.redraw()
 
     def action_next_mode(self) -> None:
         """cpu -> wall -> gil -> cpu: the table keeps its history in every mode."""
@@ -365,6 +428,10 @@ class MainScreen(Screen[None]):
             self.redraw()
 
     def on_line_table_header_clicked(self, event: LineTable.HeaderClicked) -> None:
+        if isinstance(event.table, ChangeTable):
+            self.change_sort = event.column
+            self.redraw()
+            return
         if isinstance(event.table, FunctionTable):
             self.action_sort(event.column)
 
