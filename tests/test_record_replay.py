@@ -22,6 +22,7 @@ from pytop.core import commands
 from pytop.core.aggregate import CPU, timed_stacks
 from pytop.core.intake import take_in
 from pytop.core.model import Circumstances, Snapshot, TargetInfo
+from pytop.core.records import Drain
 from pytop.core.snapshot import Figures, View
 from pytop.core.sums import BookSums
 from pytop.native import Engine, EngineConfig
@@ -405,3 +406,25 @@ async def test_the_live_view_steps_back_into_its_own_recording_and_comes_back(so
             source.stop()
             recorder.close()
             target.close()
+
+
+def test_a_window_too_short_to_say_its_cpu_does_not(tmp_path: Path) -> None:
+    """A run's last window lasts a few milliseconds (its final read) and takes in the counts'
+    lag: its CPU share is not said (it was shown as thousands of percent), the windows before
+    say theirs, and the totals keep all of it."""
+    from record_fakes import TARGET, drain
+
+    path = tmp_path / "short-end.pytop"
+    recorder = Recorder(str(path), RunRecord(TARGET, 1000.0, 0.05, "cpu", 1.0))
+    for n, seconds in ((1, 1.0), (2, 0.003)):
+        recorder.add(drain(n) if n == 1 else Drain(**{**drain(n).__dict__, "functions": (), "nodes": (),
+                                                      "retired": (), "evicted": ()}))
+        recorder.window(Circumstances(window_seconds=seconds, elapsed=n + seconds, rate_asked=1000.0, window_number=n))
+    recorder.close()
+    player = Replay(open_recording(str(path)))
+    try:
+        whole, short = player.snapshot(0, View()), player.snapshot(1, View())
+    finally:
+        player.close()
+    assert whole.cpu_pct is not None and 0 < whole.cpu_pct < 200
+    assert short.cpu_pct is None and short.cpu_time > whole.cpu_time

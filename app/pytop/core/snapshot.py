@@ -120,6 +120,12 @@ def thread_rows(figures: Figures, mode: Mode, elapsed: float, only: ThreadKey | 
     return (row(chosen),) if chosen is not None else ()
 
 
+# A window shorter than this says nothing of the CPU use: the kernel's counts move at its ticks
+# and lag by up to one per thread, and a run's last window (its final read, a few milliseconds
+# after the one before) takes in that lag: 5,913% was shown for a replayed run's last window.
+MIN_CPU_WINDOW = 0.05
+
+
 def _share(part: int, whole: int) -> float:
     return 100.0 * part / whole if whole else 0.0
 
@@ -144,7 +150,7 @@ def build(target: TargetInfo, figures: Figures, tables: Tables, view: View, c: C
         gil_pct=_share(window.gil_samples, window.process_samples),
         active_pct=_share(window_cpu, window_wall),
         threads=sum(1 for t in figures.threads.threads.values() if t.alive and not t.native),
-        cpu_pct=100.0 * window.cpu_ns / (c.window_seconds * 1e9) if c.window_seconds > 0 else None,
+        cpu_pct=100.0 * window.cpu_ns / (c.window_seconds * 1e9) if c.window_seconds >= MIN_CPU_WINDOW else None,
         run=c,
         mode=view.mode,
         skipped=total.skipped,
