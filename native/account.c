@@ -250,6 +250,7 @@ void account_ends(pytop_engine *e, uint32_t p) {
         t->alive = false;
         t->ended = true;
         t->dirty = true;
+        t->closing = P->active; /* a gone process closes no more periods */
         account_flush(e, t);
         attribute_held(e, t); /* it ran between two samples, none with a frame of its */
         remember_ended(P, t, e->stacks.epoch);
@@ -395,7 +396,8 @@ static uint64_t ended_weight(const ended_thread *x) {
     return weight;
 }
 
-/* An ended thread still in the table (until a drain hands its end over), by its key. */
+/* An ended thread still in the table (until a drain hands its end over and its period has
+ * closed), by its key. */
 static engine_thread *thread_by_key(pytop_engine *e, uint32_t key) {
     for (uint32_t i = 0; i < e->thread_count; i++)
         if (e->threads[i].key == key) return &e->threads[i];
@@ -544,5 +546,8 @@ void account_period(pytop_engine *e, uint32_t p) {
     P->period_attributed = 0;
     P->ended_count = 0;
     for (uint32_t i = 0; i < e->thread_count; i++)
-        if (e->threads[i].process == p) e->threads[i].period_cpu = 0;
+        if (e->threads[i].process == p) {
+            e->threads[i].period_cpu = 0;
+            e->threads[i].closing = false; /* its share of the remainder is in its figures */
+        }
 }

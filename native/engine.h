@@ -34,6 +34,9 @@ typedef struct engine_thread {
     uint32_t ident;            /* the unwinder's serial, or the TID of a native task */
     bool native;               /* a task of the process that is not a Python thread */
     bool alive, ended, gil;
+    /* Ended in its process's open period: kept (past the drain that hands its end over) until
+     * that period closes, whose remainder may still give it CPU (account.c, count_ended). */
+    bool closing;
     bool running;              /* its latest sample saw it run: the GIL, or on a CPU */
     bool name_sent;
     uint64_t thread_id;

@@ -62,7 +62,7 @@ void thread_table_forget_ended(pytop_engine *e) {
     uint32_t kept = 0;
     for (uint32_t i = 0; i < e->thread_count; i++) {
         engine_thread *t = &e->threads[i];
-        if (t->ended && !t->dirty) {
+        if (t->ended && !t->dirty && !t->closing) {
             free(t->name);
             stack_path_free(&t->path);
             continue;
