@@ -124,3 +124,32 @@ async def test_a_recordings_range_as_the_baseline(tmp_path: Any) -> None:
         changes = app.main.query_one(ChangeTable)
         assert changes.display and changes.row_count > 0
         assert "Worker.spin" in " ".join(changes.row_text(i)[-1] for i in range(changes.row_count))
+
+
+async def test_e_writes_the_comparison(tmp_path: Any) -> None:
+    """e: the comparison's text, JSON and differential collapsed file, new files in the
+    directory; a directory that is gone says so in the notice, nothing raised."""
+    import json
+    import shutil
+
+    from pytop.core.aggregate import Counts, StackBook
+    from pytop.core.profile import Profile
+    from pytop.report.compare import write_comparison
+
+    empty = Profile(Counts(), StackBook(), {}, 1, "python app.py")
+    c = comparison()
+    app = ComparisonApp(c, export=lambda: write_comparison(str(tmp_path), c, empty, empty))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("e")
+        await pilot.pause()
+        written = sorted(path.name for path in tmp_path.iterdir())
+        assert len(written) == 3 and all(name.startswith("pytop-diff-") for name in written), written
+        [report] = [path for path in tmp_path.iterdir() if path.suffix == ".json"]
+        assert {f["function"] for f in json.loads(report.read_text())["functions"]} >= {"encode", "old_cache"}
+        gone = tmp_path / "gone"
+        gone.mkdir()
+        app.export = lambda: write_comparison(str(gone), c, empty, empty)
+        shutil.rmtree(gone)
+        await pilot.press("e")
+        await pilot.pause()
+        assert app.exported[-1].startswith("export failed:") and str(gone) in app.exported[-1], app.exported

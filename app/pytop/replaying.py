@@ -136,8 +136,11 @@ def compare(args: argparse.Namespace) -> int:
     if not args.batch:
         from .ui.compare import ComparisonApp
 
+        directory = args.output_dir or os.getcwd()
         with terminal_on_stderr():
-            ComparisonApp(comparison, sort=sort, full_filenames=args.full_filenames).run()
+            ComparisonApp(comparison, sort=sort, full_filenames=args.full_filenames,
+                          export=lambda: comparing.write_comparison(directory, comparison, base_profile,
+                                                                    now_profile)).run()
         return 0
     form = args.format or ("json" if args.json else "text")
     if form == "json":

@@ -12,9 +12,11 @@ checkouts differ, their functions do not."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
+from .. import errors, files
 from ..core.aggregate import MODE_INDEX
 from ..core.compare import Change, Comparison, ordered
 from ..core.model import MODE_HELP, Mode
@@ -106,3 +108,19 @@ def diff_collapsed(comparison: Comparison, base: Profile, now: Profile) -> Itera
         b, a = round(before.get(line, 0.0)), round(after.get(line, 0.0))
         if b or a:
             yield f"{line} {b} {a}"
+
+
+def write_comparison(directory: str, comparison: Comparison, base: Profile, now: Profile) -> tuple[str, ...]:
+    """The comparison's `e` key: its text and JSON reports and its differential collapsed
+    file, new files named by the time in `directory`. The files written, or one line that says
+    why none was."""
+    stem = os.path.join(directory, f"pytop-diff-{export.stamp()}")
+    written = []
+    folded = "".join(line + "\n" for line in diff_collapsed(comparison, base, now))
+    try:
+        for suffix, text in ((".txt", as_text(comparison)), (".json", as_json(comparison)), (".collapsed.txt", folded)):
+            files.write_file(stem + suffix, text.encode(), new=True)
+            written.append(stem + suffix)
+    except (OSError, errors.PytopError) as exc:
+        return (*written, f"export failed: {exc}")
+    return tuple(written)

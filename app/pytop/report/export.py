@@ -109,13 +109,17 @@ def write_files(stem: str, profile: Profile, mode: Mode) -> tuple[str, str]:
     return collapsed_path, speedscope_path
 
 
+def stamp() -> str:
+    """The time to the millisecond, for the names of files the `e` key writes."""
+    now = time.time()
+    return time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{int(now * 1000) % 1000:03d}"
+
+
 def write_stamped(directory: str, profile: Profile, mode: Mode) -> tuple[str, ...]:
     """The live view's export (the `e` key): write_files under a name of the target's pid and
     the time to the millisecond, in `directory`. Returns the files written, or one line that
     says why none was."""
-    now = time.time()
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{int(now * 1000) % 1000:03d}"
-    stem = os.path.join(directory, f"pytop-{profile.pid}-{stamp}")
+    stem = os.path.join(directory, f"pytop-{profile.pid}-{stamp()}")
     try:
         return write_files(stem, profile, mode)
     except errors.PytopError as exc:

@@ -7,6 +7,7 @@ side only."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -78,13 +79,18 @@ class ComparisonApp(App[int]):
         Binding("4", "sort('total_change')", "Total change", tooltip="sort by the change of total time"),
         Binding("r", "reverse", "Reverse", tooltip="shrank most first (or back)"),
         Binding("slash", "filter", "Filter", key_display="/", tooltip="show only the functions that match"),
+        Binding("e", "export", "Export", tooltip="write the comparison: text, JSON and a differential collapsed file"),
         Binding("f", "full_filenames", "Full names", show=False),
         Binding("q,escape", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
-    def __init__(self, comparison: Comparison, sort: str = "own_change", full_filenames: bool = False) -> None:
+    def __init__(self, comparison: Comparison, sort: str = "own_change", full_filenames: bool = False,
+                 export: Callable[[], tuple[str, ...]] | None = None) -> None:
+        """export: what the e key does (the files it wrote, or why none was)."""
         super().__init__()
+        self.export = export
+        self.exported: tuple[str, ...] = ()  # what the last e said
         self.comparison = comparison
         self.sort = sort
         self.reverse = False
@@ -125,6 +131,13 @@ class ComparisonApp(App[int]):
         self.reverse = not self.reverse
         self._show()
         self.query_one(ChangeTable).move_cursor(0)
+
+    def action_export(self) -> None:
+        said = self.export() if self.export is not None else ("export failed: this view writes no exports",)
+        self.exported = said
+        failed = any(line.startswith("export failed") for line in said)
+        self.notify("\n".join(said), title="Export", severity="error" if failed else "information",
+                    markup=False)  # paths are the user's
 
     def action_full_filenames(self) -> None:
         self.full_filenames = not self.full_filenames
