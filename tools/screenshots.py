@@ -2,7 +2,7 @@
 """Make screenshots/*.svg from the real app watching the real demo workload.
 
     python tools/screenshots.py   # writes screenshots/*.svg: main, help, by-line, threads,
-                                  # callers, tree, stacks, exited, hosts, hosts-replay, replay
+                                  # callers, tree, stacks, exited, hosts, hosts-replay, replay, diff
 
 It starts `python -m pytop.demo`, attaches with the real sampler, drives the app with Textual's
 pilot in a 120x32 terminal, and saves what the screen shows; then the host's table with the demo
@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytop.core.compare import compare
 from pytop.core.snapshot import View
 from pytop.process.launch import Child, attach_when_ready, demo_command
 from pytop.process.stacks import stacks_now
@@ -31,10 +32,12 @@ from pytop.record.payloads import RunRecord
 from pytop.record.recorder import Recorder
 from pytop.record.replay import Replay, open_recording
 from pytop.record.source import ReplaySource
+from pytop.replaying import recorded_span
 from pytop.run import attach_child, info_of
 from pytop.sampling.host import HostSampler
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.ui.app import PytopApp
+from pytop.ui.compare import ComparisonApp
 from pytop.ui.hosts import HostTable
 from pytop.ui.picker import PickerApp
 
@@ -174,6 +177,15 @@ async def shoot_replay() -> None:
                 await asyncio.sleep(0.3)
             app.save_screenshot("replay.svg", str(OUT))
         replay.close()
+        os.chdir(directory)
+        try:  # the recording's second half against its first
+            comparison = compare(recorded_span("demo.pytop:0-6", View())[0], recorded_span("demo.pytop:6-", View())[0])
+        finally:
+            os.chdir(home)
+        diff = ComparisonApp(comparison)
+        async with diff.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            diff.save_screenshot("diff.svg", str(OUT))
 
 
 def main() -> int:

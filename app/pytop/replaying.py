@@ -127,7 +127,7 @@ def compare(args: argparse.Namespace) -> int:
     """--diff BASE NEW: each side's range as one table, compared per second of its span; printed
     (--batch), or shown in a table of its own."""
     view = View(mode=args.mode, by_line=args.by_line, tasks=args.tasks)
-    (base, base_profile), (now, now_profile) = (_recorded_span(text, view) for text in args.diff)
+    (base, base_profile), (now, now_profile) = (recorded_span(text, view) for text in args.diff)
     try:
         comparison = compared(base, now)
     except CannotCompare as exc:
@@ -155,11 +155,11 @@ def compare(args: argparse.Namespace) -> int:
 
 def baseline(args: argparse.Namespace) -> Span:
     """--baseline FILE[:FROM-TO], as the view compares against it."""
-    return _recorded_span(args.baseline, View(mode=args.mode, by_line=args.by_line, tasks=args.tasks),
+    return recorded_span(args.baseline, View(mode=args.mode, by_line=args.by_line, tasks=args.tasks),
                           "--baseline")[0]
 
 
-def _recorded_span(text: str, view: View, option: str = "--diff") -> tuple[Span, Profile]:
+def recorded_span(text: str, view: View, option: str = "--diff") -> tuple[Span, Profile]:
     """One side of --diff: FILE or FILE:FROM-TO, as one table and its profile."""
     try:
         wanted = parse_span(text, os.path.exists)
