@@ -225,3 +225,8 @@ def test_a_diff_asked_for_wrongly_says_so(tmp_path: Path, args: list[str], said:
     (tmp_path / "notes.txt").write_text("hello\n" * 10)
     result = helpers.run_pytop("--batch", *args, cwd=tmp_path)
     assert result.returncode == 2 and said in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_a_pseudo_function_has_no_file_to_say() -> None:
+    text = report.as_text(compare(span(row("(no Python frame)", "", 1.0)), span(row("(no Python frame)", "", 2.0))))
+    assert text.splitlines()[-1].endswith("(no Python frame)"), text

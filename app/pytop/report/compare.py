@@ -38,8 +38,11 @@ def signed_percent(value: float) -> str:
 
 
 def _where(c: Change, full: bool) -> str:
+    """" (file)", " (file:line)", or nothing for a pseudo-function (no Python frame, ...)."""
     name = c.filename if full else c.module
-    return visible(f"{name}:{c.line}" if c.line is not None else name)
+    if not name:
+        return ""
+    return " (" + visible(f"{name}:{c.line}" if c.line is not None else name) + ")"
 
 
 def as_text(comparison: Comparison, sort: str = "own_change", full_filenames: bool = False,
@@ -59,7 +62,7 @@ def as_text(comparison: Comparison, sort: str = "own_change", full_filenames: bo
         lines.append(f"{fmt.percent(100 * c.own):>7} {fmt.percent(100 * c.base_own):>7} "
                      f"{signed_percent(100 * c.own_change):>8} {fmt.percent(100 * c.total):>7} "
                      f"{fmt.percent(100 * c.base_total):>7} {signed_percent(100 * c.total_change):>8}  "
-                     f"{visible(c.function)} ({_where(c, full_filenames)}){mark}")
+                     f"{visible(c.function)}{_where(c, full_filenames)}{mark}")
     return "\n".join(lines) + "\n"
 
 
