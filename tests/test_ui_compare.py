@@ -153,3 +153,22 @@ async def test_e_writes_the_comparison(tmp_path: Any) -> None:
         await pilot.press("e")
         await pilot.pause()
         assert app.exported[-1].startswith("export failed:") and str(gone) in app.exported[-1], app.exported
+
+
+async def test_e_with_a_baseline_writes_the_comparison_too(tmp_path: Any) -> None:
+    from pytop.ui.app import PytopApp
+    from ui_fakes import FakeSource
+
+    source = FakeSource()
+    app = PytopApp(source, export_dir=str(tmp_path))
+    async with app.run_test(size=(140, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("e")
+        await pilot.pause()
+        assert not list(tmp_path.iterdir())  # without a baseline: the source's export only
+        await pilot.press("B", "e")
+        await pilot.pause()
+        assert source.exports == [str(tmp_path)] * 2
+        written = sorted(path.name for path in tmp_path.iterdir())
+        assert [name.rsplit(".", 1)[-1] for name in written] == ["json", "txt"], written
+        assert "against the baseline the 00:00:50 up to" in (tmp_path / written[1]).read_text()

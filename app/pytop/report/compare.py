@@ -113,15 +113,18 @@ def diff_collapsed(comparison: Comparison, base: Profile, now: Profile) -> Itera
             yield f"{line} {b} {a}"
 
 
-def write_comparison(directory: str, comparison: Comparison, base: Profile, now: Profile) -> tuple[str, ...]:
-    """The comparison's `e` key: its text and JSON reports and its differential collapsed
-    file, new files named by the time in `directory`. The files written, or one line that says
-    why none was."""
+def write_comparison(directory: str, comparison: Comparison, base: Profile | None = None,
+                     now: Profile | None = None) -> tuple[str, ...]:
+    """The comparison's `e` key: its text and JSON reports and (given both sides' stacks) its
+    differential collapsed file, new files named by the time in `directory`. The files
+    written, and one line that says why if some were not."""
     stem = os.path.join(directory, f"pytop-diff-{export.stamp()}")
     written = []
-    folded = "".join(line + "\n" for line in diff_collapsed(comparison, base, now))
+    reports = [(".txt", as_text(comparison)), (".json", as_json(comparison))]
+    if base is not None and now is not None:
+        reports.append((".collapsed.txt", "".join(line + "\n" for line in diff_collapsed(comparison, base, now))))
     try:
-        for suffix, text in ((".txt", as_text(comparison)), (".json", as_json(comparison)), (".collapsed.txt", folded)):
+        for suffix, text in reports:
             files.write_file(stem + suffix, text.encode(), new=True)
             written.append(stem + suffix)
     except (OSError, errors.PytopError) as exc:

@@ -20,6 +20,7 @@ from ..core import commands
 from ..core.compare import Span, ordered
 from ..core.model import MODES, FunctionRow, Mode, Snapshot
 from ..report import format as fmt
+from ..report.compare import write_comparison
 from .baseline import compared, span_label, span_of
 from .callers import CallersPanel
 from .calltree import CallTreeView
@@ -90,7 +91,8 @@ class MainScreen(Screen[None]):
         Binding("escape", "close_panel", "Close", show=False),
         Binding("B", "baseline", "Baseline",
                 tooltip="compare with a baseline: the totals so far become it, and the table shows each "
-                        "function's change per second since (B again: the plain table)"),
+                        "function's change per second since (B again: the plain table); e then also writes "
+                        "the comparison as text and JSON"),
         Binding("b", "back", "Hosts",
                 tooltip="back to the table of the host's Python processes (Esc too, with nothing open)"),
         # A recording shown again (pytop FILE): its time cursor.
@@ -488,4 +490,12 @@ class MainScreen(Screen[None]):
         self.notify(f"every {self.delay:g} s", title="Refresh", timeout=2)
 
     def action_export(self) -> None:
-        self.source.send(commands.Export(self.export_dir or os.getcwd()))
+        directory = self.export_dir or os.getcwd()
+        self.source.send(commands.Export(directory))
+        if self.baseline is not None and self.snapshot is not None:  # and the comparison shown
+            comparison = compared(self.baseline, self.snapshot)
+            if not isinstance(comparison, str):
+                said = write_comparison(directory, comparison)
+                failed = any(line.startswith("export failed") for line in said)
+                self.notify("\n".join(said), title="Comparison", markup=False,
+                            severity="error" if failed else "information")
