@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import helpers
 from pytop.core.compare import CannotCompare, Span, compare, ordered
@@ -230,3 +232,15 @@ def test_a_diff_asked_for_wrongly_says_so(tmp_path: Path, args: list[str], said:
 def test_a_pseudo_function_has_no_file_to_say() -> None:
     text = report.as_text(compare(span(row("(no Python frame)", "", 1.0)), span(row("(no Python frame)", "", 2.0))))
     assert text.splitlines()[-1].endswith("(no Python frame)"), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab.:-0123456789hms/ ", max_size=30))
+def test_any_span_text_parses_or_says_why(text: str) -> None:
+    """Whatever is typed after --diff: a span, or a ValueError with a message, nothing else."""
+    try:
+        parsed = parse_span(text, {"a.rec", "b:c.rec"}.__contains__)
+    except ValueError as exc:
+        assert str(exc)
+    else:
+        assert parsed.path in ("a.rec", "b:c.rec")
