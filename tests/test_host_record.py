@@ -257,8 +257,11 @@ async def test_the_live_table_records_its_looks(tmp_path: Path) -> None:
         recorder = HostRecorder(str(path), 0.2, 0.05)
         app = PickerApp(refresh_seconds=0.2, recorder=recorder)
         async with app.run_test(size=(160, 20)) as pilot:
-            while recorder.status().windows < 3:
+            for _ in range(600):  # (bounded: a table that never records fails here, it does not hang)
+                if recorder.status().windows >= 3:
+                    break
                 await pilot.pause(0.1)
+            assert recorder.status().windows >= 3, recorder.status()
             intro = str(app.query_one("#intro", Static).render())
         recorder.close()
     finally:
