@@ -244,3 +244,11 @@ def test_any_span_text_parses_or_says_why(text: str) -> None:
         assert str(exc)
     else:
         assert parsed.path in ("a.rec", "b:c.rec")
+
+
+@pytest.mark.process
+def test_a_baseline_needs_a_view_to_compare() -> None:
+    """Without a process or a recording there is nothing to compare with it (the host's table
+    would have taken it silently)."""
+    result = helpers.run_pytop("--baseline", "one.pytop")
+    assert result.returncode == 2 and "--baseline goes with the view of a process" in result.stderr, result.stderr

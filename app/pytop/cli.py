@@ -278,6 +278,9 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
     args.sort = args.sort or ("change" if args.diff is not None else "owntime")
     if args.baseline is not None:
         check_baseline(args)
+        if not (args.pid or args.pid_option or command or args.demo):
+            raise errors.UsageError("--baseline goes with the view of a process (a PID, a command after --, --demo) "
+                                    "or of a recording (pytop FILE)")
     if args.recording is not None:
         args.pid = None
         check_replay(args, command)
