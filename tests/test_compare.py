@@ -252,3 +252,27 @@ def test_a_baseline_needs_a_view_to_compare() -> None:
     would have taken it silently)."""
     result = helpers.run_pytop("--baseline", "one.pytop")
     assert result.returncode == 2 and "--baseline goes with the view of a process" in result.stderr, result.stderr
+
+
+names = st.sampled_from(["f", "g", "h"])
+paths = st.sampled_from(["/a/x.py", "/b/x.py", "/a/pkg/x.py", "/b/pkg/x.py", "/a/y.py", "<string>", ""])
+rows_of = st.lists(st.tuples(names, paths, st.floats(0, 100), st.integers(1, 3)), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows_of, rows_of, st.floats(0.5, 100), st.floats(0.5, 100))
+def test_no_time_is_lost_or_counted_twice(base_rows: list[Any], now_rows: list[Any], base_seconds: float,
+                                          now_seconds: float) -> None:
+    """However names and files collide: each side's time per second is all there, once, and
+    every change is the difference of its two sides."""
+    base = span(*(row(f, p, own, pid=pid) for f, p, own, pid in base_rows), seconds=base_seconds)
+    now = span(*(row(f, p, own, pid=pid) for f, p, own, pid in now_rows), seconds=now_seconds)
+    c = compare(base, now)
+    base_sum, now_sum = c.added_up()
+    assert base_sum == pytest.approx(sum(r[2] for r in base_rows) / base_seconds, abs=1e-9)
+    assert now_sum == pytest.approx(sum(r[2] for r in now_rows) / now_seconds, abs=1e-9)
+    keys = [(x.function, x.module, x.line, x.status) for x in c.changes]
+    assert len(keys) == len(set(keys))
+    for x in c.changes:
+        assert x.own_change == x.own - x.base_own
+        assert (x.status == "new") == (not x.in_base) and (x.status == "gone") == (not x.in_now)
