@@ -17,6 +17,17 @@ def take_in(f: Figures, d: Drain) -> None:
     assert f.window_table is not None and f.totals is not None
     f.window_table.add_rows(d.function_rows, d.line_rows)
     f.totals.add_rows(d.function_rows, d.line_rows, bounded=True)
+    _threads(f, d)
+
+
+def learn(f: Figures, d: Drain) -> None:
+    """What a drain says beyond its time: names, stacks and threads (a replay before its range's
+    first window, whose time the range leaves out; summing it was a third of a replay's work)."""
+    f.book.learn(d)
+    _threads(f, d)
+
+
+def _threads(f: Figures, d: Drain) -> None:
     f.threads.update(d.threads, lambda process: f.book.pids.get(process, 0), f.book.has_frames)
     for p in d.processes:
         if p.status:

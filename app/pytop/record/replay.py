@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from .. import errors, files
 from ..core.aggregate import Counts, FunctionSums
-from ..core.intake import fold_finished, take_in
+from ..core.intake import fold_finished, learn, take_in
 from ..core.model import Circumstances, ReplayPosition, Snapshot
 from ..core.profile import Profile, ThreadIdentity
 from ..core.records import Drain
@@ -240,7 +240,7 @@ class Replay:
                 for d in record.drains:
                     for p in d.processes:
                         f.book.pids.setdefault(p.process, p.pid)
-                    take_in(f, d)
+                    (take_in if i >= first else learn)(f, d)
                 self._records = {i: record}
             else:
                 self._records = {}
