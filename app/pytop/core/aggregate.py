@@ -22,6 +22,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import add
 from typing import NamedTuple
 
 from .model import Mode, RowKey
@@ -56,6 +57,9 @@ class FunctionName(NamedTuple):
     key: RowKey  # (function, filename, 0, pid)
     task: bool  # an asyncio task's pseudo-frame
     native: bool = False  # a native (C) function: filename is its library
+
+
+UNKNOWN_FUNCTION = FunctionName(("<unknown>", "<unknown>", 0, 0), False)  # an id no drain named
 
 
 class StackInfo(NamedTuple):
@@ -160,7 +164,7 @@ class StackBook:
         return self.pids.get(self.process[node], self.process[node]) if self.known(node) else 0
 
     def name(self, function: int) -> FunctionName:
-        return self.functions.get(function, FunctionName(("<unknown>", "<unknown>", 0, 0), False))
+        return self.functions.get(function, UNKNOWN_FUNCTION)
 
     def key(self, node: int, by_line: bool) -> RowKey:
         """The row of a node: its function, or its (function, line)."""
@@ -353,9 +357,10 @@ class FunctionSums:
     def add_rows(self, functions: Iterable[FunctionFigures], lines: Iterable[FunctionFigures],
                  bounded: bool = False) -> None:
         """bounded: a table since the reset, whose rows fold (least time first) past MAX_ROWS."""
+        names = self.book.functions
         for table, rows, by_line in ((self.by_function, functions, False), (self.by_line, lines, True)):
             for row in rows:
-                name = self.book.name(row.function)
+                name = names.get(row.function, UNKNOWN_FUNCTION)
                 function, filename, _, pid = name.key
                 key = (function, filename, row.line if by_line else 0, pid)
                 into = table.get(key)
@@ -365,9 +370,8 @@ class FunctionSums:
                         self.tasks.add(key)
                     if name.native:
                         self.natives.add(key)
-                else:
-                    for i, value in enumerate(row.figures):
-                        into[i] += value
+                else:  # (element by element in C: a Python loop over the 12 was a third slower)
+                    into[:] = array("q", map(add, into, row.figures))
             if bounded and len(table) > MAX_ROWS[by_line]:
                 self.fold(table, MAX_ROWS[by_line] * 3 // 4)
 
