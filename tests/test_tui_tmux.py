@@ -340,3 +340,24 @@ def test_a_live_view_against_a_recorded_baseline(terminal: Terminal, target_inte
     finally:
         proc.kill()
         proc.wait(timeout=30)
+
+
+def test_two_recordings_compared_on_a_terminal(terminal: Terminal, target_interp: dict[str, Any],
+                                               tmp_path: Path) -> None:
+    """pytop --diff BASE NEW as a user runs it: the comparison's table, grown on top; e writes
+    the comparison where --output-dir says; q gives the terminal back."""
+    from test_compare import record_run
+
+    base, now = tmp_path / "base.pytop", tmp_path / "now.pytop"
+    record_run(target_interp, tmp_path / "a", 1, base)
+    record_run(target_interp, tmp_path / "b", 4, now)
+    out = tmp_path / "out"
+    out.mkdir()
+    terminal.type(" ".join([*helpers.PYTOP, "--output-dir", str(out), "--diff", str(base), str(now)]))
+    terminal.wait_for(lambda s: "Baseline:" in s and "Change▼" in s and re.search(
+        r"^\s+\S+%\s+\S+%\s+\+\S+%.* grown \(", s, re.M) is not None, "the comparison, grown by its change")
+    terminal.keys("e")
+    terminal.wait_text("pytop-diff-")
+    assert sorted(path.suffix for path in out.iterdir()) == [".json", ".txt", ".txt"]
+    terminal.keys("q")
+    assert_terminal_restored(terminal, "after-diff")
