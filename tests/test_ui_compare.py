@@ -172,3 +172,35 @@ async def test_e_with_a_baseline_writes_the_comparison_too(tmp_path: Any) -> Non
         written = sorted(path.name for path in tmp_path.iterdir())
         assert [name.rsplit(".", 1)[-1] for name in written] == ["json", "txt"], written
         assert "against the baseline the 00:00:50 up to" in (tmp_path / written[1]).read_text()
+
+
+async def test_the_tree_takes_the_comparisons_place_and_gives_it_back() -> None:
+    from pytop.ui.app import PytopApp
+    from pytop.ui.calltree import CallTreeView
+    from pytop.ui.widgets import FunctionTable
+    from ui_fakes import FakeSource
+
+    app = PytopApp(FakeSource())
+    async with app.run_test(size=(140, 36)) as pilot:
+        await pilot.pause()
+        screen = app.main
+
+        def shown() -> tuple[bool, bool, bool]:
+            return (screen.query_one(FunctionTable).display, screen.query_one(ChangeTable).display,
+                    screen.query_one(CallTreeView).display)
+
+        await pilot.press("B")
+        await pilot.pause()
+        assert shown() == (False, True, False)
+        await pilot.press("T")
+        await pilot.pause()
+        assert shown() == (False, False, True)
+        await pilot.press("T")
+        await pilot.pause()
+        assert shown() == (False, True, False)
+        await pilot.press("T", "B")  # the baseline dropped under the tree: the plain table after it
+        await pilot.pause()
+        assert shown() == (False, False, True)
+        await pilot.press("T")
+        await pilot.pause()
+        assert shown() == (True, False, False)

@@ -262,10 +262,12 @@ class MainScreen(Screen[None]):
         """With a baseline, its comparison in place of the function table."""
         changes = self.query_one(ChangeTable)
         functions = self.query_one(FunctionTable)
+        tree_shown = self.query_one(CallTreeView).display  # in the table's place
         if self.baseline is None:
             if changes.display:
-                changes.display, functions.display = False, True
-                functions.focus()
+                changes.display, functions.display = False, not tree_shown
+                if not tree_shown:
+                    functions.focus()
             return
         comparison = compared(self.baseline, s)
         if isinstance(comparison, str):
@@ -273,9 +275,10 @@ class MainScreen(Screen[None]):
             self.baseline = None
             self.show_changes(s)
             return
-        if not changes.display:
-            changes.display, functions.display = True, False
-            changes.focus()
+        if functions.display or (not changes.display and not tree_shown):
+            changes.display, functions.display = not tree_shown, False
+            if not tree_shown:
+                changes.focus()
         changes.set_columns(change_columns(self.change_sort))
         chosen = [c for c in ordered(comparison.changes, self.change_sort)
                   if self.pattern is None or self.pattern.search(f"{c.function} {c.filename}")]
@@ -366,12 +369,16 @@ class MainScreen(Screen[None]):
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.key_help(back=self.back is not None, replay=self.replay)))
 
+    def main_table(self) -> LineTable:
+        """The table the tree takes the place of: the comparison's, with a baseline."""
+        return self.query_one(ChangeTable) if self.baseline is not None else self.query_one(FunctionTable)
+
     def action_toggle_tree(self) -> None:
-        tree, table = self.query_one(CallTreeView), self.query_one(FunctionTable)
+        tree, table = self.query_one(CallTreeView), self.main_table()
         showing = not tree.display
         if showing:
             focus = self.snapshot.call_graph.focus if self.snapshot and self.snapshot.call_graph else None
-            tree.open_at(focus or table.current_key())
+            tree.open_at(focus or self.query_one(FunctionTable).current_key())
         tree.display = showing
         table.display = not showing
         self.query_one("#detail", Static).display = not showing
