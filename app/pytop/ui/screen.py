@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -21,6 +20,7 @@ from ..core.compare import Span, ordered
 from ..core.model import MODES, FunctionRow, Mode, Snapshot
 from ..report import format as fmt
 from ..report.compare import write_comparison
+from . import screen_keys
 from .baseline import compared, span_label, span_of
 from .callers import CallersPanel
 from .calltree import CallTreeView
@@ -28,10 +28,10 @@ from .compare import ChangeTable, change_columns
 from .filter import FilterBar, compile_filter, keep
 from .help import HelpScreen
 from .linetable import LineTable
+from .screen_keys import SCREEN_KEYS
 from .source import SnapshotSource, StacksNow
 from .stacks_panel import StacksPanel
 from .threads import ThreadTable
-from .time_keys import TIME_ACTIONS, TIME_KEYS
 from .trends import Trends
 from .widgets import SORT_COLUMNS, Banner, FunctionTable, KeyBar, ProcessHeader
 
@@ -52,81 +52,9 @@ def top_rows(rows: tuple[FunctionRow, ...], column: str) -> tuple[FunctionRow, .
 
 
 class MainScreen(Screen[None]):
-    # The help screen is made from these: a binding's tooltip is its line there.
-    BINDINGS = [
-        # First, so that the footer of a narrow terminal still shows them.
-        Binding("question_mark", "help", "Help", key_display="?", tooltip="this help"),
-        Binding("q", "app.quit", "Quit", tooltip="quit"),
-        Binding("1", "sort('own_pct')", "%Own", tooltip="sort by %Own (or click a column header)"),
-        Binding("2", "sort('total_pct')", "%Total", tooltip="sort by %Total"),
-        Binding("3", "sort('own_time')", "OwnTime", tooltip="sort by OwnTime"),
-        Binding("4", "sort('total_time')", "TotalTime", tooltip="sort by TotalTime"),
-        Binding("l,L", "toggle_lines", "Lines", key_display="L", tooltip="show lines instead of functions, and back"),
-        Binding("m", "next_mode", "Mode",
-                tooltip="what times measure: cpu (the kernel's count), wall (every thread), gil (the GIL holder)"),
-        Binding("r,R", "reset", "Reset", key_display="R", tooltip="reset all statistics"),
-        Binding("T", "toggle_tree", "Tree",
-                tooltip="the call tree: hot paths from the threads' start, opened along the hottest; from a "
-                        "function, along its hottest path (T or Esc: back to the table)"),
-        Binding("t", "toggle_threads", "Threads",
-                tooltip="show or hide the threads; Enter on one shows only its functions"),
-        Binding("a", "all_threads", "All threads", show=False, tooltip="all threads again"),
-        Binding("P", "next_process", "Process",
-                tooltip="with --subprocesses: one process after another, then all again"),
-        Binding("slash", "filter", "Filter", key_display="/",
-                tooltip="filter functions and files by a text or regular expression (Enter applies)"),
-        Binding("c", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
-        Binding("plus,equals_sign", "refresh_rate(-1)", "Faster", key_display="+", show=False,
-                tooltip="refresh the screen more often"),
-        Binding("minus", "refresh_rate(1)", "Slower", key_display="-", show=False,
-                tooltip="refresh the screen less often"),
-        Binding("A", "toggle_tasks", "Tasks",
-                tooltip="asyncio tasks (CPython 3.14+): show each task as a frame above its coroutines, and back"),
-        Binding("p", "pause", "Pause", tooltip="pause the screen (sampling goes on); p again shows what came in"),
-        Binding("d", "stacks_now", "Stacks now",
-                tooltip="every thread's stack as it is now, with each frame's arguments and locals (the thread "
-                        "the view is narrowed to, if it is)"),
-        Binding("e", "export", "Export",
-                tooltip="export everything since the reset: collapsed stacks and speedscope JSON, here"),
-        Binding("escape", "close_panel", "Close", show=False),
-        Binding("B", "baseline", "Baseline",
-                tooltip="compare with a baseline: the totals so far become it, and the table shows each "
-                        "function's change per second since (B again: the plain table); e then also writes "
-                        "the comparison as text and JSON"),
-        Binding("b", "back", "Hosts",
-                tooltip="back to the table of the host's Python processes (Esc too, with nothing open)"),
-        # A recording shown again (pytop FILE): its time cursor.
-        *TIME_KEYS,
-    ]
-    REPLAY_ACTIONS = TIME_ACTIONS
-    REPLAY_HELP = {"reset": "a recording: the totals start at the cursor (again: from the recording's start)",
-                   "export": "export the totals shown (the range up to the cursor): collapsed stacks and "
-                             "speedscope JSON, here",
-                   "baseline": "compare with a baseline: the range shown becomes it; move the cursor (R starts "
-                               "another range) and the table shows each function's change per second against it "
-                               "(B again: the plain table)"}
-    LIVE_ACTIONS = {"stacks_now", "refresh_rate", "pause"}  # of a running process: not a recording's
-    # Keys the table and panels handle themselves.
-    WIDGET_KEYS = [
-        ("Enter, click", "callers and callees of a function; Enter on one goes to it, Esc closes"),
-        ("↑ ↓ PgUp PgDn", "scroll the table (the mouse wheel too)"),
-        ("Ctrl-C", "quit"),
-    ]
-
-    @classmethod
-    def key_help(cls, back: bool = True, replay: bool | None = None) -> list[tuple[str, str]]:
-        """One line per key with a tooltip, then the widgets' keys (the back key's if `back`;
-        a recording's keys or a live view's, or both with `replay` None)."""
-        rows = [(b.key_display or b.key, cls.REPLAY_HELP.get(b.action, b.tooltip) if replay else b.tooltip)
-                for b in cls.BINDINGS if isinstance(b, Binding) and b.tooltip and (back or b.action != "back")
-                and cls.shown_in(b.action.split("(")[0], replay)]
-        return rows + cls.WIDGET_KEYS
-
-    @classmethod
-    def shown_in(cls, action: str, replay: bool | None) -> bool:
-        if replay is None:
-            return True
-        return action not in (cls.LIVE_ACTIONS if replay else cls.REPLAY_ACTIONS)
+    BINDINGS = SCREEN_KEYS  # (ui/screen_keys.py: with the help's lines)
+    key_help = staticmethod(screen_keys.key_help)
+    shown_in = staticmethod(screen_keys.shown_in)
 
     def __init__(self, source: SnapshotSource, *, sort: str = "own_time", by_line: bool = False, mode: Mode = "cpu",
                  full_filenames: bool = False, notes: tuple[str, ...] = (), export_dir: str | None = None,
