@@ -27,6 +27,13 @@ def chosen_range(recording: Recording | HostRecording, args: argparse.Namespace)
     return windows_between(recording, args.time_from, args.time_to)
 
 
+def say_damaged(count: int, what: str, where: str = "") -> None:
+    """How many windows (or looks) of a range did not decode, if any: the figures leave them out."""
+    if count:
+        errors.say(f"pytop: {where}{count:,} {what}{'s' if count != 1 else ''} of the range could not be read "
+                   "(damaged): the figures leave them out")
+
+
 def windows_between(recording: Recording | HostRecording, begin: When | None, end: When | None) -> tuple[int, int]:
     try:
         return window_range([(w.start, w.end) for w in recording.windows], recording.start, begin, end)
@@ -66,9 +73,7 @@ def _print(player: Replay, view: View, first: int, last: int, args: argparse.Nam
     else:
         report = table.render(snapshot, profile, form, sort, args.full_filenames).encode()
     deliver(report, args.output)
-    if player.damaged:
-        errors.say(f"pytop: {player.damaged:,} window{'s' if player.damaged != 1 else ''} of the range could not be "
-                   "read (damaged): the figures leave them out")
+    say_damaged(player.damaged, "window")
     return 0
 
 
@@ -110,9 +115,7 @@ def replay_host(args: argparse.Namespace) -> int:
             processes, seconds, heats = player.summed(first, last)
             deliver((host.as_json if form == "json" else host.as_text)(processes, seconds, heats).encode(),
                     args.output)
-            if player.damaged:
-                errors.say(f"pytop: {player.damaged:,} look{'s' if player.damaged != 1 else ''} of the range could "
-                           "not be read (damaged): the figures leave them out")
+            say_damaged(player.damaged, "look")
             return 0
         from .ui.picker import PickerApp
 
@@ -177,9 +180,7 @@ def recorded_span(text: str, view: View, option: str = "--diff") -> tuple[Span, 
     try:
         snapshot = player.snapshot(last, view, first, whole=True)
         profile = player.profile(last, first)
-        if player.damaged:
-            errors.say(f"pytop: {wanted.path}: {player.damaged:,} window{'s' if player.damaged != 1 else ''} of "
-                       "the range could not be read (damaged): the figures leave them out")
+        say_damaged(player.damaged, "window", f"{wanted.path}: ")
     finally:
         player.close()
     windows = recording.windows

@@ -13,6 +13,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.widget import Widget
 from textual.widgets import Footer, Static
 
 from ..core.compare import Change, Comparison, ordered
@@ -53,6 +54,12 @@ def changed_row(c: Change, full: bool) -> Row:
     cells = (fmt.percent(100 * c.own), fmt.percent(100 * c.base_own), signed_percent(100 * c.own_change),
              fmt.percent(100 * c.total), fmt.percent(100 * c.base_total), signed_percent(100 * c.total_change))
     return Row((c.function, c.module, c.line or 0), (*cells, tuple(name)), cell_styles=(*styles, ""))
+
+
+def tell_export(widget: Widget | App[Any], said: tuple[str, ...], title: str) -> None:
+    """What an export wrote, or why not, in a notice (paths are the user's: not markup)."""
+    failed = any(line.startswith("export failed") for line in said)
+    widget.notify("\n".join(said), title=title, severity="error" if failed else "information", markup=False)
 
 
 def kept(changes: list[Change], pattern: re.Pattern[str] | None) -> list[Change]:
@@ -135,9 +142,7 @@ class ComparisonApp(App[int]):
     def action_export(self) -> None:
         said = self.export() if self.export is not None else ("export failed: this view writes no exports",)
         self.exported = said
-        failed = any(line.startswith("export failed") for line in said)
-        self.notify("\n".join(said), title="Export", severity="error" if failed else "information",
-                    markup=False)  # paths are the user's
+        tell_export(self, said, "Export")
 
     def action_full_filenames(self) -> None:
         self.full_filenames = not self.full_filenames

@@ -24,7 +24,7 @@ from . import screen_keys
 from .baseline import compared, span_label, span_of
 from .callers import CallersPanel
 from .calltree import CallTreeView
-from .compare import ChangeTable, change_columns
+from .compare import ChangeTable, change_columns, kept, tell_export
 from .filter import FilterBar, compile_filter, keep
 from .help import HelpScreen
 from .linetable import LineTable
@@ -208,8 +208,7 @@ class MainScreen(Screen[None]):
             if not tree_shown:
                 changes.focus()
         changes.set_columns(change_columns(self.change_sort))
-        chosen = [c for c in ordered(comparison.changes, self.change_sort)
-                  if self.pattern is None or self.pattern.search(f"{c.function} {c.filename}")]
+        chosen = kept(ordered(comparison.changes, self.change_sort), self.pattern)
         changes.show_changes(chosen[:MAX_TABLE_ROWS], self.full_filenames)
 
     def show_detail(self) -> None:
@@ -430,7 +429,4 @@ class MainScreen(Screen[None]):
         if self.baseline is not None and self.snapshot is not None:  # and the comparison shown
             comparison = compared(self.baseline, self.snapshot)
             if not isinstance(comparison, str):
-                said = write_comparison(directory, comparison)
-                failed = any(line.startswith("export failed") for line in said)
-                self.notify("\n".join(said), title="Comparison", markup=False,
-                            severity="error" if failed else "information")
+                tell_export(self, write_comparison(directory, comparison), "Comparison")
