@@ -10,6 +10,7 @@ import os
 import sys
 
 from . import errors
+from .record.bounds import DEFAULT_MAX_SIZE
 from .report.compare import CHANGE_SORT_CHOICES
 from .report.table import SORT_CHOICES
 
@@ -106,6 +107,10 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
     if (args.dump or args.batch) and not args.output and sys.stdout is None:
         raise errors.UsageError("standard output is closed: open it, or give --output FILE (with --batch)")
     check_push(args)
+    if args.record_max_size is not None and args.record is None:
+        raise errors.UsageError("--record-max-size goes with --record FILE")
+    # (the bound in bytes, or None for none)
+    args.record_max_size = DEFAULT_MAX_SIZE if args.record_max_size is None else args.record_max_size or None
     if args.record is not None and (args.dump or args.core):
         raise errors.UsageError("--record records a run (a PID, a command after -- or --demo) or the host's table "
                                 "(--all, or no PID): not with --dump")

@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
 
 from . import __version__, errors
 from .arguments import check_arguments
+from .record.bounds import MIN_MAX_SIZE
 from .report.compare import CHANGE_SORT_CHOICES
 from .report.table import SORT_CHOICES
 from .sampling.priority import DEFAULT_CPU_BUDGET
@@ -61,6 +63,22 @@ def positive(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
     return value
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*(?:([kmg])(?:i?b)?|b)?\s*", re.IGNORECASE)
+_UNIT_SHIFT = {None: 0, "k": 10, "m": 20, "g": 30}
+
+
+def record_size(text: str) -> int:
+    """--record-max-size: bytes, or with a unit (500k, 100M, 2G: multiples of 1024); 0: no
+    bound."""
+    match = _SIZE.fullmatch(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (as 100M, 2G, or 0 for no bound)")
+    size = int(float(match[1]) * (1 << _UNIT_SHIFT[match[2] and match[2].lower()]))
+    if 0 < size < MIN_MAX_SIZE:
+        raise argparse.ArgumentTypeError(f"at least {MIN_MAX_SIZE >> 10}k: {text!r} (0 for no bound)")
+    return size
 
 
 def push_interval(text: str) -> float:
@@ -207,6 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
                            help="write the session to FILE as it is sampled (live or --batch), to show again "
                                 "later with pytop FILE: the same view, keys and exports, any range of it; "
                                 "without a PID (or with --all), the host's table, look by look")
+    recording.add_argument("--record-max-size", type=record_size, metavar="SIZE",
+                           help="with --record: the file's bound (default 100M; as 500M or 2G; 0: none); past "
+                                "it the oldest part goes, so that the file keeps the most recent 5/8 to 3/4 "
+                                "of it, and a replay says from when on it holds the session")
     recording.add_argument("--from", dest="time_from", type=when, metavar="TIME",
                            help="with a recording: from this time (seconds from its start, as 90 or 1m30s; or a "
                                 "time of day, as 14:05:30)")

@@ -21,11 +21,12 @@ from typing import BinaryIO
 from . import errors
 
 
-def open_fd(path: str, *, new: bool = False, append: bool = False) -> int:
+def open_fd(path: str, *, new: bool = False, append: bool = False, read: bool = False) -> int:
     """A descriptor open for writing `path` (see the module's doc); `new`: it must not exist yet
-    (names pytop chose itself); `append`: written at its end, else emptied. Raises
-    errors.UsageError saying why it cannot be."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_EXCL if new else 0)
+    (names pytop chose itself); `append`: written at its end, else emptied; `read`: for reading
+    too. Raises errors.UsageError saying why it cannot be."""
+    flags = (os.O_RDWR if read else os.O_WRONLY) | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    flags |= os.O_EXCL if new else 0
     try:
         fd = os.open(path, flags | (os.O_APPEND if append else 0), 0o600)
     except OSError as exc:

@@ -81,7 +81,7 @@ class Looks:
     def __init__(self, args: argparse.Namespace):
         from .process.pythons import PythonScan
 
-        self.recorder = HostRecorder(args.record, LOOK_SECONDS, args.cpu_budget / 100)
+        self.recorder = HostRecorder(args.record, LOOK_SECONDS, args.cpu_budget / 100, max_size=args.record_max_size)
         self.scan = PythonScan()
         self.heats = (host_sampling.WINDOW_SECONDS, self.recorder.heats_came)  # (the host sampler's windows)
 
@@ -102,7 +102,8 @@ def host_views(args: argparse.Namespace) -> int:
     with nothing open) in it comes back to the table as it was. With --record, the table's looks
     are recorded (while a process's view is open from it, the host's looks go on being recorded,
     without heats: the view's own sampling is the budget's)."""
-    recorder = HostRecorder(args.record, LOOK_SECONDS, args.cpu_budget / 100) if args.record else None
+    recorder = HostRecorder(args.record, LOOK_SECONDS, args.cpu_budget / 100,
+                            max_size=args.record_max_size) if args.record else None
     args.record = None  # (a view opened from the table records nothing of its own)
     try:
         return _host_views(args, recorder)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 
 from . import errors
 from .core.compare import CannotCompare, Span
@@ -27,6 +28,23 @@ def chosen_range(recording: Recording | HostRecording, args: argparse.Namespace)
     return windows_between(recording, args.time_from, args.time_to)
 
 
+def say_notes(recording: Recording | HostRecording) -> None:
+    """What a reader of the recording should know before its figures: bytes it could not read,
+    an oldest part rotated away."""
+    for note in (recording.damage_note(), rotation_note(recording)):
+        if note:
+            errors.say(f"pytop: {note}")
+
+
+def rotation_note(recording: Recording | HostRecording) -> str | None:
+    r = recording.rotation
+    if r is None:
+        return None
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.since))
+    return (f"{recording.path} holds the session from {since} on: its oldest part ({fmt.byte_size(r.rotated)}) went "
+            "to keep it within --record-max-size")
+
+
 def say_damaged(count: int, what: str, where: str = "") -> None:
     """How many windows (or looks) of a range did not decode, if any: the figures leave them out."""
     if count:
@@ -45,9 +63,7 @@ def replay(args: argparse.Namespace) -> int:
     if recording_kind(args.recording) == HOST:
         return replay_host(args)
     recording = open_recording(args.recording)
-    note = recording.damage_note()
-    if note:
-        errors.say(f"pytop: {note}")
+    say_notes(recording)
     first, last = chosen_range(recording, args)
     view = View(mode=args.mode, by_line=args.by_line, tasks=args.tasks)
     player = Replay(recording)
@@ -102,9 +118,7 @@ def replay_host(args: argparse.Namespace) -> int:
     from .report import host
 
     recording = open_host_recording(args.recording)
-    note = recording.damage_note()
-    if note:
-        errors.say(f"pytop: {note}")
+    say_notes(recording)
     form = args.format or ("json" if args.json else "text")
     if args.batch and form not in ("text", "json"):
         raise errors.UsageError(f"{recording.path} is a recording of the host's table: it prints as text or json")
@@ -172,9 +186,7 @@ def recorded_span(text: str, view: View, option: str = "--diff") -> tuple[Span, 
         raise errors.UsageError(f"{option}: {wanted.path} is a recording of the host's table: {option} takes a "
                                 "recording of a process's run")
     recording = open_recording(wanted.path)
-    note = recording.damage_note()
-    if note:
-        errors.say(f"pytop: {note}")
+    say_notes(recording)
     first, last = windows_between(recording, wanted.begin, wanted.end)
     player = Replay(recording)
     try:

@@ -132,7 +132,7 @@ WENT_BACK = -1  # not an exit status: the live view went back to the host's tabl
 def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_filenames: bool,
              child: Child | None = None, stats_file: str | None = None, follow_children: bool = False,
              export_dir: str | None = None, back: bool = False, pusher: Pusher | None = None,
-             record: str | None = None, baseline: Span | None = None) -> int:
+             record: str | None = None, record_max_size: int | None = None, baseline: Span | None = None) -> int:
     """The live view until the user quits (`back`: opened from the host's table; WENT_BACK when
     the user went back to it)."""
     from .ui.app import PytopApp
@@ -140,7 +140,7 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
     if settings.realtime:
         priority.raise_process()
     info = info_of(target)
-    recorder = start_recording(record, info, settings)
+    recorder = start_recording(record, info, settings, record_max_size)
     sampler = Sampler(target.unwinder, info, settings, attach_child if follow_children else None,
                       child.status if child else None, follow_exec, exporter=export.write_stamped, pusher=pusher,
                       recorder=recorder)
@@ -198,12 +198,13 @@ def stop_pushing(pusher: Pusher | None) -> PushStatus | None:
     return status
 
 
-def start_recording(path: str | None, info: TargetInfo, settings: Settings) -> Recorder | None:
+def start_recording(path: str | None, info: TargetInfo, settings: Settings, max_size: int | None) -> Recorder | None:
     """--record FILE: the file opened and locked, the run's key frame written (a file pytop
-    cannot write is refused before sampling starts)."""
+    cannot write is refused before sampling starts); max_size: its bound (--record-max-size)."""
     if path is None:
         return None
-    return Recorder(path, RunRecord(info, settings.rate, settings.cpu_budget, settings.mode, time.time()))
+    return Recorder(path, RunRecord(info, settings.rate, settings.cpu_budget, settings.mode, time.time()),
+                    max_size=max_size)
 
 
 def stop_recording(recorder: QueuedWriter[Any] | None) -> RecordStatus | None:
@@ -386,7 +387,7 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
         if args.batch:  # one window for the whole run
             settings = replace(settings, delay=min(args.duration + 3600, FOREVER), quick_start=False)
             info = info_of(target)
-            recorder = start_recording(args.record, info, settings)
+            recorder = start_recording(args.record, info, settings, args.record_max_size)
             sampler = Sampler(target.unwinder, info, settings, attach_child if args.subprocesses else None,
                               child.status if child else None, follow_exec, pusher=pusher, recorder=recorder)
             try:
@@ -418,7 +419,7 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
             return status or (1 if lost else 0)
         return run_live(target, settings, sort=sort, full_filenames=args.full_filenames, child=child,
                         stats_file=args.stats_file, follow_children=args.subprocesses, export_dir=args.output_dir,
-                        back=args.back, pusher=pusher, record=args.record,
+                        back=args.back, pusher=pusher, record=args.record, record_max_size=args.record_max_size,
                         baseline=getattr(args, "baseline_span", None))
     finally:
         if child:

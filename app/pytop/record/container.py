@@ -10,20 +10,21 @@ the file and a bound before anything is allocated, every checksum before a paylo
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import mmap
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from .. import errors, files
 
 MAGIC = b"PYTOPREC"
-VERSION = 1
+VERSION = 2  # 2: key frames a reader may start at, a rotated file's note (1 is read too)
 HEADER = struct.Struct("<8sHHI")  # magic, version, flags (0), crc32 of the 12 bytes before
 FRAME_MAGIC = b"FRAM"
 FRAME = struct.Struct("<4sBBHIIdd")  # magic, kind, codec, 0, payload length, payload crc32, start, end
@@ -89,27 +90,28 @@ def frame_bytes(kind: int, payload: bytes, start: float, end: float, compress: b
 
 class Writer:
     """Appends frames to a recording it holds an exclusive lock on (a second pytop recording to
-    the same file is refused before anything of the first's is touched)."""
+    the same file is refused before anything of the first's is touched), and drops its oldest
+    part when asked (`cut`: rotation)."""
 
     def __init__(self, path: str):
         """Raises errors.UsageError: a link, not a regular file, not writable, or being recorded."""
-        fd = files.open_fd(path, append=True)  # (not emptied yet: it may be another pytop's)
+        fd = files.open_fd(path, append=True, read=True)  # (not emptied yet: it may be another pytop's)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise errors.UsageError(f"{path} is being recorded by another pytop") from None
-            raise errors.UsageError(f"cannot lock {path}: {exc.strerror}") from None
-        try:
+            _lock(fd, path)
             os.ftruncate(fd, 0)
             os.write(fd, _header())
         except OSError as exc:
             os.close(fd)
             raise errors.UsageError(f"cannot write {path}: {exc.strerror}") from None
+        except errors.UsageError:
+            os.close(fd)
+            raise
         self.path = path
         self._fd: int | None = fd
         self.size = HEADER.size
+        self.keys: list[tuple[int, int, float]] = []  # the key frames in the file: offset, length, time
+        self.front = HEADER.size  # where the frames a reader starts with begin (after a rotation's note)
+        self.rotated = 0  # bytes of frames rotated away since the recording began
 
     def write(self, kind: int, payload: bytes, start: float, end: float) -> int:
         """Append one frame; returns its offset. Raises OSError as the disk says (ENOSPC): a frame
@@ -118,16 +120,76 @@ class Writer:
             raise ValueError("the recording is closed")
         data = frame_bytes(kind, payload, start, end)
         offset = self.size
-        written = 0
-        while written < len(data):
-            written += os.write(self._fd, data[written:])
+        _write_all(self._fd, data)
         self.size += len(data)
+        if kind == KEY:
+            self.keys.append((offset, len(data), end))
         return offset
+
+    def cut(self, keep: int, note: Callable[[int, float], bytes]) -> int:
+        """Rotation: the frames before the earliest key frame after which at most `keep` bytes
+        lie are dropped, the file becoming a rotation note (`note(bytes rotated away since the
+        recording began, when what is kept starts)`) and the frames from that key on. Returns
+        the bytes dropped (0: no key frame to cut at). The new file is written whole and locked
+        beside the old one, then takes its name: a reader, a crash or a full disk at any moment
+        finds one whole recording under the name. Raises OSError (the old file is kept)."""
+        if self._fd is None:
+            raise ValueError("the recording is closed")
+        at = next(((o, t) for o, _, t in self.keys if o > self.front and self.size - o <= keep), None)
+        if at is None:
+            return 0
+        cut, since = at
+        rotated = self.rotated + cut - self.front
+        head = _header() + frame_bytes(NOTE, note(rotated, since), since, since)
+        folder, name = os.path.split(self.path)
+        fresh = os.path.join(folder, f".{name}.rotating-{os.getpid()}")
+        try:
+            fd = files.open_fd(fresh, new=True, append=True, read=True)
+        except errors.UsageError as exc:
+            raise OSError(errno.EIO, str(exc)) from None
+        try:
+            _lock(fd, fresh)
+            _write_all(fd, head)
+            at_byte = cut
+            while at_byte < self.size:
+                chunk = os.pread(self._fd, min(1 << 20, self.size - at_byte), at_byte)
+                if not chunk:
+                    raise OSError(errno.EIO, "the recording ended before its size")
+                _write_all(fd, chunk)
+                at_byte += len(chunk)
+            os.replace(fresh, self.path)  # (a rename: the name's link, if one was put there, goes; none is followed)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(fresh)
+            raise
+        os.close(self._fd)
+        self._fd = fd
+        dropped, shift = cut - self.front, cut - len(head)
+        self.keys = [(o - shift, n, t) for o, n, t in self.keys if o >= cut]
+        self.front, self.rotated = len(head), rotated
+        self.size -= shift
+        return dropped
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)  # (the lock goes with it)
             self._fd = None
+
+
+def _lock(fd: int, path: str) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise errors.UsageError(f"{path} is being recorded by another pytop") from None
+        raise errors.UsageError(f"cannot lock {path}: {exc.strerror}") from None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    written = 0
+    while written < len(data):
+        written += os.write(fd, data[written:])
 
 
 def _frame_at(data: bytes | mmap.mmap, at: int, size: int) -> FrameInfo | None:

@@ -95,8 +95,9 @@ class HistorySource:
                 self._replay = Replay(open_recording(self.path))
             except Exception:  # nothing written yet: there is no past to show
                 return
-        else:
-            self._replay.grow()
+        elif not self._replay.grow():  # the file was rotated (--record-max-size): read it anew
+            self._replay.close()
+            self._replay = Replay(open_recording(self.path))
         if not len(self._replay):
             return
         last = len(self._replay) - 1

@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..core.model import Heat, PythonProcess
 from .codec import Damaged, Packer, Unpacker, same_length
-from .payloads import PAYLOAD_VERSION, key_fields, value_of
+from .payloads import KEY_VERSION, PAYLOAD_VERSION, key_fields, key_parts, value_of
 
 HOST = "host"  # a key frame's "kind": a recording of the host's table (a run's key frames have none)
 MAX_TEXTS = 1 << 22  # texts in one recording: a host's command lines; past this a file is crafted
@@ -36,12 +36,18 @@ class HostKey(NamedTuple):
     host: str  # the machine's name
 
 
-def host_key_payload(key: HostKey) -> bytes:
+def host_key_payload(key: HostKey, texts: Texts | None = None) -> bytes:
+    """The key frame: the recording's, and every text the file holds so far (`texts`), so that
+    a reader may start there (the oldest part of a file rotated away, or a seek)."""
     p = Packer()
-    p.put_ints((PAYLOAD_VERSION,))
+    p.put_ints((KEY_VERSION,))
     fields = {"kind": HOST, "started": key.started, "refresh": key.refresh, "cpu_budget": key.cpu_budget,
               "host": key.host}
     p.put_blob(json.dumps(fields, allow_nan=False).encode())
+    numbered: list[str | None] = [None] * len(texts or {})
+    for text, number in (texts or {}).items():
+        numbered[number] = text
+    p.put_texts(numbered)
     return p.data()
 
 
@@ -52,7 +58,22 @@ def key_kind(data: bytes) -> str:
 
 
 def read_host_key(data: bytes) -> HostKey:
-    fields = key_fields(data)
+    return read_host_key_texts(data)[0]
+
+
+def read_host_key_texts(data: bytes) -> tuple[HostKey, list[str | None]]:
+    """The key, and the texts the file held when it was written, at their numbers."""
+    fields, rest = key_parts(data)
+    texts: list[str | None] = []
+    if rest is not None:
+        texts = list(rest.texts())
+        rest.end()
+        if len(texts) > MAX_TEXTS:
+            raise Damaged("more texts than a recording holds")
+    return _host_key(fields), texts
+
+
+def _host_key(fields: dict[str, Any]) -> HostKey:
     if fields.get("kind") != HOST:
         raise Damaged("not a key frame of the host's table")
     try:

@@ -17,6 +17,7 @@ from typing import cast
 from ..core.model import Heat, PythonProcess
 from ..core.pools import merge_heats
 from . import container
+from .bounds import DEFAULT_MAX_SIZE
 from .host_payloads import HostKey, HostWindow, Texts, host_key_payload, host_window_payload
 from .queued import QueuedWriter
 
@@ -25,18 +26,19 @@ QUEUE_LOOKS = 30
 
 class HostRecorder(QueuedWriter[HostWindow]):
     def __init__(self, path: str, refresh: float, cpu_budget: float, queue_looks: int = QUEUE_LOOKS,
-                 writer: container.Writer | None = None):
-        """Opens (and locks) the file and writes its key frame. Raises errors.UsageError when it
-        cannot: a link, not writable, being recorded by another pytop."""
-        super().__init__(writer or container.Writer(path), queue_looks, "pytop-host-recorder")
+                 writer: container.Writer | None = None, max_size: int | None = DEFAULT_MAX_SIZE):
+        """Opens (and locks) the file and writes its key frame; max_size: the file's bound (its
+        oldest part goes past it; None: no bound). Raises errors.UsageError when it cannot: a
+        link, not writable, being recorded by another pytop."""
+        super().__init__(writer or container.Writer(path), queue_looks, "pytop-host-recorder", max_size)
         self._texts: Texts = {}
         self._lost_since = 0  # looks lost since the last window written
         self._last_end = time.time()
         self._heats: dict[int, list[Heat]] = {}  # published since the last look, by pid
         self._heats_came = False  # ... and whether any window closed (its heats may be none)
         self._heats_lock = threading.Lock()
-        key = HostKey(self._last_end, refresh, cpu_budget, socket.gethostname())
-        self._start(host_key_payload(key), self._last_end)
+        self._key = HostKey(self._last_end, refresh, cpu_budget, socket.gethostname())
+        self._start(host_key_payload(self._key), self._last_end)
 
     def heats_came(self, heats: dict[int, Heat]) -> None:
         """A window of the host sampler closed (any thread): its heats go with the next look."""
@@ -75,6 +77,9 @@ class HostRecorder(QueuedWriter[HostWindow]):
         self._texts = texts
         with self._lock:
             self._lost_since -= counted
+
+    def key(self) -> bytes:
+        return host_key_payload(self._key, self._texts)  # (every text so far: a reader may start here)
 
     def lost(self, item: HostWindow) -> None:
         with self._lock:

@@ -16,7 +16,8 @@ from ..core.model import Heat, PythonProcess
 from ..core.pools import merge_heats
 from . import container
 from .codec import Damaged
-from .host_payloads import HostKey, HostWindow, key_kind, learn_texts, read_host_key, read_host_window
+from .host_payloads import HostKey, HostWindow, key_kind, learn_texts, read_host_key_texts, read_host_window
+from .payloads import Rotation, read_note
 from .replay import StoredWindow
 
 HEATS_BACK = 30  # looks a look without heats of its own looks back for the last ones written
@@ -42,6 +43,7 @@ class HostRecording:
     texts: tuple[str | None, ...]
     lost_bytes: int  # damaged or cut short, passed over
     damaged: int  # whole frames whose payload did not decode
+    rotation: Rotation | None = None  # the oldest part went (--record-max-size)
 
     @property
     def start(self) -> float:
@@ -60,20 +62,26 @@ def open_host_recording(path: str) -> HostRecording:
     windows = []
     texts: list[str | None] = []
     damaged = 0
+    rotation = None
     for frame, data in container.frames(path, found):
         try:
             if frame is None:
                 raise Damaged("a payload that does not expand")
-            if frame.kind == container.KEY and key is None:
-                key = read_host_key(data)
+            if frame.kind == container.KEY:  # (each key holds the texts before it: the file may start at any)
+                found_key, held = read_host_key_texts(data)
+                key = key or found_key
+                texts.extend([None] * (len(held) - len(texts)))
+                texts[:len(held)] = [t if t is not None else was for t, was in zip(held, texts)]
             elif frame.kind == container.WINDOW:
                 learn_texts(data, texts)
                 windows.append(StoredWindow(frame.start, frame.end, frame))
+            elif frame.kind == container.NOTE and not windows:
+                rotation = read_note(data) or rotation
         except ValueError:
             damaged += 1
     if key is None:
         raise errors.UsageError(f"{path}: the recording has no readable start (its first frame is cut or damaged)")
-    return HostRecording(path, key, tuple(windows), tuple(texts), found.lost, damaged)
+    return HostRecording(path, key, tuple(windows), tuple(texts), found.lost, damaged, rotation)
 
 
 class HostReplay:

@@ -20,9 +20,11 @@ from typing import Any, NamedTuple, TypeVar
 
 from ..core.model import Circumstances, TargetInfo
 from ..core.records import Drain, Function, FunctionFigures, Node, ProcessUpdate, ThreadUpdate, Weight
+from .book import RecordedBook, SessionClock
 from .codec import Damaged, Packer, Unpacker, same_length
 
-PAYLOAD_VERSION = 1
+PAYLOAD_VERSION = 1  # of a window frame's payload
+KEY_VERSION = 2  # of a key frame's: 2 brings what a reader starting there needs (1: the run alone)
 MAX_NODE_ID = 1 << 22  # the engine's tree is ~100,000 nodes at its largest: ids past this are crafted
 MAX_LINE = (1 << 31) - 1
 FIGURES = 12  # per function row: own, total, own with tasks hidden, each (samples, cpu, wall, gil)
@@ -178,27 +180,63 @@ class RunRecord(NamedTuple):
     started: float  # wall-clock seconds when sampling started
 
 
-def key_payload(run: RunRecord) -> bytes:
+class KeyState(NamedTuple):
+    """What a key frame says: the run, and what a reader starting there needs (none in a key
+    frame of version 1, which only the start of a recording has)."""
+
+    run: RunRecord
+    book: Drain | None
+    clock: SessionClock
+
+
+def key_payload(run: RunRecord, book: Drain | None = None, clock: SessionClock | None = None) -> bytes:
     p = Packer()
-    p.put_ints((PAYLOAD_VERSION,))
+    p.put_ints((KEY_VERSION,))
     fields = {"target": dataclasses.asdict(run.target), "rate": run.rate, "cpu_budget": run.cpu_budget,
-              "mode": run.mode, "started": run.started}
+              "mode": run.mode, "started": run.started, "clock": list(clock or SessionClock())}
     p.put_blob(json.dumps(fields, allow_nan=False).encode())
+    put_drain(p, book if book is not None else RecordedBook().key_drain())
     return p.data()
+
+
+def key_parts(data: bytes) -> tuple[dict[str, Any], Unpacker | None]:
+    """A key frame's JSON, and what follows it (None for a key of version 1: nothing does)."""
+    u = Unpacker(data)
+    head = list(u.ints())
+    if head not in ([1], [KEY_VERSION]):
+        raise Damaged("a key frame of another making")
+    fields = json_fields(u.blob())
+    if head == [1]:
+        u.end()
+        return fields, None
+    return fields, u
 
 
 def key_fields(data: bytes) -> dict[str, Any]:
     """What a key frame's JSON says (of a run, or of the host's table: its "kind")."""
-    u = Unpacker(data)
-    if list(u.ints()) != [PAYLOAD_VERSION]:
-        raise Damaged("a key frame of another making")
-    fields = json_fields(u.blob())
-    u.end()
-    return fields
+    return key_parts(data)[0]
 
 
 def read_key(data: bytes) -> RunRecord:
-    fields = key_fields(data)
+    return _run_of(key_fields(data))
+
+
+def read_key_state(data: bytes) -> KeyState:
+    fields, rest = key_parts(data)
+    run = _run_of(fields)
+    if rest is None:
+        return KeyState(run, None, SessionClock())
+    book = take_drain(rest)
+    rest.end()
+    clock = fields.get("clock")
+    if not (isinstance(clock, list) and len(clock) == 3 and all(isinstance(v, (int, float)) and not
+                                                                isinstance(v, bool) and math.isfinite(v)
+                                                                for v in clock)):
+        raise Damaged("a key frame without the session's clock")
+    return KeyState(run, book, SessionClock(*map(float, clock)))
+
+
+def _run_of(fields: dict[str, Any]) -> RunRecord:
     target = fields.get("target")
     if not isinstance(target, dict):
         raise Damaged("a key frame without its target")
@@ -282,3 +320,34 @@ def _kind_of(name: str) -> type:
         return int
     return float
 
+
+
+# ---- note frames ---------------------------------------------------------------------------
+
+class Rotation(NamedTuple):
+    """What a rotated recording's note says: its oldest part went (--record-max-size)."""
+
+    rotated: int  # bytes of frames rotated away since the recording began
+    since: float  # wall-clock seconds where what is kept starts
+
+
+def rotation_note(rotated: int, since: float) -> bytes:
+    p = Packer()
+    p.put_ints((1,))
+    p.put_blob(json.dumps({"rotated": rotated, "since": since}, allow_nan=False).encode())
+    return p.data()
+
+
+def read_note(data: bytes) -> Rotation | None:
+    """A note frame's rotation (None: a note of another kind, which a reader passes over)."""
+    u = Unpacker(data)
+    if list(u.ints()) != [1]:
+        raise Damaged("a note of another making")
+    fields = json_fields(u.blob())
+    u.end()
+    if "rotated" not in fields:
+        return None
+    rotated, since = value_of(fields, "rotated", int), value_of(fields, "since", float)
+    if rotated < 0 or not math.isfinite(since):
+        raise Damaged("a rotation's figures are out of bounds")
+    return Rotation(rotated, since)

@@ -6,8 +6,15 @@ later windows need of it), counted and said. A write that fails (a full disk) lo
 the same way; the next ones are tried, and what was written stays readable (a frame cut short
 is passed over by the reader).
 
-A recorder says what a window's payload is (`encode`) and what a lost one leaves behind
-(`overflow`, `lost`); the thread, the queue, the counts and closing are here."""
+Every so often (KEY_SECONDS, or an eighth of the recording's bound in bytes) the writer's thread
+appends a key frame (`key`: what a reader starting there needs), so that a reader can begin at
+any of them; and when the file passes its bound (--record-max-size) its oldest part goes, up to
+a key frame (rotation: the file keeps the most recent part, 5/8 to 3/4 of the bound, and says
+what went). Neither is ever done on the thread that makes the windows.
+
+A recorder says what a window's payload is (`encode`), what a key frame holds (`key`) and what
+a lost window leaves behind (`overflow`, `lost`); the thread, the queue, the counts, the keys,
+rotation and closing are here."""
 
 from __future__ import annotations
 
@@ -18,6 +25,8 @@ from typing import Generic, TypeVar
 from .. import errors
 from ..core.model import RecordStatus
 from . import container
+from .bounds import KEEP_SHARE, KEY_BYTES, KEY_SECONDS, KEY_SHARE, KEY_WEIGHT
+from .payloads import rotation_note
 
 CLOSE_SECONDS = 5.0  # how long the end of a run waits for the windows still queued
 
@@ -25,8 +34,12 @@ Item = TypeVar("Item")
 
 
 class QueuedWriter(Generic[Item]):
-    def __init__(self, writer: container.Writer, queue_windows: int, thread_name: str):
+    def __init__(self, writer: container.Writer, queue_windows: int, thread_name: str,
+                 max_size: int | None = None):
+        """max_size: the recording's bound in bytes (None: none)."""
         self._writer = writer
+        self.max_size = max_size
+        self.rotations = 0  # times the oldest part of the file went
         self.path = writer.path
         self._queue_windows = queue_windows
         self._queue: collections.deque[tuple[Item, float, float]] = collections.deque()
@@ -59,6 +72,11 @@ class QueuedWriter(Generic[Item]):
 
     def lost(self, item: Item) -> None:
         """The window could not be written (on the writer's thread)."""
+
+    def key(self) -> bytes:
+        """On the writer's thread, after a window was written: a key frame's payload, with what a
+        reader starting after the windows written so far needs."""
+        raise NotImplementedError
 
     def overflow(self, queue: collections.deque[tuple[Item, float, float]]) -> int:
         """The queue is full (under its lock): make room; returns how many windows' figures that
@@ -118,3 +136,22 @@ class QueuedWriter(Generic[Item]):
                 self.written_as(state)
                 self.written += 1
                 self.failing = None
+                try:
+                    self._keep_bounds(end)
+                except OSError as exc:  # a full disk: the file goes on as it was, rotation is tried again
+                    self.failing = exc.strerror or str(exc)
+
+    def _keep_bounds(self, now: float) -> None:
+        """A key frame when one is due; the oldest part of the file gone when it passed its bound."""
+        w = self._writer
+        last = w.keys[-1] if w.keys else (w.front, 0, now)
+        since = w.size - last[0] - last[1]
+        every = self.max_size // KEY_SHARE if self.max_size else KEY_BYTES
+        if since >= KEY_WEIGHT * last[1] and (since >= every or now - last[2] >= KEY_SECONDS):
+            w.write(container.KEY, self.key(), now, now)
+        if self.max_size and w.size > self.max_size:
+            keep = int(self.max_size * KEEP_SHARE)
+            if not any(o > w.front and w.size - o <= keep for o, _, _ in w.keys):
+                w.write(container.KEY, self.key(), now, now)  # (keys came too seldom: cut at one made now)
+            if w.cut(keep, rotation_note):
+                self.rotations += 1

@@ -15,10 +15,13 @@ from __future__ import annotations
 import collections
 import time
 from dataclasses import replace
+from typing import cast
 
 from ..core.model import Circumstances
 from ..core.records import Drain
 from . import container
+from .book import RecordedBook
+from .bounds import DEFAULT_MAX_SIZE
 from .payloads import RunRecord, WindowRecord, key_payload, window_payload
 from .queued import QueuedWriter
 
@@ -63,11 +66,14 @@ def without_known_ids(drains: tuple[Drain, ...], known: Identities) -> tuple[tup
 
 class Recorder(QueuedWriter[WindowRecord]):
     def __init__(self, path: str, run: RunRecord, queue_windows: int = QUEUE_WINDOWS,
-                 writer: container.Writer | None = None):
+                 writer: container.Writer | None = None, max_size: int | None = DEFAULT_MAX_SIZE):
         """Opens (and locks) the file (or takes `writer`, open on it) and writes the run's key
-        frame. Raises errors.UsageError when it cannot: a link, not writable, being recorded by
+        frame. max_size: the file's bound (its oldest part goes past it; None: no bound).
+        Raises errors.UsageError when it cannot: a link, not writable, being recorded by
         another pytop."""
-        super().__init__(writer or container.Writer(path), queue_windows, "pytop-recorder")
+        super().__init__(writer or container.Writer(path), queue_windows, "pytop-recorder", max_size)
+        self._run_record = run
+        self._book = RecordedBook()  # what a reader starting at the next key frame needs
         self._drains: list[Drain] = []
         self._opened = time.time()
         self._last_end = self._opened
@@ -112,11 +118,20 @@ class Recorder(QueuedWriter[WindowRecord]):
         if self._carried:
             item = item._replace(drains=self._carried + item.drains, dropped=item.dropped + 1)
         drains, known = without_known_ids(item.drains, self._known)
-        return window_payload(item._replace(drains=drains)), known
+        return window_payload(item._replace(drains=drains)), (known, item)
 
     def written_as(self, state: object) -> None:
-        self._known = state  # type: ignore[assignment]
+        known, item = cast("tuple[Identities, WindowRecord]", state)
+        self._known = known
         self._carried = ()
+        self._book.learn(item.drains, item.circumstances.elapsed, item.reset)
+
+    def key(self) -> bytes:
+        book = self._book.key_drain()
+        # The key says every thread's ids: the windows after it leave out only those it said.
+        self._known = {t.thread: (t.thread_id, t.native_id) for t in book.threads
+                       if (t.thread_id, t.native_id) != (0, 0)}
+        return key_payload(self._run_record, book, self._book.clock)
 
     def lost(self, item: WindowRecord) -> None:
         if self._carried:

@@ -10,6 +10,7 @@ file says what an id stands for then)."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import zlib
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from ..core.sums import BookSums
 from ..core.views import snapshot
 from . import container
 from .codec import Damaged
-from .payloads import RunRecord, WindowRecord, read_key, read_window
+from .payloads import Rotation, RunRecord, WindowRecord, read_key, read_key_state, read_note, read_window
 
 
 @dataclass(frozen=True)
@@ -37,12 +38,21 @@ class StoredWindow:
 
 
 @dataclass(frozen=True)
+class StoredKey:
+    index: int  # of the first window after it
+    frame: container.FrameInfo
+
+
+@dataclass(frozen=True)
 class Recording:
     path: str
     run: RunRecord
     windows: tuple[StoredWindow, ...]
     lost_bytes: int  # damaged or cut short, passed over
     damaged: int  # whole frames whose payload did not decode (counted once read)
+    keys: tuple[StoredKey, ...] = ()  # where a reader may start
+    rotation: Rotation | None = None  # the oldest part went (--record-max-size)
+    inode: tuple[int, int] = (0, 0)  # of the file read (a rotation puts a new one under the name)
 
     @property
     def start(self) -> float:
@@ -60,28 +70,40 @@ class Recording:
 
 
 def open_recording(path: str) -> Recording:
-    """The recording at `path`, scanned (nothing decoded yet). Raises errors.UsageError for a
-    file that is not one, or one without its run (cut before its first frame was whole)."""
+    """The recording at `path`, scanned (nothing decoded yet but its key frames' runs). Raises
+    errors.UsageError for a file that is not one, or one without its run (cut before its first
+    frame was whole)."""
     found = container.scan(path)
     run = None
-    windows = []
+    rotation = None
+    windows: list[StoredWindow] = []
+    keys: list[StoredKey] = []
     try:
         f = files.open_regular(path)
     except OSError as exc:
         raise errors.UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     damaged = 0
     with f:
+        stat = os.fstat(f.fileno())
         for frame in found.frames:
-            if frame.kind == container.KEY and run is None:
-                try:
-                    run = read_key(container.payload(f, frame))
-                except (ValueError, zlib.error):
-                    damaged += 1
+            if frame.kind == container.KEY:
+                keys.append(StoredKey(len(windows), frame))
+                if run is None:
+                    try:
+                        run = read_key(container.payload(f, frame))
+                    except (ValueError, zlib.error):
+                        damaged += 1
             elif frame.kind == container.WINDOW:
                 windows.append(StoredWindow(frame.start, frame.end, frame))
+            elif frame.kind == container.NOTE and not windows:
+                try:
+                    rotation = read_note(container.payload(f, frame)) or rotation
+                except (ValueError, zlib.error):
+                    damaged += 1
     if run is None:
         raise errors.UsageError(f"{path}: the recording has no readable start (its first frame is cut or damaged)")
-    return Recording(path, run, tuple(windows), found.lost, damaged)
+    return Recording(path, run, tuple(windows), found.lost, damaged, tuple(keys), rotation,
+                     (stat.st_dev, stat.st_ino))
 
 
 CHECKPOINT_EVERY = 30  # windows between two checkpoints of a range's state (a step back replays at most these)
@@ -151,8 +173,11 @@ class Replay:
     """The figures of a recording's windows, one range at a time (the whole recording by
     default), each window's snapshot built as the live view built it."""
 
-    def __init__(self, recording: Recording, checkpoint_every: int = CHECKPOINT_EVERY):
+    def __init__(self, recording: Recording, checkpoint_every: int = CHECKPOINT_EVERY, keys: bool = True):
+        """keys: start a range at the key frame before it (False: from the file's start, as a
+        test holds them against each other)."""
         self.recording = recording
+        self.keys = keys
         self.checkpoint_every = checkpoint_every
         # The state after some windows of the current range (index -> its pickle): a step back
         # starts from the nearest one before it, not from the file's start.
@@ -176,13 +201,16 @@ class Replay:
     def close(self) -> None:
         self._file.close()
 
-    def grow(self) -> None:
+    def grow(self) -> bool:
         """A recording still being written: its windows since it was opened join it (what was
-        taken in and kept stays valid: the file is only ever appended to)."""
+        taken in and kept stays valid: the file is only ever appended to). False when the file
+        under its name is another (rotated, or begun again): open it anew."""
         again = open_recording(self.recording.path)
         known = self.recording.windows
-        if again.windows[:len(known)] == known:
-            self.recording = again
+        if again.inode != self.recording.inode or again.windows[:len(known)] != known:
+            return False
+        self.recording = again
+        return True
 
     def __len__(self) -> int:
         return len(self.recording.windows)
@@ -212,6 +240,8 @@ class Replay:
             nearest = max((at for at in self._checkpoints if at <= index), default=None)
             if nearest is not None:
                 self._restore(nearest)
+            elif self.keys:
+                self._start_at_key(first)
             self._sums = BookSums(self._figures.book)
         f = self._figures
         for i in range(self._at + 1, index + 1):
@@ -250,6 +280,32 @@ class Replay:
                 self._keep(i)
         self._at = index
         return f
+
+    def _start_at_key(self, first: int) -> None:
+        """Start from the last key frame at or before window `first` that reads whole (its
+        names, stacks, threads and clock: what every window before it would have taught),
+        instead of from the file's start."""
+        for key in reversed(self.recording.keys):
+            if key.index > first:
+                continue
+            try:
+                state = read_key_state(container.payload(self._file, key.frame))
+            except (Damaged, ValueError, zlib.error):
+                self.damaged += 1
+                continue
+            if state.book is None:  # (a key of version 1: nothing to start from but the file's start)
+                break
+            figures, tree = Figures(), TreeCheck()
+            if not tree.sound((state.book,)):
+                self.damaged += 1
+                continue
+            for p in state.book.processes:
+                figures.book.pids.setdefault(p.process, p.pid)
+            learn(figures, state.book)
+            self._figures, self._tree = figures, tree
+            self._clock, self._offset, self._elapsed_live = state.clock
+            self._at = key.index - 1
+            return
 
     # What a checkpoint holds: everything the windows after it are taken in on top of.
     _STATE = ("_figures", "_tree", "_at", "_span", "_clock", "_elapsed_live", "_range_from", "_offset", "_records")
