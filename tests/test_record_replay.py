@@ -259,7 +259,9 @@ def test_a_full_disk_loses_windows_says_so_and_keeps_what_was_written(some_inter
     assert result.returncode == 1, result.stderr
     assert "lost (the disk did not keep up, or failed)" in result.stderr and "Traceback" not in result.stderr
     report = json.loads(result.stdout)
-    assert report["record"]["dropped"] >= 1 and report["record"]["failing"]
+    # (what was cut short is taken back: a later, smaller window may fit, so the disk may no
+    # longer fail at the end; why it failed is kept)
+    assert report["record"]["dropped"] >= 1 and report["record"]["last_failure"] == "File too large"
     assert report["samples"] > 0 and report["cpu_time"] > 1.0  # sampling went on
     again = helpers.run_pytop("--batch", "--json", str(path))
     assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr

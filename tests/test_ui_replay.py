@@ -13,6 +13,7 @@ from pytop.core.model import RecordStatus
 from pytop.core.snapshot import View
 from pytop.record.replay import Replay, open_recording
 from pytop.record.source import ReplaySource
+from pytop.report import format as fmt
 from pytop.ui.app import PytopApp
 from pytop.ui.screen import MainScreen
 from record_fakes import write_recording
@@ -80,3 +81,13 @@ async def test_a_recording_that_loses_windows_says_so_in_a_banner() -> None:
         banner = str(app.main.query_one("#record-banner").render())
         assert "3 windows lost" in banner and "No space left on device" in banner and "/var/tmp/run.pytop" in banner
         assert "recorded 5.0 MiB" in str(app.main.query_one("#header").render())
+
+
+def test_windows_lost_to_a_disk_that_recovered_say_why_they_were_lost() -> None:
+    # A later, smaller window fitted where a larger one failed: writing no longer fails, the
+    # windows it lost are still said, with the cause.
+    recovered = RecordStatus("/var/tmp/run.pytop", 5 << 20, 120, dropped=2, last_failure="File too large")
+    said = fmt.record_summary(recovered)
+    assert "2 windows lost" in said and "the last failure: File too large" in said and "fails now" not in said
+    now = replace(recovered, failing="No space left on device", last_failure="No space left on device")
+    assert "writing fails now: No space left on device" in fmt.record_summary(now)

@@ -131,6 +131,7 @@ class RecordStatus:
     waiting: int = 0  # windows waiting for the disk
     dropped: int = 0  # windows whose figures were lost (a disk that could not keep up, or failed)
     failing: str | None = None  # why the last write failed, if it did (a full disk)
+    last_failure: str | None = None  # why a write last failed, kept when later writes succeed
 
 
 @dataclass(frozen=True)

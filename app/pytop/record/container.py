@@ -114,13 +114,22 @@ class Writer:
         self.rotated = 0  # bytes of frames rotated away since the recording began
 
     def write(self, kind: int, payload: bytes, start: float, end: float) -> int:
-        """Append one frame; returns its offset. Raises OSError as the disk says (ENOSPC): a frame
-        cut short is what a reader passes over."""
+        """Append one frame; returns its offset. Raises OSError as the disk says (ENOSPC), the
+        frame cut short taken back off."""
         if self._fd is None:
             raise ValueError("the recording is closed")
         data = frame_bytes(kind, payload, start, end)
         offset = self.size
-        _write_all(self._fd, data)
+        try:
+            _write_all(self._fd, data)
+        except OSError:
+            # What was cut short goes (the file stays as whole frames, and the offsets rotation
+            # copies from stay true); if even that fails, the reader passes over it.
+            try:
+                os.ftruncate(self._fd, offset)
+            except OSError:
+                self.size = os.fstat(self._fd).st_size
+            raise
         self.size += len(data)
         if kind == KEY:
             self.keys.append((offset, len(data), end))

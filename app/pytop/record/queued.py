@@ -48,6 +48,7 @@ class QueuedWriter(Generic[Item]):
         self.written = 0  # windows written
         self.dropped = 0  # windows whose figures were lost (the disk could not keep up, or failed)
         self.failing: str | None = None  # why the last write failed, if it did
+        self.last_failure: str | None = None  # ... kept once writes succeed again (what was lost, and why)
         self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
 
     def _start(self, key: bytes, when: float) -> None:
@@ -96,7 +97,8 @@ class QueuedWriter(Generic[Item]):
     def status(self) -> RecordStatus:
         with self._lock:
             waiting = len(self._queue)
-        return RecordStatus(self.path, self._writer.size, self.written, waiting, self.dropped, self.failing)
+        return RecordStatus(self.path, self._writer.size, self.written, waiting, self.dropped, self.failing,
+                            self.last_failure)
 
     def close(self, timeout: float = CLOSE_SECONDS) -> RecordStatus:
         """After the last window: what is queued is written (for `timeout` at most), then the file
@@ -129,7 +131,7 @@ class QueuedWriter(Generic[Item]):
                 self._writer.write(container.WINDOW, payload, start, end)
             except Exception as exc:  # a full disk (OSError), or a bug: the recording goes on
                 self.lost(item)
-                self.failing = (exc.strerror or str(exc)) if isinstance(exc, OSError) else \
+                self.failing = self.last_failure = (exc.strerror or str(exc)) if isinstance(exc, OSError) else \
                     f"a bug in pytop ({type(exc).__name__}: {exc})"
                 self.dropped += 1
             else:
@@ -139,7 +141,7 @@ class QueuedWriter(Generic[Item]):
                 try:
                     self._keep_bounds(end)
                 except OSError as exc:  # a full disk: the file goes on as it was, rotation is tried again
-                    self.failing = exc.strerror or str(exc)
+                    self.failing = self.last_failure = exc.strerror or str(exc)
 
     def _keep_bounds(self, now: float) -> None:
         """A key frame when one is due; the oldest part of the file gone when it passed its bound."""

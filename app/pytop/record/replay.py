@@ -231,7 +231,8 @@ class Replay:
         first = max(0, min(first, index))
         if first != self._first or whole != self._whole:
             self._checkpoints = {}
-        if first != self._first or index < self._at or whole != self._whole:
+        # (nothing taken in yet counts as a step back: a rotated file's windows need its key)
+        if self._at < 0 or first != self._first or index < self._at or whole != self._whole:
             self._figures = Figures()
             self._tree = TreeCheck()
             self._at, self._first, self._whole, self._span = -1, first, whole, 0.0

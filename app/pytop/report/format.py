@@ -139,6 +139,8 @@ def record_summary(r: RecordStatus) -> str:
         said += f"; {r.dropped:,} window{'s' if r.dropped != 1 else ''} lost (the disk did not keep up, or failed)"
     if r.failing:
         said += f"; writing fails now: {r.failing}"
+    elif r.dropped and r.last_failure:
+        said += f"; the last failure: {r.last_failure}"
     return said
 
 
