@@ -204,7 +204,7 @@ def test_a_size_that_is_none_or_too_small_is_refused(text: str) -> None:
 
 @pytest.mark.process
 @pytest.mark.parametrize("args, said", [
-    (["--record-max-size", "1G", "--batch", "--demo"], "--record-max-size goes with --record FILE"),
+    (["--record-max-size", "1G", "--batch", "--demo"], "--record-max-size goes with --record FILE, or the live"),
     (["--record-max-size", "10k", "--record", "x.pytop", "--demo"], "at least 256k"),
 ])
 def test_a_bound_asked_for_wrongly_says_so(tmp_path: Path, args: list[str], said: str) -> None:

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -307,6 +308,33 @@ def test_record_live_then_replay_in_the_same_view(terminal: Terminal, some_inter
     terminal.wait_text(f"window 1 of {windows}")
     terminal.keys("q")
     assert_terminal_restored(terminal, "after-replay")
+
+
+def test_a_live_view_without_record_steps_back_into_its_past(terminal: Terminal, some_interp: dict[str, Any]) -> None:
+    """No --record: the live view remembers its session all the same (a private temporary
+    recording), [ and < step back into it, > comes back to live; once pytop ends nothing of it
+    is left in the temporary folder."""
+    short = Path(tempfile.mkdtemp(prefix="ph"))  # (a short TMPDIR: the command line stays on one line)
+    try:
+        with helpers.running(some_interp, "stacks.py") as t:
+            terminal.type(" ".join(["env", f"TMPDIR={short}", *helpers.PYTOP, str(t.pid)]))
+            terminal.wait_for(lambda s: "Samples: " in s and samples_shown(s) >= 300 and "spinning (" in s, "samples")
+            (folder,) = short.iterdir()
+            assert folder.name.startswith("pytop-history-") and folder.stat().st_mode & 0o777 == 0o700
+            assert (folder / "session.pytop").stat().st_mode & 0o777 == 0o600
+            time.sleep(2)  # a few windows
+            terminal.keys("[")
+            screen = terminal.wait_for(lambda s: "The past (> back to live):" in s and "spinning (" in s, "the past")
+            assert str(short) not in screen  # (a private memory is not said as a recording)
+            terminal.keys("<")
+            terminal.wait_text("window 1 of ")
+            terminal.keys(">")
+            terminal.wait_for(lambda s: "The past" not in s and "Samples: " in s, "live again")
+            terminal.keys("q")
+            assert_terminal_restored(terminal, "after-q")
+        assert not list(short.iterdir())
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
 
 
 def test_a_live_view_against_a_recorded_baseline(terminal: Terminal, target_interp: dict[str, Any],

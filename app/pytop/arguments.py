@@ -100,6 +100,11 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
         raise errors.UsageError("--blocking is for a running process, not a core file")
     if args.dump and pid is None and not args.core:
         raise errors.UsageError("--dump needs the PID of a running process, or --core FILE")
+    live = not (args.batch or args.dump or args.core or args.recording is not None or args.diff)
+    if args.record_max_size is not None and args.record is None and not (live and args.history):
+        raise errors.UsageError("--record-max-size goes with --record FILE, or the live view's memory of its past")
+    if not args.history and not (live and args.record is None):
+        raise errors.UsageError("--no-history is for a live view without --record (which keeps its past in the file)")
     if not (args.dump or args.batch) and (problem := terminal_problem()):
         raise errors.UsageError(problem)
     if args.stats_file and args.dump:
@@ -107,8 +112,6 @@ def check_arguments(args: argparse.Namespace, command: list[str]) -> None:
     if (args.dump or args.batch) and not args.output and sys.stdout is None:
         raise errors.UsageError("standard output is closed: open it, or give --output FILE (with --batch)")
     check_push(args)
-    if args.record_max_size is not None and args.record is None:
-        raise errors.UsageError("--record-max-size goes with --record FILE")
     # (the bound in bytes, or None for none)
     args.record_max_size = DEFAULT_MAX_SIZE if args.record_max_size is None else args.record_max_size or None
     if args.record is not None and (args.dump or args.core):

@@ -228,7 +228,13 @@ def build_parser() -> argparse.ArgumentParser:
     recording.add_argument("--record-max-size", type=record_size, metavar="SIZE",
                            help="with --record: the file's bound (default 100M; as 500M or 2G; 0: none); past "
                                 "it the oldest part goes, so that the file keeps the most recent 5/8 to 3/4 "
-                                "of it, and a replay says from when on it holds the session")
+                                "of it, and a replay says from when on it holds the session. Without --record, "
+                                "the bound of the live view's memory of its past (below)")
+    recording.add_argument("--no-history", dest="history", action="store_false",
+                           help="the live view keeps no past: without --record it remembers its session in a "
+                                "private temporary file (0600, in a 0700 folder of $TMPDIR, within "
+                                "--record-max-size, removed when pytop ends), so that the time keys ([ ] { } < >) "
+                                "step back into it")
     recording.add_argument("--from", dest="time_from", type=when, metavar="TIME",
                            help="with a recording: from this time (seconds from its start, as 90 or 1m30s; or a "
                                 "time of day, as 14:05:30)")

@@ -31,6 +31,7 @@ from .push.destination import Destination
 from .push.sender import FLUSH_SECONDS, Pusher
 from .record.history import HistorySource
 from .record.payloads import RunRecord
+from .record.private import PrivateHistory
 from .record.queued import QueuedWriter
 from .record.recorder import Recorder
 from .report import dump as report_dump
@@ -132,15 +133,23 @@ WENT_BACK = -1  # not an exit status: the live view went back to the host's tabl
 def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_filenames: bool,
              child: Child | None = None, stats_file: str | None = None, follow_children: bool = False,
              export_dir: str | None = None, back: bool = False, pusher: Pusher | None = None,
-             record: str | None = None, record_max_size: int | None = None, baseline: Span | None = None) -> int:
+             record: str | None = None, record_max_size: int | None = None, baseline: Span | None = None,
+             history: bool = True) -> int:
     """The live view until the user quits (`back`: opened from the host's table; WENT_BACK when
-    the user went back to it)."""
+    the user went back to it). history: without --record, the view remembers its session in a
+    private temporary recording all the same (record/private.py), for its time keys."""
     from .ui.app import PytopApp
 
     if settings.realtime:
         priority.raise_process()
     info = info_of(target)
     recorder = start_recording(record, info, settings, record_max_size)
+    private = start_history(info, settings, record_max_size) if history and recorder is None else None
+    notes = notes_for(child.log_path if child else None)
+    if isinstance(private, str):  # (why the view cannot remember: it goes on without a past)
+        notes, private = (*notes, f"[no past: {private}]"), None
+    if private is not None:
+        recorder, record = private.recorder, private.path
     sampler = Sampler(target.unwinder, info, settings, attach_child if follow_children else None,
                       child.status if child else None, follow_exec, exporter=export.write_stamped, pusher=pusher,
                       recorder=recorder)
@@ -148,9 +157,10 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
     # thread of the target with --blocking or --native: the native frames are not read then.
     held_by = "--native" if settings.native else "--blocking" if settings.blocking else None
     # With --record, the time keys step back into the session so far (the file being written).
-    source = HistorySource(sampler, record, exporter=export.write_stamped) if record else sampler
+    source = HistorySource(sampler, record, exporter=export.write_stamped,
+                           private=private is not None) if record else sampler
     app = PytopApp(source, sort=sort, by_line=settings.by_line, mode=settings.mode, full_filenames=full_filenames,
-                   notes=notes_for(child.log_path if child else None), handle_signals=True, export_dir=export_dir,
+                   notes=notes, handle_signals=True, export_dir=export_dir,
                    delay=settings.delay, last_words=lambda: last_words(sampler, child), tasks=settings.tasks,
                    tune_gc=True, stacks_now=functools.partial(stacks_now, held_by=held_by), back=back,
                    replay=None if record else False, baseline=baseline)
@@ -161,7 +171,10 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
         sampler.stop()
         target.close()
         stop_pushing(pusher)
-        stop_recording(recorder)
+        if private is not None:
+            private.close()
+        else:
+            stop_recording(recorder)
         if stats_file:
             write_statistics(stats_file, sampler.statistics())
     if sampler.failure:  # it was on screen until the user quit; say it once more where it stays
@@ -205,6 +218,16 @@ def start_recording(path: str | None, info: TargetInfo, settings: Settings, max_
         return None
     return Recorder(path, RunRecord(info, settings.rate, settings.cpu_budget, settings.mode, time.time()),
                     max_size=max_size)
+
+
+def start_history(info: TargetInfo, settings: Settings, max_size: int | None) -> PrivateHistory | str:
+    """The live view's memory of its session (no --record): a private temporary recording, or
+    why there cannot be one."""
+    try:
+        return PrivateHistory(RunRecord(info, settings.rate, settings.cpu_budget, settings.mode, time.time()),
+                              max_size)
+    except errors.UsageError as exc:
+        return str(exc)
 
 
 def stop_recording(recorder: QueuedWriter[Any] | None) -> RecordStatus | None:
@@ -420,7 +443,7 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
         return run_live(target, settings, sort=sort, full_filenames=args.full_filenames, child=child,
                         stats_file=args.stats_file, follow_children=args.subprocesses, export_dir=args.output_dir,
                         back=args.back, pusher=pusher, record=args.record, record_max_size=args.record_max_size,
-                        baseline=getattr(args, "baseline_span", None))
+                        baseline=getattr(args, "baseline_span", None), history=args.history)
     finally:
         if child:
             child.end()

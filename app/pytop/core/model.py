@@ -119,6 +119,7 @@ class ReplayPosition:
     first: int = 0  # the index of the range's first window
     gap: bool = False  # the window's frame was damaged: nothing of it is shown
     live: bool = False  # the past of a live view (--record): > goes back to its present
+    private: bool = False  # ... kept by the view itself (no --record): its file is not the user's
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,7 @@ class RecordStatus:
     dropped: int = 0  # windows whose figures were lost (a disk that could not keep up, or failed)
     failing: str | None = None  # why the last write failed, if it did (a full disk)
     last_failure: str | None = None  # why a write last failed, kept when later writes succeed
+    private: bool = False  # the live view's own memory of its session (a temporary file), not --record
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,12 @@ class LiveSource(Protocol):
 
 
 class HistorySource:
-    def __init__(self, live: LiveSource, path: str, exporter: Exporter | None = None):
-        """live: the sampler, recording to `path`."""
+    def __init__(self, live: LiveSource, path: str, exporter: Exporter | None = None, private: bool = False):
+        """live: the sampler, recording to `path` (private: the view's own memory of its session,
+        not a recording the user asked for)."""
         self.live = live
         self.path = path
+        self.private = private
         self._exporter = exporter
         self._publish: Callable[[Snapshot], None] = lambda snapshot: None
         self._lock = threading.Lock()
@@ -110,7 +112,8 @@ class HistorySource:
     def _from_past(self, snapshot: Snapshot) -> None:
         place = snapshot.run.replay
         if place is not None:
-            snapshot = replace(snapshot, run=replace(snapshot.run, replay=replace(place, live=True)))
+            snapshot = replace(snapshot, run=replace(snapshot.run, replay=replace(place, live=True,
+                                                                                  private=self.private)))
         self._publish(snapshot)
 
     def _leave(self) -> None:

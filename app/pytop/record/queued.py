@@ -35,9 +35,11 @@ Item = TypeVar("Item")
 
 class QueuedWriter(Generic[Item]):
     def __init__(self, writer: container.Writer, queue_windows: int, thread_name: str,
-                 max_size: int | None = None):
-        """max_size: the recording's bound in bytes (None: none)."""
+                 max_size: int | None = None, private: bool = False):
+        """max_size: the recording's bound in bytes (None: none); private: the live view's own
+        memory of its session, not a recording asked for (said so in its status)."""
         self._writer = writer
+        self.private = private
         self.max_size = max_size
         self.rotations = 0  # times the oldest part of the file went
         self.path = writer.path
@@ -98,7 +100,7 @@ class QueuedWriter(Generic[Item]):
         with self._lock:
             waiting = len(self._queue)
         return RecordStatus(self.path, self._writer.size, self.written, waiting, self.dropped, self.failing,
-                            self.last_failure)
+                            self.last_failure, self.private)
 
     def close(self, timeout: float = CLOSE_SECONDS) -> RecordStatus:
         """After the last window: what is queued is written (for `timeout` at most), then the file

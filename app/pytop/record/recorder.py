@@ -66,12 +66,14 @@ def without_known_ids(drains: tuple[Drain, ...], known: Identities) -> tuple[tup
 
 class Recorder(QueuedWriter[WindowRecord]):
     def __init__(self, path: str, run: RunRecord, queue_windows: int = QUEUE_WINDOWS,
-                 writer: container.Writer | None = None, max_size: int | None = DEFAULT_MAX_SIZE):
+                 writer: container.Writer | None = None, max_size: int | None = DEFAULT_MAX_SIZE,
+                 private: bool = False):
         """Opens (and locks) the file (or takes `writer`, open on it) and writes the run's key
-        frame. max_size: the file's bound (its oldest part goes past it; None: no bound).
-        Raises errors.UsageError when it cannot: a link, not writable, being recorded by
-        another pytop."""
-        super().__init__(writer or container.Writer(path), queue_windows, "pytop-recorder", max_size)
+        frame. max_size: the file's bound (its oldest part goes past it; None: no bound);
+        private: the live view's own memory of its session (record/private.py). Raises
+        errors.UsageError when it cannot: a link, not writable, being recorded by another
+        pytop."""
+        super().__init__(writer or container.Writer(path), queue_windows, "pytop-recorder", max_size, private)
         self._run_record = run
         self._book = RecordedBook()  # what a reader starting at the next key frame needs
         self._drains: list[Drain] = []

@@ -100,7 +100,9 @@ def samples_facts(s: Snapshot) -> list[str]:
 def record_facts(s: Snapshot) -> list[str]:
     """--record: how big the recording has grown."""
     r = s.run.record
-    return [] if r is None else [f"recorded {byte_size(r.size)}"]
+    if r is None or r.private:  # (the view's own memory: its time keys say it is there)
+        return []
+    return [f"recorded {byte_size(r.size)}"]
 
 
 def wall_clock(seconds: float) -> str:
@@ -112,14 +114,18 @@ def replay_facts(s: Snapshot) -> list[str]:
     p = s.run.replay
     if p is None:
         return []
-    said = "The past (> back to live), recorded in" if p.live else "Replay of"
-    facts = [f"{said} {visible_command(p.path)}:", f"window {p.index + 1:,} of {p.windows:,}",
+    if p.private:
+        said = "The past (> back to live):"
+    else:
+        said = f"{'The past (> back to live), recorded in' if p.live else 'Replay of'} {visible_command(p.path)}:"
+    facts = [said, f"window {p.index + 1:,} of {p.windows:,}",
              f"({wall_clock(p.start)}-{wall_clock(p.end)}{', damaged: not shown' if p.gap else ''}),"]
     span = f"{wall_clock(p.range_start)}-{wall_clock(p.end)}"
     if p.first:
         facts.append(f"totals from {span} (R: the range starts at the cursor)")
     else:
-        facts.append(f"totals from the recording's start, {span}")
+        start = "the first window kept" if p.private else "the recording's start"
+        facts.append(f"totals from {start}, {span}")
     return facts
 
 
@@ -134,7 +140,10 @@ def record_banner(s: Snapshot) -> str | None:
 def record_summary(r: RecordStatus) -> str:
     """How --record went: `recorded 120 windows (1.2 MiB) to FILE`, with what was lost."""
     plural = "s" if r.windows != 1 else ""
-    said = f"recorded {r.windows:,} window{plural} ({byte_size(r.size)}) to {visible_command(r.path)}"
+    if r.private:
+        said = f"the view's memory of the past holds {r.windows:,} window{plural} ({byte_size(r.size)})"
+    else:
+        said = f"recorded {r.windows:,} window{plural} ({byte_size(r.size)}) to {visible_command(r.path)}"
     if r.dropped:
         said += f"; {r.dropped:,} window{'s' if r.dropped != 1 else ''} lost (the disk did not keep up, or failed)"
     if r.failing:
