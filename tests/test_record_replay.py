@@ -80,14 +80,23 @@ def same_figures(live: Snapshot, replayed: Snapshot) -> None:
         assert getattr(replayed, name) == getattr(live, name), name
 
 
-def test_a_replayed_window_is_the_live_window_figure_by_figure(some_interp: dict[str, Any], tmp_path: Path) -> None:
+@pytest.mark.parametrize("delay, samples", [(0.3, 900), (1.6, 2400)], ids=["a-drain-a-window", "drains-gathered"])
+def test_a_replayed_window_is_the_live_window_figure_by_figure(some_interp: dict[str, Any], tmp_path: Path,
+                                                               delay: float, samples: int) -> None:
     # The thread-per-request server: threads start and end all the time (their rows fold), new
-    # stacks come in every window. No CPU budget: pytest's own CPU would hold the rate.
+    # stacks come in every window. No CPU budget: pytest's own CPU would hold the rate. At 1.6 s
+    # a window, the engine is drained three or four times a window: the recording gathers their
+    # time into the last drain of each run (record/gathering.py).
     path = tmp_path / "session.pytop"
     with helpers.running(some_interp, "server.py") as t:
-        _, kept, recorder = record(t.pid, path, Settings(rate=300, delay=0.3, cpu_budget=0), 900)
+        _, kept, recorder = record(t.pid, path, Settings(rate=300, delay=delay, cpu_budget=0), samples)
     assert recorder.dropped == 0 and recorder.failing is None
     recording = open_recording(str(path))
+    if delay > 1:
+        with open(path, "rb") as f:
+            drains = [read_window(container.payload(f, w.frame)).drains for w in recording.windows]
+        assert any(len(ds) >= 3 and not ds[0].weights and not ds[0].function_rows and ds[-1].weights
+                   for ds in drains), [len(ds) for ds in drains]
     assert recording.lost_bytes == 0 and recording.run.target.pid == t.pid
     live = kept.snapshots
     assert len(recording.windows) == len(live) >= 4

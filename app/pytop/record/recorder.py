@@ -21,6 +21,7 @@ from ..core.model import Circumstances
 from ..core.records import Drain
 from . import container
 from .book import RecordedBook
+from .gathering import gathered
 from .bounds import DEFAULT_MAX_SIZE
 from .payloads import RunRecord, WindowRecord, key_payload, window_payload
 from .queued import QueuedWriter
@@ -119,7 +120,7 @@ class Recorder(QueuedWriter[WindowRecord]):
     def encode(self, item: WindowRecord) -> tuple[bytes, object]:
         if self._carried:
             item = item._replace(drains=self._carried + item.drains, dropped=item.dropped + 1)
-        drains, known = without_known_ids(item.drains, self._known)
+        drains, known = without_known_ids(gathered(item.drains), self._known)
         return window_payload(item._replace(drains=drains)), (known, item)
 
     def written_as(self, state: object) -> None:
