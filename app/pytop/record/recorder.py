@@ -21,8 +21,8 @@ from ..core.model import Circumstances
 from ..core.records import Drain
 from . import container
 from .book import RecordedBook
-from .gathering import gathered
 from .bounds import DEFAULT_MAX_SIZE
+from .gathering import gathered
 from .payloads import RunRecord, WindowRecord, key_payload, window_payload
 from .queued import QueuedWriter
 
