@@ -65,9 +65,15 @@ class ThreadState:
 
 
 class ThreadBook:
-    def __init__(self) -> None:
-        self.threads: dict[int, ThreadState] = {}
-        self._ended = 0
+    def __init__(self, threads: dict[int, ThreadState] | None = None, ended: int = 0) -> None:
+        """threads, ended: a book as it was (a recording's totals), its count of ended threads."""
+        self.threads: dict[int, ThreadState] = threads or {}
+        self._ended = ended
+
+    @property
+    def ended_count(self) -> int:
+        """Threads seen to end so far: the order the next one ends in follows it."""
+        return self._ended
 
     def update(self, updates: tuple[ThreadUpdate, ...], pid_of: Callable[[int], int],
                has_frames: Callable[[int], bool] = lambda stack: True) -> None:

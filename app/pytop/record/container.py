@@ -24,7 +24,7 @@ from typing import BinaryIO
 from .. import errors, files
 
 MAGIC = b"PYTOPREC"
-VERSION = 2  # 2: key frames a reader may start at, a rotated file's note (1 is read too)
+VERSION = 3  # 2: key frames a reader may start at, a rotated file's note; 3: the session's totals in them
 HEADER = struct.Struct("<8sHHI")  # magic, version, flags (0), crc32 of the 12 bytes before
 FRAME_MAGIC = b"FRAM"
 FRAME = struct.Struct("<4sBBHIIdd")  # magic, kind, codec, 0, payload length, payload crc32, start, end

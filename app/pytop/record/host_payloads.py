@@ -20,8 +20,9 @@ from typing import Any, NamedTuple
 
 from ..core.model import Heat, PythonProcess
 from .codec import Damaged, Packer, Unpacker, same_length
-from .payloads import KEY_VERSION, PAYLOAD_VERSION, key_fields, key_parts, value_of
+from .payloads import PAYLOAD_VERSION, key_fields, key_parts, value_of
 
+HOST_KEY_VERSION = 2  # its key frames: the texts so far after the JSON (a run's key frames went on to 3)
 HOST = "host"  # a key frame's "kind": a recording of the host's table (a run's key frames have none)
 MAX_TEXTS = 1 << 22  # texts in one recording: a host's command lines; past this a file is crafted
 NONE = -1  # a text that is not there (no problem, no pid inside a container)
@@ -40,7 +41,7 @@ def host_key_payload(key: HostKey, texts: Texts | None = None) -> bytes:
     """The key frame: the recording's, and every text the file holds so far (`texts`), so that
     a reader may start there (the oldest part of a file rotated away, or a seek)."""
     p = Packer()
-    p.put_ints((KEY_VERSION,))
+    p.put_ints((HOST_KEY_VERSION,))
     fields = {"kind": HOST, "started": key.started, "refresh": key.refresh, "cpu_budget": key.cpu_budget,
               "host": key.host}
     p.put_blob(json.dumps(fields, allow_nan=False).encode())

@@ -22,9 +22,10 @@ from ..core.model import Circumstances, TargetInfo
 from ..core.records import Drain, Function, FunctionFigures, Node, ProcessUpdate, ThreadUpdate, Weight
 from .book import RecordedBook, SessionClock
 from .codec import Damaged, Packer, Unpacker, same_length
+from .totals import Totals, take_totals
 
 PAYLOAD_VERSION = 1  # of a window frame's payload
-KEY_VERSION = 2  # of a key frame's: 2 brings what a reader starting there needs (1: the run alone)
+KEY_VERSION = 3  # of a key frame's: 2 brings what a reader starting there needs (1: the run alone), 3 the totals
 MAX_NODE_ID = 1 << 22  # the engine's tree is ~100,000 nodes at its largest: ids past this are crafted
 MAX_LINE = (1 << 31) - 1
 FIGURES = 12  # per function row: own, total, own with tasks hidden, each (samples, cpu, wall, gil)
@@ -148,6 +149,7 @@ class WindowRecord(NamedTuple):
     circumstances: Circumstances
     reset: bool = False  # the live view's figures were reset at its start (the recording's are not)
     dropped: int = 0  # windows just before it whose figures were lost (the disk could not keep up)
+    totals: bytes = b""  # the session's totals after it, for a key frame to follow (not in its payload)
 
 
 def window_payload(w: WindowRecord) -> bytes:
@@ -182,20 +184,25 @@ class RunRecord(NamedTuple):
 
 class KeyState(NamedTuple):
     """What a key frame says: the run, and what a reader starting there needs (none in a key
-    frame of version 1, which only the start of a recording has)."""
+    frame of version 1, which only the start of a recording has), and the session's totals so
+    far (none before version 3, nor where the recorder could not vouch for them)."""
 
     run: RunRecord
     book: Drain | None
     clock: SessionClock
+    totals: Totals | None = None
 
 
-def key_payload(run: RunRecord, book: Drain | None = None, clock: SessionClock | None = None) -> bytes:
+def key_payload(run: RunRecord, book: Drain | None = None, clock: SessionClock | None = None,
+                totals: bytes = b"") -> bytes:
+    """totals: the session's totals so far, as record/totals.py packs them (b"": none)."""
     p = Packer()
     p.put_ints((KEY_VERSION,))
     fields = {"target": dataclasses.asdict(run.target), "rate": run.rate, "cpu_budget": run.cpu_budget,
               "mode": run.mode, "started": run.started, "clock": list(clock or SessionClock())}
     p.put_blob(json.dumps(fields, allow_nan=False).encode())
     put_drain(p, book if book is not None else RecordedBook().key_drain())
+    p.put_blob(totals)
     return p.data()
 
 
@@ -203,7 +210,7 @@ def key_parts(data: bytes) -> tuple[dict[str, Any], Unpacker | None]:
     """A key frame's JSON, and what follows it (None for a key of version 1: nothing does)."""
     u = Unpacker(data)
     head = list(u.ints())
-    if head not in ([1], [KEY_VERSION]):
+    if head not in ([1], [2], [KEY_VERSION]):
         raise Damaged("a key frame of another making")
     fields = json_fields(u.blob())
     if head == [1]:
@@ -226,14 +233,22 @@ def read_key_state(data: bytes) -> KeyState:
     run = _run_of(fields)
     if rest is None:
         return KeyState(run, None, SessionClock())
+    version = int(Unpacker(data).ints()[0])
     book = take_drain(rest)
+    totals = None
+    if version >= 3:
+        packed = rest.blob()
+        if packed:
+            inner = Unpacker(packed)
+            totals = take_totals(inner)
+            inner.end()
     rest.end()
     clock = fields.get("clock")
     if not (isinstance(clock, list) and len(clock) == 3 and all(isinstance(v, (int, float)) and not
                                                                 isinstance(v, bool) and math.isfinite(v)
                                                                 for v in clock)):
         raise Damaged("a key frame without the session's clock")
-    return KeyState(run, book, SessionClock(*map(float, clock)))
+    return KeyState(run, book, SessionClock(*map(float, clock)), totals)
 
 
 def _run_of(fields: dict[str, Any]) -> RunRecord:

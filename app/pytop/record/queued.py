@@ -35,12 +35,16 @@ Item = TypeVar("Item")
 
 class QueuedWriter(Generic[Item]):
     def __init__(self, writer: container.Writer, queue_windows: int, thread_name: str,
-                 max_size: int | None = None, private: bool = False):
+                 max_size: int | None = None, private: bool = False, key_seconds: float = KEY_SECONDS):
         """max_size: the recording's bound in bytes (None: none); private: the live view's own
         memory of its session, not a recording asked for (said so in its status)."""
         self._writer = writer
         self.private = private
+        # A key frame is due, and waits for a window that brings what only the window's maker
+        # has (a run's totals: record/recorder.py); read by the maker's thread.
+        self.key_wanted = False
         self.max_size = max_size
+        self.key_seconds = key_seconds  # a key frame at least this often
         self.rotations = 0  # times the oldest part of the file went
         self.path = writer.path
         self._queue_windows = queue_windows
@@ -81,6 +85,11 @@ class QueuedWriter(Generic[Item]):
         reader starting after the windows written so far needs."""
         raise NotImplementedError
 
+    def key_now(self) -> bool:
+        """A key frame is due: write it now (False: after a later window, which key_wanted asks
+        the windows' maker for)."""
+        return True
+
     def overflow(self, queue: collections.deque[tuple[Item, float, float]]) -> int:
         """The queue is full (under its lock): make room; returns how many windows' figures that
         lost. By default the oldest waiting goes."""
@@ -95,6 +104,11 @@ class QueuedWriter(Generic[Item]):
                 self.dropped += self.overflow(self._queue)
             self._queue.append((item, start, end))
             self._lock.notify()
+
+    @property
+    def keys(self) -> int:
+        """Key frames the file holds now."""
+        return len(self._writer.keys)
 
     def status(self) -> RecordStatus:
         with self._lock:
@@ -151,8 +165,12 @@ class QueuedWriter(Generic[Item]):
         last = w.keys[-1] if w.keys else (w.front, 0, now)
         since = w.size - last[0] - last[1]
         every = self.max_size // KEY_SHARE if self.max_size else KEY_BYTES
-        if since >= KEY_WEIGHT * last[1] and (since >= every or now - last[2] >= KEY_SECONDS):
-            w.write(container.KEY, self.key(), now, now)
+        if since >= KEY_WEIGHT * last[1] and (since >= every or now - last[2] >= self.key_seconds):
+            if self.key_now():
+                w.write(container.KEY, self.key(), now, now)
+                self.key_wanted = False
+            else:
+                self.key_wanted = True
         if self.max_size and w.size > self.max_size:
             keep = int(self.max_size * KEEP_SHARE)
             if not any(o > w.front and w.size - o <= keep for o, _, _ in w.keys):

@@ -19,14 +19,18 @@ from typing import cast
 
 from ..core.model import Circumstances
 from ..core.records import Drain
+from ..core.snapshot import Figures
 from . import container
 from .book import RecordedBook
-from .bounds import DEFAULT_MAX_SIZE
+from .bounds import DEFAULT_MAX_SIZE, KEY_SECONDS
+from .codec import Packer
 from .gathering import gathered
 from .payloads import RunRecord, WindowRecord, key_payload, window_payload
 from .queued import QueuedWriter
+from .totals import put_totals
 
 QUEUE_WINDOWS = 30  # windows waiting for the disk before the oldest gives up its figures
+KEY_PATIENCE = 3  # windows a due key frame waits for the totals before it goes without
 
 
 def book_only(d: Drain) -> Drain:
@@ -68,13 +72,14 @@ def without_known_ids(drains: tuple[Drain, ...], known: Identities) -> tuple[tup
 class Recorder(QueuedWriter[WindowRecord]):
     def __init__(self, path: str, run: RunRecord, queue_windows: int = QUEUE_WINDOWS,
                  writer: container.Writer | None = None, max_size: int | None = DEFAULT_MAX_SIZE,
-                 private: bool = False):
+                 private: bool = False, key_seconds: float = KEY_SECONDS):
         """Opens (and locks) the file (or takes `writer`, open on it) and writes the run's key
         frame. max_size: the file's bound (its oldest part goes past it; None: no bound);
         private: the live view's own memory of its session (record/private.py). Raises
         errors.UsageError when it cannot: a link, not writable, being recorded by another
         pytop."""
-        super().__init__(writer or container.Writer(path), queue_windows, "pytop-recorder", max_size, private)
+        super().__init__(writer or container.Writer(path), queue_windows, "pytop-recorder", max_size, private,
+                         key_seconds)
         self._run_record = run
         self._book = RecordedBook()  # what a reader starting at the next key frame needs
         self._drains: list[Drain] = []
@@ -82,6 +87,12 @@ class Recorder(QueuedWriter[WindowRecord]):
         self._last_end = self._opened
         self._carried: tuple[Drain, ...] = ()  # of a window that could not be written
         self._known: Identities = {}  # the threads' ids the file has
+        # The session's totals go into key frames while the live view's figures are the
+        # session's: never reset, no window lost. (The sampler's thread: the seconds summed.)
+        self._totals_off = False
+        self._span = 0.0
+        self._key_totals = b""  # (the writer's thread) the totals after the last window written
+        self._waited = 0  # windows written since a key was wanted
         self._start(key_payload(run), self._opened)
 
     # ---- the sampler's thread --------------------------------------------------------------
@@ -97,10 +108,18 @@ class Recorder(QueuedWriter[WindowRecord]):
                 sum(d.slot_seconds for d in self._drains), timed[0].first_at if timed else 0.0,
                 timed[-1].last_at if timed else 0.0)
 
-    def window(self, circumstances: Circumstances, reset: bool = False) -> None:
-        """The window the drains since the last call make up closed, shown with `circumstances`."""
+    def window(self, circumstances: Circumstances, reset: bool = False, figures: Figures | None = None) -> None:
+        """The window the drains since the last call make up closed, shown with `circumstances`;
+        figures: the live view's, after it (their totals go to a key frame when one is due)."""
         end = time.time()
-        record = WindowRecord(tuple(self._drains), circumstances, reset)
+        self._span += circumstances.window_seconds  # (in the order a replay sums them)
+        self._totals_off = self._totals_off or reset or self.dropped > 0
+        totals = b""
+        if self.key_wanted and not self._totals_off and figures is not None and figures.totals is not None:
+            p = Packer()
+            put_totals(p, figures.total, figures.totals, figures.threads, self._span)
+            totals = p.data()
+        record = WindowRecord(tuple(self._drains), circumstances, reset, totals=totals)
         self._drains = []
         self.put(record, self._last_end, end)
         self._last_end = end
@@ -127,6 +146,8 @@ class Recorder(QueuedWriter[WindowRecord]):
         known, item = cast("tuple[Identities, WindowRecord]", state)
         self._known = known
         self._carried = ()
+        self._key_totals = item.totals
+        self._waited = self._waited + 1 if self.key_wanted else 0
         self._book.learn(item.drains, item.circumstances.elapsed, item.reset)
 
     def key(self) -> bytes:
@@ -134,7 +155,13 @@ class Recorder(QueuedWriter[WindowRecord]):
         # The key says every thread's ids: the windows after it leave out only those it said.
         self._known = {t.thread: (t.thread_id, t.native_id) for t in book.threads
                        if (t.thread_id, t.native_id) != (0, 0)}
-        return key_payload(self._run_record, book, self._book.clock)
+        totals, self._key_totals = self._key_totals, b""
+        return key_payload(self._run_record, book, self._book.clock, totals if not self.dropped else b"")
+
+    def key_now(self) -> bool:
+        """With the totals of the window just written; without, when they cannot come (a reset,
+        a lost window) or have not come in a few windows (a view that closes none)."""
+        return bool(self._key_totals) or self._totals_off or self.dropped > 0 or self._waited >= KEY_PATIENCE
 
     def lost(self, item: WindowRecord) -> None:
         if self._carried:

@@ -27,7 +27,7 @@ from ..core.sums import BookSums
 from ..core.views import snapshot
 from . import container
 from .codec import Damaged
-from .payloads import Rotation, RunRecord, WindowRecord, read_key, read_key_state, read_note, read_window
+from .payloads import KeyState, Rotation, RunRecord, WindowRecord, read_key, read_key_state, read_note, read_window
 
 
 @dataclass(frozen=True)
@@ -195,6 +195,8 @@ class Replay:
         self._offset = 0.0  # the session's seconds at the view's last reset
         self._records: dict[int, WindowRecord] = {}  # the last window's, for its circumstances
         self._tree = TreeCheck()
+        self._from_session = False  # the range's totals came from a key's: the session's from its start
+        self._front_totals: bool | None = None  # a rotated file's first key holds totals (None: not read yet)
         self.damaged = 0  # windows that did not decode (shown as gaps)
         self.windows_read = 0  # decoded so far (what seeking cost)
 
@@ -238,16 +240,18 @@ class Replay:
             self._at, self._first, self._whole, self._span = -1, first, whole, 0.0
             self._clock = self._elapsed_live = self._range_from = self._offset = 0.0
             self._records = {}
+            self._from_session = False
             nearest = max((at for at in self._checkpoints if at <= index), default=None)
             if nearest is not None:
                 self._restore(nearest)
-            elif self.keys:
+            elif self.keys and not (first == 0 and not whole and self._start_at_totals(index)):
                 self._start_at_key(first)
             self._sums = BookSums(self._figures.book)
         f = self._figures
         for i in range(self._at + 1, index + 1):
             record = self._record(i)
-            if i == first:  # the range starts: what came before taught the names only
+            starts = i == first and not self._from_session  # (a key's totals: the range began with the session)
+            if starts:  # the range starts: what came before taught the names only
                 self._figures = f = Figures(book=f.book, threads=f.threads)
                 f.threads.reset()
             if not (whole and i > first):
@@ -264,7 +268,7 @@ class Replay:
                 before = self._clock
                 self._elapsed_live = elapsed
                 self._clock = self._offset + elapsed  # (exactly the view's, until a reset)
-                if i == first:
+                if starts:
                     self._range_from = before
                 if i >= first:
                     self._span += record.circumstances.window_seconds
@@ -308,8 +312,54 @@ class Replay:
             self._at = key.index - 1
             return
 
+    def _start_at_totals(self, index: int) -> bool:
+        """A range from the recording's start: from the last key frame up to window `index` that
+        holds the session's totals (what every window before it summed to), the windows after
+        it taken in. False: no such key (nothing is changed). In a rotated file the totals are
+        the session's from its start: the part rotated away is in them, its detail is not (and
+        only when the key the file now starts at has them: else every range from its start is
+        what the file keeps, not some the session's and some not)."""
+        keys = self.recording.keys
+        if self.recording.rotation is not None and keys and keys[0].index == 0:
+            if self._front_totals is None:
+                self._front_totals = self._key_state(keys[0]) is not None
+            if not self._front_totals:
+                return False
+        for key in reversed(keys):
+            if key.index > index:
+                continue
+            state = self._key_state(key)
+            if state is None or state.book is None or state.totals is None:
+                continue
+            totals = state.totals
+            figures, tree = Figures(), TreeCheck()
+            if not tree.sound((state.book,)):
+                self.damaged += 1
+                continue
+            for p in state.book.processes:
+                figures.book.pids.setdefault(p.process, p.pid)
+            learn(figures, state.book)
+            figures.total, figures.totals, figures.threads = (totals.total, totals.sums(figures.book),
+                                                              totals.thread_book())
+            self._figures, self._tree = figures, tree
+            self._clock, self._offset, self._elapsed_live = state.clock
+            self._span, self._range_from, self._at = totals.span, 0.0, key.index - 1
+            self._from_session = True
+            return True
+        return False
+
+    def _key_state(self, key: StoredKey) -> KeyState | None:
+        """What a key frame holds, if it reads whole and holds the session's totals."""
+        try:
+            state = read_key_state(container.payload(self._file, key.frame))
+        except (Damaged, ValueError, zlib.error):
+            self.damaged += 1
+            return None
+        return state if state.totals is not None else None
+
     # What a checkpoint holds: everything the windows after it are taken in on top of.
-    _STATE = ("_figures", "_tree", "_at", "_span", "_clock", "_elapsed_live", "_range_from", "_offset", "_records")
+    _STATE = ("_figures", "_tree", "_at", "_span", "_clock", "_elapsed_live", "_range_from", "_offset", "_records",
+              "_from_session")
 
     def _keep(self, index: int) -> None:
         """The state after window `index`, kept (pytop's own objects: pickled here, unpickled
@@ -333,8 +383,11 @@ class Replay:
         windows = self.recording.windows
         c = record.circumstances if record is not None else Circumstances(window_seconds=1.0, elapsed=1.0,
                                                                            rate_asked=self.recording.run.rate)
+        # (a rotated file's totals from a key are the session's: they start where it started)
+        rotated = self._from_session and first == 0 and self.recording.rotation is not None
+        range_start = self.recording.run.started if rotated else windows[first].start
         position = ReplayPosition(self.recording.path, index, len(windows), windows[index].start, windows[index].end,
-                                  windows[first].start, self.recording.start, self.recording.end,
+                                  range_start, self.recording.start, self.recording.end,
                                   first=first, gap=record is None)
         c = replace(c, elapsed=max(self._clock - self._range_from, 1e-9), replay=position,
                     exited=False, exit_reason=None, failure=None, exit_status=None)

@@ -122,7 +122,7 @@ class Windows:
         if recorder is not None:  # its window began at the last cut (--batch: a second or two ago)
             ticks, _, _, _, last_at = recorder.schedule()
             span = sampled_span(ticks, last_at, self._start(self._cut_from), max(now - self._cut_at, 1e-9))
-            recorder.window(replace(circumstances, window_seconds=span), reset=self._reset)
+            recorder.window(replace(circumstances, window_seconds=span), reset=self._reset, figures=f)
             self._reset = False
             self._cut_from, self._cut_at = self._sampled_from, now
         snapshot = self._build(circumstances)
@@ -157,7 +157,8 @@ class Windows:
             rate_held=news.rate_now if news.budget_limited else None, cpu_budget=self.cpu_budget,
             processes=processes.alive, sampler_cpu=news.sampler_cpu, start_up_cpu=news.start_up_cpu,
             stacks_dropped=news.stacks_dropped, stacks_coarsened=news.stacks_coarsened,
-            last_error=self.feed.last_error, window_number=self._number), reset=self._reset)
+            last_error=self.feed.last_error, window_number=self._number), reset=self._reset,
+            figures=self.feed.figures)
         self._reset = False
         self._cut_at = now
 

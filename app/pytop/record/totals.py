@@ -1,0 +1,151 @@
+"""The session's totals in a key frame, to bytes and back: what a replay has summed after every
+window before the key (time per (thread, stack), the function and line tables, the threads),
+so that a range from the recording's start (what `pytop FILE` opens on, and where its time
+cursor moves) takes in the windows after the last key instead of every window of the session.
+
+They are the live view's own totals at the window before the key, encoded on the sampler's
+thread when the writer asks for a key (sampling/windows.py): the figures a replay would have
+summed, to the nanosecond, as long as the live view's figures were never reset and no window
+was lost (a recorder then writes keys without totals: record/recorder.py). Dictionaries go in
+their order, so that a table's ties fall as they fell live.
+
+Decoding checks what later steps index by or trust: counts and lengths (codec), ids within the
+stack book's bounds, figures that are not negative. Anything else is Damaged. Pure: no I/O."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from array import array
+from typing import NamedTuple
+
+from ..core.aggregate import Counts, FunctionSums, StackBook
+from ..core.model import RowKey
+from ..core.threads import ThreadBook, ThreadState
+from .codec import Damaged, Packer, Unpacker, same_length
+
+TOTALS_VERSION = 1
+MAX_NODE_ID = 1 << 22  # (as payloads.MAX_NODE_ID)
+_COUNT_INTS = ("ticks", "late", "skipped", "failed", "torn", "gil_samples", "process_samples", "gc_samples",
+               "gc_known", "cpu_ns", "unseen_ns")
+_COUNT_FLOATS = ("slot_seconds", "first_at", "last_at", "longest_delay")
+_THREAD_INTS = ("key", "process", "pid", "thread_id", "native_id", "native", "alive", "gil", "cpu_ns", "wall_ns",
+                "wait_ns", "unplaced_ns", "samples", "gil_samples", "errors", "last_error", "stack", "threads",
+                "ended", "had_frames")
+_THREAD_FLAGS = {"native", "alive", "gil", "had_frames"}
+
+
+class Totals(NamedTuple):
+    """What a replay has summed from the recording's start to a key frame."""
+
+    total: Counts
+    by_function: dict[RowKey, array[int]]
+    by_line: dict[RowKey, array[int]]
+    tasks: frozenset[RowKey]
+    natives: frozenset[RowKey]
+    threads: dict[int, ThreadState]
+    ended: int  # the thread book's count of threads seen to end
+    span: float  # seconds the windows' figures cover, summed in their order
+
+    def sums(self, book: StackBook) -> FunctionSums:
+        """The tables, as FunctionSums over `book` (rows copied: the replay adds to them)."""
+        sums = FunctionSums(book)
+        sums.by_function = {key: array("q", row) for key, row in self.by_function.items()}
+        sums.by_line = {key: array("q", row) for key, row in self.by_line.items()}
+        sums.tasks, sums.natives = set(self.tasks), set(self.natives)
+        return sums
+
+    def thread_book(self) -> ThreadBook:
+        """The threads (copied: the replay adds to them)."""
+        return ThreadBook({key: dataclasses.replace(t) for key, t in self.threads.items()}, self.ended)
+
+
+def put_totals(p: Packer, total: Counts, sums: FunctionSums, threads: ThreadBook, span: float) -> None:
+    p.put_ints((TOTALS_VERSION,))
+    p.put_ints(getattr(total, name) for name in _COUNT_INTS)
+    p.put_floats([*(getattr(total, name) for name in _COUNT_FLOATS), span])
+    p.put_ints((t for t, _ in total.stacks), delta=False)
+    p.put_ints((s for _, s in total.stacks), delta=False)
+    p.put_ints(v for tally in total.stacks.values() for v in tally)
+    for per_thread in (total.threads, total.aged):
+        p.put_ints(per_thread)
+        p.put_ints(v for tally in per_thread.values() for v in tally)
+    for table in (sums.by_function, sums.by_line):
+        keys = list(table)
+        p.put_texts([k[0] for k in keys])
+        p.put_texts([k[1] for k in keys])
+        p.put_ints(k[2] for k in keys)
+        p.put_ints(k[3] for k in keys)
+        p.put_ints((int(k in sums.tasks) | int(k in sums.natives) << 1) for k in keys)
+        p.put_ints(v for row in table.values() for v in row)
+    rows = list(threads.threads.values())
+    for name in _THREAD_INTS:
+        p.put_ints(int(getattr(t, name)) for t in rows)
+    p.put_texts([t.name for t in rows])
+    p.put_texts([t.os_state for t in rows])
+    p.put_ints((threads.ended_count,))
+
+
+def take_totals(u: Unpacker) -> Totals:
+    if list(u.ints()) != [TOTALS_VERSION]:
+        raise Damaged("totals of another making")
+    ints, floats = u.ints(), u.floats()
+    if len(ints) != len(_COUNT_INTS) or len(floats) != len(_COUNT_FLOATS) + 1:
+        raise Damaged("totals' figures are not those of this version")
+    if not all(math.isfinite(v) for v in floats) or any(v < 0 for v in ints):
+        raise Damaged("totals' figures out of bounds")
+    total = Counts()
+    for name, value in (*zip(_COUNT_INTS, ints), *zip(_COUNT_FLOATS, floats)):
+        setattr(total, name, value)
+    threads_of, stacks_of, flat = u.ints(), u.ints(), u.ints()
+    _tallies(flat, same_length(threads_of, stacks_of))
+    if not all(0 <= s < MAX_NODE_ID for s in stacks_of):
+        raise Damaged("a stack out of bounds")
+    total.stacks = {(t, s): list(flat[i * 5:i * 5 + 5]) for i, (t, s) in enumerate(zip(threads_of, stacks_of))}
+    total.threads, total.aged = _per_thread(u), _per_thread(u)
+    tables: list[dict[RowKey, array[int]]] = []
+    tasks: set[RowKey] = set()
+    natives: set[RowKey] = set()
+    for _ in range(2):
+        names, files, lines, pids, flags, figures = u.texts(), u.texts(), u.ints(), u.ints(), u.ints(), u.ints()
+        count = same_length(names, files, lines, pids, flags)
+        if count * 12 != len(figures) or any(n is None for n in names) or any(f is None for f in files):
+            raise Damaged("a table of the totals does not add up")
+        table: dict[RowKey, array[int]] = {}
+        for i in range(count):
+            key = (str(names[i]), str(files[i]), lines[i], pids[i])
+            table[key] = array("q", figures[i * 12:i * 12 + 12])
+            if flags[i] & 1:
+                tasks.add(key)
+            if flags[i] & 2:
+                natives.add(key)
+        tables.append(table)
+    columns = {name: u.ints() for name in _THREAD_INTS}
+    names, states = u.texts(), u.texts()
+    count = same_length(*columns.values(), names, states)
+    if any(v < 0 for name in ("cpu_ns", "wall_ns", "wait_ns", "samples", "threads", "ended")
+           for v in columns[name]) or not all(0 <= s < MAX_NODE_ID for s in columns["stack"]) \
+            or any(s is None for s in states):
+        raise Damaged("a thread of the totals out of bounds")
+    threads: dict[int, ThreadState] = {}
+    for i in range(count):
+        t = ThreadState(columns["key"][i], columns["process"][i], columns["pid"][i], name=names[i],
+                        os_state=str(states[i]))
+        for name in _THREAD_INTS[3:]:
+            setattr(t, name, bool(columns[name][i]) if name in _THREAD_FLAGS else columns[name][i])
+        threads[t.key] = t
+    (ended,) = u.ints() or (-1,)
+    if ended < 0:
+        raise Damaged("a thread book's count out of bounds")
+    return Totals(total, tables[0], tables[1], frozenset(tasks), frozenset(natives), threads, ended, floats[-1])
+
+
+def _tallies(flat: array[int], count: int) -> None:
+    if len(flat) != count * 5 or any(v < 0 for v in flat):
+        raise Damaged("tallies of the totals do not add up")
+
+
+def _per_thread(u: Unpacker) -> dict[int, list[int]]:
+    keys, flat = u.ints(), u.ints()
+    _tallies(flat, len(keys))
+    return {k: list(flat[i * 5:i * 5 + 5]) for i, k in enumerate(keys)}

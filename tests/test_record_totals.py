@@ -1,0 +1,120 @@
+"""Key frames with the session's totals (record/totals.py): a range from a recording's start
+taken in from the last such key, not from every window; the same figures either way, to the
+nanosecond. Crafted totals are damage."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_record_replay import Kept, same_figures
+
+import helpers
+from pytop.core import commands
+from pytop.core.intake import fold_finished, take_in
+from pytop.core.snapshot import Figures, View
+from pytop.process.attach import attach
+from pytop.record import container
+from pytop.record.codec import Damaged, Packer, Unpacker
+from pytop.record.payloads import RunRecord, key_payload, read_key_state
+from pytop.record.recorder import Recorder
+from pytop.record.replay import Replay, open_recording
+from pytop.record.totals import put_totals, take_totals
+from pytop.run import info_of
+from pytop.sampling.sampler import Sampler, Settings
+from record_fakes import TARGET, drain
+
+
+def summed() -> Figures:
+    f = Figures()
+    for n in (1, 2, 3):
+        take_in(f, drain(n))
+        fold_finished(f)
+    return f
+
+
+def packed(f: Figures, span: float = 2.5) -> bytes:
+    p = Packer()
+    assert f.totals is not None
+    put_totals(p, f.total, f.totals, f.threads, span)
+    return p.data()
+
+
+def test_totals_come_back_as_they_were_summed() -> None:
+    f = summed()
+    u = Unpacker(packed(f))
+    t = take_totals(u)
+    u.end()
+    assert t.total == f.total and t.span == 2.5
+    assert f.totals is not None and t.by_function == f.totals.by_function and t.by_line == f.totals.by_line
+    assert t.tasks == frozenset(f.totals.tasks) and t.natives == frozenset(f.totals.natives)
+    assert t.threads == f.threads.threads and t.ended == f.threads.ended_count
+    # (what a replay adds to is a copy: the key's own figures stay as they were read)
+    sums = t.sums(f.book)
+    next(iter(sums.by_function.values()))[0] += 1
+    assert t.by_function == f.totals.by_function
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=100_000), st.integers(min_value=0, max_value=255), st.booleans())
+def test_a_key_with_totals_changed_or_cut_anywhere_is_a_key_or_damage(at: int, value: int, cut: bool) -> None:
+    data = bytearray(key_payload(RunRecord(TARGET, 1000.0, 0.05, "cpu", 1.0), drain(1), None, packed(summed())))
+    at %= len(data)
+    if cut:
+        data = data[:at]
+    else:
+        data[at] = value
+    try:
+        read_key_state(bytes(data))
+    except Damaged:
+        pass
+
+
+def test_a_range_from_the_start_is_taken_in_from_the_last_key_with_totals(some_interp: dict[str, Any],
+                                                                          tmp_path: Path) -> None:
+    # The thread-per-request server, a key frame every second or so: each window's figures, and
+    # the totals from the recording's start, read from the last key before it are those read
+    # from every window; after the view's figures are reset, keys hold no totals (the view's
+    # figures are no longer the session's).
+    path = tmp_path / "keys.pytop"
+    with helpers.running(some_interp, "server.py") as t:
+        target = attach(t.pid)
+        info = info_of(target)
+        settings = Settings(rate=300, delay=0.25, cpu_budget=0)
+        recorder = Recorder(str(path), RunRecord(info, 300.0, 0.0, "cpu", time.time()), key_seconds=1.0)
+        sampler = Sampler(target.unwinder, info, settings, recorder=recorder)
+        kept = Kept()
+        with helpers.sampling(sampler, kept):
+            helpers.wait_until(lambda: recorder.keys >= 4, timeout=120)
+            sampler.send(commands.Reset())
+            keys_before = recorder.keys
+            helpers.wait_until(lambda: recorder.keys >= keys_before + 2, timeout=120)
+        target.close()
+    status = recorder.close()
+    assert status.dropped == 0, status
+    recording = open_recording(str(path))
+    with open(path, "rb") as f:
+        totals = [read_key_state(container.payload(f, k.frame)).totals is not None for k in recording.keys]
+    reset_at = next(i for i, w in enumerate(recording.windows) if _reset(path, w))
+    with_totals = [k for k, has in zip(recording.keys, totals) if has]
+    assert len(with_totals) >= 3 and all(k.index <= reset_at for k in with_totals), (totals, reset_at)
+    assert not any(has for k, has in zip(recording.keys, totals) if k.index > reset_at + 1)
+    whole = Replay(recording, keys=False)
+    view = View(mode="cpu", threads=True)
+    for index in range(len(recording.windows)):
+        fresh = Replay(recording)
+        same_figures(whole.snapshot(index, view), fresh.snapshot(index, view))
+        start = max((k.index for k in with_totals if k.index <= index), default=0)
+        assert fresh.windows_read == index - start + 1, (index, start)
+        fresh.close()
+    whole.close()
+
+
+def _reset(path: Path, window: Any) -> bool:
+    from pytop.record.payloads import read_window
+
+    with open(path, "rb") as f:
+        return read_window(container.payload(f, window.frame)).reset
