@@ -47,26 +47,34 @@ def pytop(*args: str) -> tuple[float, float, dict[str, object]]:
     return children_cpu() - before, time.monotonic() - started, json.loads(done.stdout)
 
 
-def stepping(path: str) -> tuple[float, float, float]:
-    """Seconds to the last window's table, to the one before (replayed from the start), and to
-    a range of the second half as one window."""
+def stepping(path: str, steps: int = 40) -> tuple[float, float, float, float]:
+    """Seconds to the last window's table (as `pytop FILE` opens: the totals from the start),
+    the 95th percentile of `steps` steps of the time cursor back from there, one window at a
+    time and a minute at a time in turn (the `[` and `{` keys), and a range of the second half
+    as one window."""
     sys.path.insert(0, str(ROOT / "app"))
     from pytop.core.snapshot import View
     from pytop.record.replay import Replay, open_recording
 
+    started = time.monotonic()
     replay = Replay(open_recording(path))
     last = len(replay) - 1
-    started = time.monotonic()
     replay.snapshot(last, View())
     first = time.monotonic() - started
-    started = time.monotonic()
-    replay.snapshot(max(last - 1, 0), View())
-    back = time.monotonic() - started
+    windows = replay.recording.windows
+    minute = max(1, round(60 / max((windows[-1].end - windows[0].start) / len(windows), 1e-3)))
+    times, at = [], last
+    for step in range(steps):
+        at = max(0, at - (1 if step % 2 == 0 else minute))
+        started = time.monotonic()
+        replay.snapshot(at, View())
+        times.append(time.monotonic() - started)
+    back = statistics.quantiles(times, n=20)[-1]
     started = time.monotonic()
     replay.snapshot(last, View(), last // 2, whole=True)
     ranged = time.monotonic() - started
     replay.close()
-    return first, back, ranged
+    return first, back, ranged, statistics.median(times)
 
 
 def py_spy_size(pid: int, seconds: float, directory: str) -> int | None:
@@ -88,7 +96,13 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--targets", default="churn,pool,server")
+    parser.add_argument("--open", metavar="FILE", help="only open FILE, a recording, and step through it")
     args = parser.parse_args()
+    if args.open:
+        first, back, ranged, back_median = stepping(args.open)
+        print(f"{args.open}: opened to the last window {first:.2f} s; the time cursor back p95 {back:.3f} s "
+              f"(median {back_median:.3f} s); the second half as one range {ranged:.2f} s")
+        return
     hour = 3600 / args.duration
     print(f"pytop --batch --duration {args.duration:g} at the defaults, with and without --record; "
           f"sizes per hour are extrapolated from the run")
@@ -113,7 +127,7 @@ def main() -> None:
                 recorded_cpu, recorded_samples = (statistics.median(v) for v in zip(*recorded_runs))
                 size = os.path.getsize(path)
                 _, opened, _ = pytop("--batch", "--json", path)
-                first, back, ranged = stepping(path)
+                first, back, ranged, back_median = stepping(path)
                 spy = py_spy_size(target.pid, args.duration, directory)
             print(f"\n{name}:")
             print(f"  pytop CPU (medians of {args.runs}): {plain_cpu:.2f} s plain ({plain_samples:,.0f} samples), "
@@ -122,8 +136,9 @@ def main() -> None:
                   f"{100 * (recorded_samples / plain_samples - 1):+.1f}% samples")
             print(f"  recording: {size / 1e6:.2f} MB in {args.duration:g} s, {size * hour / 1e6:.1f} MB per hour; "
                   f"{recorded['record']['windows']} windows, {recorded['record']['dropped']} lost")  # type: ignore[index]
-            print(f"  pytop --batch FILE (the whole recording): {opened:.2f} s; in-process: last window "
-                  f"{first:.2f} s, one back {back:.2f} s, the second half as one range {ranged:.2f} s")
+            print(f"  pytop --batch FILE (the whole recording): {opened:.2f} s; in-process: opened to the last "
+                  f"window {first:.2f} s, the time cursor back a window or a minute p95 {back:.3f} s (median "
+                  f"{back_median:.3f} s), the second half as one range {ranged:.2f} s")
             if spy == -1:
                 print(f"  py-spy record -f raw over {args.duration:g} s: had not ended after "
                       f"{3 * args.duration + 30:g} s")

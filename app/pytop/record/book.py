@@ -16,6 +16,9 @@ from typing import NamedTuple
 from ..core.records import DRAIN_ALIVE, DRAIN_NATIVE, Drain, Function, Node, ProcessUpdate, ThreadUpdate
 
 
+LATE_WINDOWS = 10  # an ended thread's last figures come within a drain or two: its name is kept this long
+
+
 class SessionClock(NamedTuple):
     """The session's seconds as the live view counted them (its elapsed starts again at a view
     reset): what a replay measures a range's time by."""
@@ -43,6 +46,8 @@ class RecordedBook:
         self.nodes: dict[int, Node] = {}
         self.threads: dict[int, ThreadUpdate] = {}  # merged: every id and name it was given
         self.clock = SessionClock()
+        self.windows = 0  # windows learned
+        self._ended_at: dict[int, int] = {}  # a thread seen ended -> the window it was seen so
 
     def learn(self, drains: tuple[Drain, ...], elapsed: float | None, reset: bool) -> None:
         """A window was written (elapsed: what its live view said; None for a window whose
@@ -65,10 +70,14 @@ class RecordedBook:
                     for key, t in self.threads.items():
                         if t.process == p.process and t.alive:
                             self.threads[key] = t._replace(flags=t.flags & ~DRAIN_ALIVE)
+                            self._ended_at.setdefault(key, self.windows)
+        self.windows += 1
         if elapsed is not None:
             self.clock = self.clock.after(elapsed, reset)
 
     def _thread(self, u: ThreadUpdate) -> None:
+        if not u.alive:
+            self._ended_at.setdefault(u.thread, self.windows)
         t = self.threads.get(u.thread)
         if t is None:
             self.threads[u.thread] = _without_figures(u)
@@ -82,13 +91,16 @@ class RecordedBook:
         """Everything a reader starting here needs, as one drain without time (nodes parents
         first, as a stack book learns them), then the threads that had ended are let go: a
         range that starts after this key drops them (a thread's row lives from its range's
-        start), and those that ended since the key before are still in this one (a late
-        update of one finds its name)."""
+        start). Those that ended in the last LATE_WINDOWS windows are still in it (a late
+        update of one finds its name); older ones are not (a thread-per-request server's key
+        said every thread since the key before: half of its bytes)."""
         processes = tuple(ProcessUpdate(process, pid, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, None)
                           for process, pid in self.pids.items())
-        threads = tuple(self.threads.values())
+        recent = self.windows - LATE_WINDOWS
+        threads = tuple(t for key, t in self.threads.items() if t.alive or self._ended_at.get(key, recent) >= recent)
         nodes = tuple(sorted(self.nodes.values(), key=lambda n: (n.depth, n.node)))
         self.threads = {key: t for key, t in self.threads.items() if t.alive}
+        self._ended_at = {}
         return Drain(processes=processes, threads=threads, functions=tuple(self.functions.values()), retired=(),
                      evicted=(), nodes=nodes, weights=(), function_rows=(), line_rows=(), ticks=0, late=0,
                      skipped=0, slot_seconds=0.0, first_at=0.0, last_at=0.0, lag=0.0, longest_delay=0.0,

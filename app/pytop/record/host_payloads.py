@@ -20,8 +20,9 @@ from typing import Any, NamedTuple
 
 from ..core.model import Heat, PythonProcess
 from .codec import Damaged, Packer, Unpacker, same_length
-from .payloads import PAYLOAD_VERSION, key_fields, key_parts, value_of
+from .payloads import key_fields, key_parts, value_of
 
+HOST_WINDOW_VERSION = 1  # its window frames: one look at the host
 HOST_KEY_VERSION = 2  # its key frames: the texts so far after the JSON (a run's key frames went on to 3)
 HOST = "host"  # a key frame's "kind": a recording of the host's table (a run's key frames have none)
 MAX_TEXTS = 1 << 22  # texts in one recording: a host's command lines; past this a file is crafted
@@ -125,7 +126,7 @@ def host_window_payload(w: HostWindow, texts: Texts) -> tuple[bytes, Texts]:
     functions = [(number(f), number(filename), round(seconds * 1e9))
                  for _, h in w.heats for f, filename, seconds in h.functions]
     p = Packer()
-    p.put_ints((PAYLOAD_VERSION, w.dropped, len(texts), int(w.heats_new)))
+    p.put_ints((HOST_WINDOW_VERSION, w.dropped, len(texts), int(w.heats_new)))
     p.put_floats((w.seconds,))
     p.put_texts(new)
     _put_columns(p, processes, 10)
@@ -151,7 +152,7 @@ def learn_texts(data: bytes, texts: list[str | None]) -> None:
     learned stay None): what the windows after it may refer to."""
     u = Unpacker(data)
     head = u.ints()
-    if len(head) != 4 or head[0] != PAYLOAD_VERSION or head[1] < 0 or not 0 <= head[2] < MAX_TEXTS:
+    if len(head) != 4 or head[0] != HOST_WINDOW_VERSION or head[1] < 0 or not 0 <= head[2] < MAX_TEXTS:
         raise Damaged("a window of another making")
     u.floats()
     new = u.texts()
@@ -167,7 +168,7 @@ def read_host_window(data: bytes, texts: Sequence[str | None]) -> HostWindow:
     """A window, its texts looked up in `texts` (learn_texts of it and of every window before)."""
     u = Unpacker(data)
     head = u.ints()
-    if len(head) != 4 or head[0] != PAYLOAD_VERSION or head[1] < 0 or head[3] not in (0, 1):
+    if len(head) != 4 or head[0] != HOST_WINDOW_VERSION or head[1] < 0 or head[3] not in (0, 1):
         raise Damaged("a window of another making")
     (seconds,) = u.floats() or (math.nan,)
     if not (math.isfinite(seconds) and seconds >= 0):

@@ -24,7 +24,7 @@ from .book import RecordedBook, SessionClock
 from .codec import Damaged, Packer, Unpacker, same_length
 from .totals import Totals, take_totals
 
-PAYLOAD_VERSION = 1  # of a window frame's payload
+PAYLOAD_VERSION = 2  # of a window frame's payload: 2 stores a row's figures a column each (1: 12 a row)
 KEY_VERSION = 3  # of a key frame's: 2 brings what a reader starting there needs (1: the run alone), 3 the totals
 MAX_NODE_ID = 1 << 22  # the engine's tree is ~100,000 nodes at its largest: ids past this are crafted
 MAX_LINE = (1 << 31) - 1
@@ -75,14 +75,26 @@ def _take_table(u: Unpacker, kind: Callable[..., Row]) -> list[Row]:
 
 
 def _put_rows(p: Packer, rows: Sequence[FunctionFigures]) -> None:
+    """A figure a column: each in the narrowest width that holds it (sample counts in a byte or
+    two beside nanoseconds in four or eight: a third of a recording's rows' bytes)."""
     p.put_ints((r.function for r in rows), delta=True)
     p.put_ints(r.line for r in rows)
-    p.put_ints(v for r in rows for v in r.figures)
+    for i in range(FIGURES):
+        p.put_ints(r.figures[i] for r in rows)
 
 
-def _take_rows(u: Unpacker) -> list[FunctionFigures]:
-    functions, lines, flat = u.ints(), u.ints(), u.ints()
-    if same_length(functions, lines) * FIGURES != len(flat):
+def _take_rows(u: Unpacker, columns: bool) -> list[FunctionFigures]:
+    """columns: a figure a column (payloads of version 2), else 12 figures a row."""
+    functions, lines = u.ints(), u.ints()
+    count = same_length(functions, lines)
+    if columns:
+        figures = [u.ints() for _ in range(FIGURES)]
+        if same_length(functions, *figures) != count:
+            raise Damaged("a table of functions does not add up")
+        return [FunctionFigures(f, line, tuple(column[i] for column in figures))
+                for i, (f, line) in enumerate(zip(functions, lines))]
+    flat = u.ints()
+    if count * FIGURES != len(flat):
         raise Damaged("a table of functions does not add up")
     return [FunctionFigures(f, line, tuple(flat[i * FIGURES:(i + 1) * FIGURES]))
             for i, (f, line) in enumerate(zip(functions, lines))]
@@ -102,7 +114,9 @@ def put_drain(p: Packer, d: Drain) -> None:
     _put_rows(p, d.line_rows)
 
 
-def take_drain(u: Unpacker) -> Drain:
+def take_drain(u: Unpacker, columns: bool = True) -> Drain:
+    """columns: a table's figures a column each (window payloads of version 2, key payloads of
+    version 3); else as version 1 wrote them."""
     ints, floats, (end,) = u.ints(), u.floats(), u.texts() or (None,)
     if len(ints) != len(_DRAIN_INTS) or len(floats) != len(_DRAIN_FLOATS):
         raise Damaged("a drain's figures are not those of this version")
@@ -114,7 +128,7 @@ def take_drain(u: Unpacker) -> Drain:
     retired, evicted = tuple(u.ints()), tuple(u.ints())
     nodes = _take_table(u, Node)
     weights = _take_table(u, Weight)
-    function_rows, line_rows = _take_rows(u), _take_rows(u)
+    function_rows, line_rows = _take_rows(u, columns), _take_rows(u, columns)
     _check_ids(evicted, nodes, weights, threads, function_rows, line_rows)
     fields: dict[str, Any] = dict(zip(_DRAIN_INTS, ints)) | dict(zip(_DRAIN_FLOATS, floats))
     for flag in ("budget_limited", "running", "realtime"):
@@ -164,10 +178,10 @@ def window_payload(w: WindowRecord) -> bytes:
 def read_window(data: bytes) -> WindowRecord:
     u = Unpacker(data)
     head = u.ints()
-    if len(head) != 4 or head[0] != PAYLOAD_VERSION or head[2] < 0 or head[3] < 0:
+    if len(head) != 4 or head[0] not in (1, PAYLOAD_VERSION) or head[2] < 0 or head[3] < 0:
         raise Damaged("a window of another making")
     circumstances = _circumstances(u.blob())
-    drains = tuple(take_drain(u) for _ in range(head[2]))
+    drains = tuple(take_drain(u, head[0] >= 2) for _ in range(head[2]))
     u.end()
     return WindowRecord(drains, circumstances, bool(head[1]), head[3])
 
@@ -234,7 +248,7 @@ def read_key_state(data: bytes) -> KeyState:
     if rest is None:
         return KeyState(run, None, SessionClock())
     version = int(Unpacker(data).ints()[0])
-    book = take_drain(rest)
+    book = take_drain(rest, version >= 3)
     totals = None
     if version >= 3:
         packed = rest.blob()

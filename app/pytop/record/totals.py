@@ -64,12 +64,12 @@ def put_totals(p: Packer, total: Counts, sums: FunctionSums, threads: ThreadBook
     p.put_ints((TOTALS_VERSION,))
     p.put_ints(getattr(total, name) for name in _COUNT_INTS)
     p.put_floats([*(getattr(total, name) for name in _COUNT_FLOATS), span])
-    p.put_ints((t for t, _ in total.stacks), delta=False)
-    p.put_ints((s for _, s in total.stacks), delta=False)
-    p.put_ints(v for tally in total.stacks.values() for v in tally)
+    p.put_ints(t for t, _ in total.stacks)
+    p.put_ints(s for _, s in total.stacks)
+    _put_columns(p, list(total.stacks.values()), 5)
     for per_thread in (total.threads, total.aged):
         p.put_ints(per_thread)
-        p.put_ints(v for tally in per_thread.values() for v in tally)
+        _put_columns(p, list(per_thread.values()), 5)
     for table in (sums.by_function, sums.by_line):
         keys = list(table)
         p.put_texts([k[0] for k in keys])
@@ -77,7 +77,7 @@ def put_totals(p: Packer, total: Counts, sums: FunctionSums, threads: ThreadBook
         p.put_ints(k[2] for k in keys)
         p.put_ints(k[3] for k in keys)
         p.put_ints((int(k in sums.tasks) | int(k in sums.natives) << 1) for k in keys)
-        p.put_ints(v for row in table.values() for v in row)
+        _put_columns(p, list(table.values()), 12)
     rows = list(threads.threads.values())
     for name in _THREAD_INTS:
         p.put_ints(int(getattr(t, name)) for t in rows)
@@ -97,24 +97,25 @@ def take_totals(u: Unpacker) -> Totals:
     total = Counts()
     for name, value in (*zip(_COUNT_INTS, ints), *zip(_COUNT_FLOATS, floats)):
         setattr(total, name, value)
-    threads_of, stacks_of, flat = u.ints(), u.ints(), u.ints()
-    _tallies(flat, same_length(threads_of, stacks_of))
+    threads_of, stacks_of = u.ints(), u.ints()
+    tallies = _take_columns(u, same_length(threads_of, stacks_of), 5)
     if not all(0 <= s < MAX_NODE_ID for s in stacks_of):
         raise Damaged("a stack out of bounds")
-    total.stacks = {(t, s): list(flat[i * 5:i * 5 + 5]) for i, (t, s) in enumerate(zip(threads_of, stacks_of))}
+    total.stacks = {(t, s): tally for t, s, tally in zip(threads_of, stacks_of, tallies)}
     total.threads, total.aged = _per_thread(u), _per_thread(u)
     tables: list[dict[RowKey, array[int]]] = []
     tasks: set[RowKey] = set()
     natives: set[RowKey] = set()
     for _ in range(2):
-        names, files, lines, pids, flags, figures = u.texts(), u.texts(), u.ints(), u.ints(), u.ints(), u.ints()
+        names, files, lines, pids, flags = u.texts(), u.texts(), u.ints(), u.ints(), u.ints()
         count = same_length(names, files, lines, pids, flags)
-        if count * 12 != len(figures) or any(n is None for n in names) or any(f is None for f in files):
+        rows = _take_columns(u, count, 12, negative=True)
+        if any(n is None for n in names) or any(f is None for f in files):
             raise Damaged("a table of the totals does not add up")
         table: dict[RowKey, array[int]] = {}
         for i in range(count):
             key = (str(names[i]), str(files[i]), lines[i], pids[i])
-            table[key] = array("q", figures[i * 12:i * 12 + 12])
+            table[key] = array("q", rows[i])
             if flags[i] & 1:
                 tasks.add(key)
             if flags[i] & 2:
@@ -140,12 +141,19 @@ def take_totals(u: Unpacker) -> Totals:
     return Totals(total, tables[0], tables[1], frozenset(tasks), frozenset(natives), threads, ended, floats[-1])
 
 
-def _tallies(flat: array[int], count: int) -> None:
-    if len(flat) != count * 5 or any(v < 0 for v in flat):
-        raise Damaged("tallies of the totals do not add up")
+def _put_columns(p: Packer, rows: list[list[int]] | list[array[int]], width: int) -> None:
+    """A figure a column, each in the narrowest width that holds it (counts beside nanoseconds)."""
+    for i in range(width):
+        p.put_ints(row[i] for row in rows)
+
+
+def _take_columns(u: Unpacker, count: int, width: int, negative: bool = False) -> list[list[int]]:
+    columns = [u.ints() for _ in range(width)]
+    if any(len(c) != count for c in columns) or (not negative and any(v < 0 for c in columns for v in c)):
+        raise Damaged("figures of the totals do not add up")
+    return [list(row) for row in zip(*columns)]
 
 
 def _per_thread(u: Unpacker) -> dict[int, list[int]]:
-    keys, flat = u.ints(), u.ints()
-    _tallies(flat, len(keys))
-    return {k: list(flat[i * 5:i * 5 + 5]) for i, k in enumerate(keys)}
+    keys = u.ints()
+    return dict(zip(keys, _take_columns(u, len(keys), 5)))
