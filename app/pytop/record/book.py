@@ -15,7 +15,6 @@ from typing import NamedTuple
 
 from ..core.records import DRAIN_ALIVE, DRAIN_NATIVE, Drain, Function, Node, ProcessUpdate, ThreadUpdate
 
-
 LATE_WINDOWS = 10  # an ended thread's last figures come within a drain or two: its name is kept this long
 
 
