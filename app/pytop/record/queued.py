@@ -165,15 +165,16 @@ class QueuedWriter(Generic[Item]):
         last = w.keys[-1] if w.keys else (w.front, 0, now)
         since = w.size - last[0] - last[1]
         every = self.max_size // KEY_SHARE if self.max_size else KEY_BYTES
-        if since >= KEY_WEIGHT * last[1] and (since >= every or now - last[2] >= self.key_seconds):
-            if self.key_now():
-                w.write(container.KEY, self.key(), now, now)
-                self.key_wanted = False
-            else:
-                self.key_wanted = True
+        due = since >= KEY_WEIGHT * last[1] and (since >= every or now - last[2] >= self.key_seconds)
+        wrote = due and self.key_now()
+        if wrote:
+            w.write(container.KEY, self.key(), now, now)
+        # (asked of the windows' maker only while a key is due: what it brings costs it to make)
+        self.key_wanted = due and not wrote
         if self.max_size and w.size > self.max_size:
             keep = int(self.max_size * KEEP_SHARE)
             if not any(o > w.front and w.size - o <= keep for o, _, _ in w.keys):
                 w.write(container.KEY, self.key(), now, now)  # (keys came too seldom: cut at one made now)
+                self.key_wanted = False
             if w.cut(keep, rotation_note):
                 self.rotations += 1
