@@ -205,6 +205,17 @@ def sampling_started(pid: int, timeout: float = 60) -> dict[str, int]:
     raise AssertionError(f"no {SAMPLING_THREAD} thread in pytop {pid}")
 
 
+def sampled_for_a_while(pid: int, wakeups: int = 30, timeout: float = 60) -> None:
+    """Once pytop `pid`'s sampling thread runs, until it has been woken `wakeups` times more (the
+    kernel's count of its runs: it sleeps between samples, so each is about one): its first read
+    is start-up, whose time no function gets, and a loaded machine can delay the next for long."""
+    tid = sampling_started(pid, timeout)[SAMPLING_THREAD]
+    schedstat = Path(f"/proc/{pid}/task/{tid}/schedstat")
+    start = int(schedstat.read_text().split()[2])
+    wait_until(lambda: int(schedstat.read_text().split()[2]) >= start + wakeups, timeout,
+               what=lambda: f"pytop's sampling thread ran {schedstat.read_text()!r}")
+
+
 def run_pytop(*args: str, timeout: float = 120, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """The installed pytop command line, as a user would run it."""
     return subprocess.run([*PYTOP, *args], capture_output=True, text=True, timeout=timeout, **kwargs)
