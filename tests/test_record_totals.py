@@ -23,6 +23,7 @@ from pytop.record.payloads import RunRecord, key_payload, read_key_state
 from pytop.record.recorder import Recorder
 from pytop.record.replay import Replay, open_recording
 from pytop.record.totals import put_totals, take_totals
+from pytop.report import table
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
 from record_fakes import TARGET, drain
@@ -102,15 +103,26 @@ def test_a_range_from_the_start_is_taken_in_from_the_last_key_with_totals(some_i
     with_totals = [k for k, has in zip(recording.keys, totals) if has]
     assert len(with_totals) >= 3 and all(k.index <= reset_at for k in with_totals), (totals, reset_at)
     assert not any(has for k, has in zip(recording.keys, totals) if k.index > reset_at + 1)
-    whole = Replay(recording, keys=False)
+    every, every_as_one = Replay(recording, keys=False), Replay(recording, keys=False)
     view = View(mode="cpu", threads=True)
     for index in range(len(recording.windows)):
-        fresh = Replay(recording)
-        same_figures(whole.snapshot(index, view), fresh.snapshot(index, view))
         start = max((k.index for k in with_totals if k.index <= index), default=0)
+        fresh = Replay(recording)
+        same_figures(every.snapshot(index, view), fresh.snapshot(index, view))
         assert fresh.windows_read == index - start + 1, (index, start)
         fresh.close()
-    whole.close()
+        # The range as one window (pytop --batch FILE, --diff): the same report, byte for byte.
+        fresh = Replay(recording)
+        as_one, again = every_as_one.snapshot(index, view, whole=True), fresh.snapshot(index, view, whole=True)
+        same_figures(as_one, again)
+        assert again.run.window_seconds == as_one.run.window_seconds and again.run.elapsed == as_one.run.elapsed
+        for form in ("json", "text", "collapsed", "speedscope"):
+            assert (table.render(again, fresh.profile(index), form, "own_pct", False)
+                    == table.render(as_one, every_as_one.profile(index), form, "own_pct", False)), form
+        assert fresh.windows_read == index - start + 1, (index, start)
+        fresh.close()
+    every.close()
+    every_as_one.close()
 
 
 def _reset(path: Path, window: Any) -> bool:

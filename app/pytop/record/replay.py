@@ -244,7 +244,7 @@ class Replay:
             nearest = max((at for at in self._checkpoints if at <= index), default=None)
             if nearest is not None:
                 self._restore(nearest)
-            elif self.keys and not (first == 0 and not whole and self._start_at_totals(index)):
+            elif self.keys and not (first == 0 and self._start_at_totals(index, whole)):
                 self._start_at_key(first)
             self._sums = BookSums(self._figures.book)
         f = self._figures
@@ -254,7 +254,7 @@ class Replay:
             if starts:  # the range starts: what came before taught the names only
                 self._figures = f = Figures(book=f.book, threads=f.threads)
                 f.threads.reset()
-            if not (whole and i > first):
+            if not (whole and (i > first or self._from_session)):  # (whole from a key: its totals so far)
                 f.window, f.window_table = Counts(), FunctionSums(f.book)  # as each window opened live
             if record is not None and not self._tree.sound(record.drains):
                 self.damaged += 1  # a stack tree that would not be one (crafted): the window is passed over
@@ -312,10 +312,12 @@ class Replay:
             self._at = key.index - 1
             return
 
-    def _start_at_totals(self, index: int) -> bool:
+    def _start_at_totals(self, index: int, whole: bool = False) -> bool:
         """A range from the recording's start: from the last key frame up to window `index` that
         holds the session's totals (what every window before it summed to), the windows after
-        it taken in. False: no such key (nothing is changed). In a rotated file the totals are
+        it taken in; whole: the range as one window, which the totals are so far too (not when
+        their tables folded rows past a bound: the window's never do, and a --batch table shows
+        both). False: no such key (nothing is changed). In a rotated file the totals are
         the session's from its start: the part rotated away is in them, its detail is not (and
         only when the key the file now starts at has them: else every range from its start is
         what the file keeps, not some the session's and some not)."""
@@ -332,6 +334,8 @@ class Replay:
             if state is None or state.book is None or state.totals is None:
                 continue
             totals = state.totals
+            if whole and totals.folded:
+                return False
             figures, tree = Figures(), TreeCheck()
             if not tree.sound((state.book,)):
                 self.damaged += 1
@@ -341,6 +345,8 @@ class Replay:
             learn(figures, state.book)
             figures.total, figures.totals, figures.threads = (totals.total, totals.sums(figures.book),
                                                               totals.thread_book())
+            if whole:
+                figures.window, figures.window_table = totals.counts(), totals.sums(figures.book)
             self._figures, self._tree = figures, tree
             self._clock, self._offset, self._elapsed_live = state.clock
             self._span, self._range_from, self._at = totals.span, 0.0, key.index - 1

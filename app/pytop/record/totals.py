@@ -19,7 +19,7 @@ import math
 from array import array
 from typing import NamedTuple
 
-from ..core.aggregate import Counts, FunctionSums, StackBook
+from ..core.aggregate import FOLDED, Counts, FunctionSums, StackBook
 from ..core.model import RowKey
 from ..core.threads import ThreadBook, ThreadState
 from .codec import Damaged, Packer, Unpacker, same_length
@@ -54,6 +54,19 @@ class Totals(NamedTuple):
         sums.by_line = {key: array("q", row) for key, row in self.by_line.items()}
         sums.tasks, sums.natives = set(self.tasks), set(self.natives)
         return sums
+
+    def counts(self) -> Counts:
+        """The time per (thread, stack) and the engine's figures, copied (for a range that is one
+        window from the session's start: its window so far is the totals)."""
+        total = self.total
+        return dataclasses.replace(total, stacks={k: list(v) for k, v in total.stacks.items()},
+                                   threads={k: list(v) for k, v in total.threads.items()},
+                                   aged={k: list(v) for k, v in total.aged.items()})
+
+    @property
+    def folded(self) -> bool:
+        """Whether the tables folded rows past their bound (a window's tables never do)."""
+        return FOLDED in self.by_function or FOLDED in self.by_line
 
     def thread_book(self) -> ThreadBook:
         """The threads (copied: the replay adds to them)."""
