@@ -47,11 +47,13 @@ def pytop(*args: str) -> tuple[float, float, dict[str, object]]:
     return children_cpu() - before, time.monotonic() - started, json.loads(done.stdout)
 
 
-def stepping(path: str, steps: int = 40) -> tuple[float, float, float, float]:
+def stepping(path: str, steps: int = 40, pace: float = 0.0) -> tuple[float, float, float, float]:
     """Seconds to the last window's table (as `pytop FILE` opens: the totals from the start),
     the 95th percentile of `steps` steps of the time cursor back from there, one window at a
-    time and a minute at a time in turn (the `[` and `{` keys), and a range of the second half
-    as one window."""
+    time and a minute at a time in turn (the `[` and `{` keys; forward again from the start),
+    and a range of the second half
+    as one window. pace: seconds between two steps, in which the replay works ahead as the
+    view's replay thread does while no key is pressed (0: keys back to back)."""
     sys.path.insert(0, str(ROOT / "app"))
     from pytop.core.snapshot import View
     from pytop.record.replay import Replay, open_recording
@@ -63,9 +65,15 @@ def stepping(path: str, steps: int = 40) -> tuple[float, float, float, float]:
     first = time.monotonic() - started
     windows = replay.recording.windows
     minute = max(1, round(60 / max((windows[-1].end - windows[0].start) / len(windows), 1e-3)))
-    times, at = [], last
+    times, at, direction = [], last, -1
     for step in range(steps):
-        at = max(0, at - (1 if step % 2 == 0 else minute))
+        deadline = time.monotonic() + pace
+        while time.monotonic() < deadline and replay.warm(at, 0, stop=lambda until=deadline: time.monotonic() >= until):
+            pass
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        if at == 0 or at == last:  # (at an end, the steps turn: a step that stays put costs nothing)
+            direction = 1 if at == 0 else -1
+        at = max(0, min(last, at + direction * (1 if step % 2 == 0 else minute)))
         started = time.monotonic()
         replay.snapshot(at, View())
         times.append(time.monotonic() - started)
@@ -99,9 +107,11 @@ def main() -> None:
     parser.add_argument("--open", metavar="FILE", help="only open FILE, a recording, and step through it")
     args = parser.parse_args()
     if args.open:
-        first, back, ranged, back_median = stepping(args.open)
-        print(f"{args.open}: opened to the last window {first:.2f} s; the time cursor back p95 {back:.3f} s "
-              f"(median {back_median:.3f} s); the second half as one range {ranged:.2f} s")
+        for pace in (0.0, 1.0):
+            first, back, ranged, back_median = stepping(args.open, pace=pace)
+            how = "keys back to back" if not pace else f"a key every {pace:g} s, the replay working ahead between"
+            print(f"{args.open}: opened to the last window {first:.2f} s; the time cursor back p95 {back:.3f} s "
+                  f"(median {back_median:.3f} s; {how}); the second half as one range {ranged:.2f} s")
         return
     hour = 3600 / args.duration
     print(f"pytop --batch --duration {args.duration:g} at the defaults, with and without --record; "

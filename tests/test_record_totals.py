@@ -105,10 +105,12 @@ def test_a_range_from_the_start_is_taken_in_from_the_last_key_with_totals(some_i
     assert not any(has for k, has in zip(recording.keys, totals) if k.index > reset_at + 1)
     every, every_as_one = Replay(recording, keys=False), Replay(recording, keys=False)
     view = View(mode="cpu", threads=True)
+    expected = []
     for index in range(len(recording.windows)):
         start = max((k.index for k in with_totals if k.index <= index), default=0)
         fresh = Replay(recording)
-        same_figures(every.snapshot(index, view), fresh.snapshot(index, view))
+        expected.append(every.snapshot(index, view))
+        same_figures(expected[-1], fresh.snapshot(index, view))
         assert fresh.windows_read == index - start + 1, (index, start)
         fresh.close()
         # The range as one window (pytop --batch FILE, --diff): the same report, byte for byte.
@@ -123,6 +125,26 @@ def test_a_range_from_the_start_is_taken_in_from_the_last_key_with_totals(some_i
         fresh.close()
     every.close()
     every_as_one.close()
+    # Working ahead while the view waits (Replay.warm, run by the replay's thread between keys;
+    # here stopped every fifth window, as a key press stops it): then each step back from the
+    # end, window by window, is a checkpoint restored and at most one window read (the first
+    # two: read from the file's start), never the windows since the key before; the same figures.
+    warmed, asked = Replay(recording, checkpoint_every=2), [0]
+    last = len(recording.windows) - 1
+    warmed.snapshot(last, view)
+
+    def a_key_every_fifth_window() -> bool:
+        asked[0] += 1
+        return asked[0] % 5 == 0
+
+    while warmed.warm(last, 0, stop=a_key_every_fifth_window):
+        pass
+    assert asked[0] >= 5
+    for index in range(last, -1, -1):
+        before = warmed.windows_read
+        same_figures(expected[index], warmed.snapshot(index, view))
+        assert warmed.windows_read - before <= (1 if index >= 2 else index + 1), (index, warmed.windows_read - before)
+    warmed.close()
 
 
 def _reset(path: Path, window: Any) -> bool:

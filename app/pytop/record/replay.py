@@ -108,6 +108,8 @@ def open_recording(path: str) -> Recording:
 
 CHECKPOINT_EVERY = 30  # windows between two checkpoints of a range's state (a step back replays at most these)
 MAX_CHECKPOINTS = 64  # per range: a long recording's are thinned, not grown without end
+WARM_WINDOWS = 300  # how far back from the cursor an idle replay makes checkpoints (10 minutes of 2 s windows)
+RESTORE_AHEAD = 4  # a checkpoint this many windows past the last taken in is restored, not read up to
 
 
 class TreeCheck:
@@ -225,16 +227,25 @@ class Replay:
             self.damaged += 1
             return None
 
-    def seek(self, index: int, first: int = 0, whole: bool = False) -> Figures:
+    def seek(self, index: int, first: int = 0, whole: bool = False, stop: Callable[[], bool] | None = None,
+             every: int | None = None) -> Figures:
         """The figures of windows first..index, index's the open window (whole: the range is
-        one window, as a --batch run's): taken in from where the last seek left them when that
-        is on the way, else from the start of the file."""
+        one window, as a --batch run's): taken in from where the last seek left them, or the
+        nearest checkpoint, when that is on the way, else from a key or the start of the file.
+        stop: asked before each window; True leaves the figures at the last window taken in
+        (work ahead that a key press interrupts: see warm). every: windows between checkpoints
+        kept on the way (default: the replay's checkpoint_every)."""
+        every = every or self.checkpoint_every
         index = max(0, min(index, len(self) - 1))
         first = max(0, min(first, index))
         if first != self._first or whole != self._whole:
             self._checkpoints = {}
+        ahead = max((at for at in self._checkpoints if self._at + RESTORE_AHEAD < at <= index), default=None)
         # (nothing taken in yet counts as a step back: a rotated file's windows need its key)
-        if self._at < 0 or first != self._first or index < self._at or whole != self._whole:
+        if ahead is not None and self._at >= 0:
+            self._restore(ahead)
+            self._sums = BookSums(self._figures.book)
+        elif self._at < 0 or first != self._first or index < self._at or whole != self._whole:
             self._figures = Figures()
             self._tree = TreeCheck()
             self._at, self._first, self._whole, self._span = -1, first, whole, 0.0
@@ -249,6 +260,9 @@ class Replay:
             self._sums = BookSums(self._figures.book)
         f = self._figures
         for i in range(self._at + 1, index + 1):
+            if stop is not None and stop():
+                self._at = i - 1
+                return f
             record = self._record(i)
             starts = i == first and not self._from_session  # (a key's totals: the range began with the session)
             if starts:  # the range starts: what came before taught the names only
@@ -280,11 +294,33 @@ class Replay:
             else:
                 self._records = {}
             fold_finished(f)  # as the window closed live, before its snapshot
-            if i > first and (i - first) % self.checkpoint_every == 0 and i not in self._checkpoints:
+            if i > first and (i - first) % every == 0 and i not in self._checkpoints:
                 self._at = i
                 self._keep(i)
         self._at = index
         return f
+
+    def warm(self, index: int, first: int = 0, stop: Callable[[], bool] | None = None) -> bool:
+        """Work ahead while the view waits: checkpoints of range `first` every third of
+        checkpoint_every windows (making one costs: a seek makes fewer on its way) over the
+        WARM_WINDOWS before `index`, so that a step back from there replays at most that many
+        windows, never the stretch from the key frame before it (up to five minutes of them).
+        The nearest missing checkpoint first; the state at `index` is kept
+        first, so coming back to it is a restore. Returns whether more is left to do (call
+        again while idle); `stop` interrupts between windows, what was done stays done."""
+        index = max(0, min(index, len(self) - 1))
+        first = max(0, min(first, index))
+        if first != self._first or self._whole:
+            return False  # (a range the view does not show: the next seek sets it)
+        every = max(1, self.checkpoint_every // 3)
+        wanted = [at for at in range(index - (index - first) % every, max(first, index - WARM_WINDOWS), -every)
+                  if at > first and at not in self._checkpoints]
+        if not wanted:
+            return False
+        if self._at == index and index not in self._checkpoints:
+            self._keep(index)
+        self.seek(wanted[0], first, stop=stop, every=every)
+        return self._at < wanted[0] or len(wanted) > 1
 
     def _start_at_key(self, first: int) -> None:
         """Start from the last key frame at or before window `first` that reads whole (its

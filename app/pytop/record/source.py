@@ -3,7 +3,8 @@ with a time cursor. Its own thread decodes and sums (a long recording's first ta
 back, takes a moment: the screen never waits for it); the UI sends commands, as to a sampler.
 
 The cursor is a window of the recording; the totals run from the range's start (the recording's,
-until R starts the range at the cursor, as R counts from now in the live view) to the cursor."""
+until R starts the range at the cursor, as R counts from now in the live view) to the cursor.
+While no key is pressed, the thread works ahead: checkpoints behind the cursor, for steps back."""
 
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ class ReplaySource:
         try:
             self._publish(self.current())
             while True:
+                self._warm()
                 command = self._inbox.get()
                 if command is None:
                     return
@@ -77,6 +79,14 @@ class ReplaySource:
                 return  # (said when pytop ends: replaying.py prints the failure)
             self._publish(replace(snapshot, run=replace(snapshot.run, exited=True, failure=self.failure,
                                                          exit_reason=self.failure)))
+
+    def _warm(self) -> None:
+        """While no key is pressed: checkpoints behind the cursor (Replay.warm), so that a step
+        back is a restore and a few windows, not the five minutes since a key frame. A key
+        pressed stops it between two windows."""
+        waiting = self._inbox.empty
+        while waiting() and self.replay.warm(self.cursor, self.first, stop=lambda: not waiting()):
+            pass
 
     def apply(self, command: commands.Command) -> bool:
         """One command; True if the view or the cursor changed."""
