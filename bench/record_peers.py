@@ -72,7 +72,7 @@ def run_pair(workload: str, interp_name: str, peer: str, seconds: int) -> dict[s
                 peer: subprocess.Popen(peer_argv(peer, interp, target.pid, seconds, theirs), stdout=logs[peer],
                                        stderr=subprocess.STDOUT),
             }
-            deadline, usage = time.monotonic() + 3 * seconds + 60, {}
+            deadline, usage = time.monotonic() + seconds + max(60, seconds // 2), {}
             while len(usage) < len(tools) and time.monotonic() < deadline:
                 for name, process in tools.items():
                     if name not in usage:
@@ -125,7 +125,7 @@ def main() -> None:
                 per_hour = f"{size * hour / 1e6:.1f} MB" if isinstance(size, int) else "-"
                 cpu = f"{row['cpu']:.1f} s" if isinstance(row["cpu"], float) else "-"
                 samples = f"{row['samples']:,}" if isinstance(row["samples"], int) else "-"
-                ended = "yes" if row["ended"] else f"no: killed after {3 * seconds + 60} s"
+                ended = "yes" if row["ended"] else f"no: killed after {seconds + max(60, seconds // 2)} s"
                 print(f"| {workload} | {interp_name} | {tool} | {weight} | {per_hour} | {cpu} | {samples} | {ended} |",
                       flush=True)
                 if "tail" in row:
