@@ -152,19 +152,34 @@ def test_a_recorded_span_is_parsed() -> None:
 def record_run(interp: dict[str, Any], checkout: Path, times: int, path: Path) -> None:
     """shifting_work.py, run from `checkout` (its own copy of the file, its working directory),
     recorded for 3 s."""
-    script = checkout / "app" / "shifting_work.py"
-    script.parent.mkdir(parents=True)
-    shutil.copy(helpers.TARGETS / "shifting_work.py", script)
-    proc = subprocess.Popen([*interp["argv"], str(script), str(times)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=checkout)
+    record_runs(interp, [(checkout, times, path)])
+
+
+def record_runs(interp: dict[str, Any], runs: list[tuple[Path, int, Path]]) -> None:
+    """Each (checkout, times, path) as record_run, all at once: runs compared per second of CPU
+    then had the same machine (one after the other, a busy machine could give the second less
+    CPU than the first, and a function that does four times the work showed less time)."""
+    procs = []
     try:
-        assert helpers.read_line(proc, 60), "the target never became ready"
-        result = helpers.run_pytop("--batch", "--duration", "3", "--rate", "200", "--cpu-budget", "0", "--record",
-                                   str(path), str(proc.pid))
-        assert result.returncode == 0, result.stderr
+        for checkout, times, _ in runs:
+            script = checkout / "app" / "shifting_work.py"
+            script.parent.mkdir(parents=True)
+            shutil.copy(helpers.TARGETS / "shifting_work.py", script)
+            procs.append(subprocess.Popen([*interp["argv"], str(script), str(times)], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, cwd=checkout))
+        for proc in procs:
+            assert helpers.read_line(proc, 60), "the target never became ready"
+        recorders = [subprocess.Popen([*helpers.PYTOP, "--batch", "--duration", "3", "--rate", "200", "--cpu-budget",
+                                       "0", "--record", str(path), str(proc.pid)], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+                     for proc, (_, _, path) in zip(procs, runs)]
+        for recorder in recorders:
+            _, err = recorder.communicate(timeout=120)
+            assert recorder.returncode == 0, err
     finally:
-        proc.kill()
-        proc.wait(timeout=30)
+        for proc in procs:
+            proc.kill()
+            proc.wait(timeout=30)
 
 
 def functions_of(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -177,8 +192,7 @@ def test_two_recorded_runs_compared(target_interp: dict[str, Any], tmp_path: Pat
     the change says which grew and which shrank, which function is new and which is gone; each
     side's figures are its replay's, per second of its span; the two checkouts' files match."""
     base, now = tmp_path / "base.pytop", tmp_path / "now.pytop"
-    record_run(target_interp, tmp_path / "checkout-a", 1, base)
-    record_run(target_interp, tmp_path / "elsewhere" / "checkout-b", 4, now)
+    record_runs(target_interp, [(tmp_path / "checkout-a", 1, base), (tmp_path / "elsewhere" / "checkout-b", 4, now)])
     diff = functions_of(helpers.run_pytop("--batch", "--json", "--diff", str(base), str(now)))
     changes = {f["function"]: f for f in diff["functions"]}
     assert changes["grown"]["module"] == "app/shifting_work.py" and changes["grown"]["status"] == "both"

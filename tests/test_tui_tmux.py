@@ -374,11 +374,10 @@ def test_two_recordings_compared_on_a_terminal(terminal: Terminal, target_interp
                                                tmp_path: Path) -> None:
     """pytop --diff BASE NEW as a user runs it: the comparison's table, grown on top; e writes
     the comparison where --output-dir says; q gives the terminal back."""
-    from test_compare import record_run
+    from test_compare import record_runs
 
     base, now = tmp_path / "base.pytop", tmp_path / "now.pytop"
-    record_run(target_interp, tmp_path / "a", 1, base)
-    record_run(target_interp, tmp_path / "b", 4, now)
+    record_runs(target_interp, [(tmp_path / "a", 1, base), (tmp_path / "b", 4, now)])
     out = tmp_path / "out"
     out.mkdir()
     terminal.type(" ".join([*helpers.PYTOP, "--output-dir", str(out), "--diff", str(base), str(now)]))
