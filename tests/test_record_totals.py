@@ -15,18 +15,19 @@ from test_record_replay import Kept, same_figures
 import helpers
 from pytop.core import commands
 from pytop.core.intake import fold_finished, take_in
-from pytop.core.snapshot import Figures, View
+from pytop.core.snapshot import Figures, View, rows_of
 from pytop.process.attach import attach
 from pytop.record import container
 from pytop.record.codec import Damaged, Packer, Unpacker
 from pytop.record.payloads import RunRecord, key_payload, read_key_state
+from pytop.record.prefix import range_tables
 from pytop.record.recorder import Recorder
 from pytop.record.replay import Replay, open_recording
 from pytop.record.totals import put_totals, take_totals
 from pytop.report import table
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
-from record_fakes import TARGET, drain
+from record_fakes import TARGET, drain, write_recording
 
 
 def summed() -> Figures:
@@ -125,6 +126,21 @@ def test_a_range_from_the_start_is_taken_in_from_the_last_key_with_totals(some_i
         fresh.close()
     every.close()
     every_as_one.close()
+    # A range's tables by difference of the session's (record/prefix.py, what --diff and
+    # --baseline take): the figures of the range replayed whole, to the nanosecond, and its
+    # seconds, for ranges that begin and end anywhere, at keys, between them, across the reset.
+    n = len(recording.windows)
+    for first, last in {(0, n - 1), (0, n // 2), (1, n - 1), (n // 3, 2 * n // 3), (n - 1, n - 1),
+                        (reset_at, n - 1), (max(0, reset_at - 2), min(n - 1, reset_at + 1))}:
+        tables = range_tables(recording, first, last)
+        assert tables is not None, (first, last)
+        for by_line in (False, True):
+            replayed = Replay(recording)
+            whole = replayed.snapshot(last, View(mode="cpu", by_line=by_line), first, whole=True)
+            replayed.close()
+            shown = rows_of(tables.sums, tables.sums, tables.span, "cpu", by_line, View().tasks)
+            assert figures_of(shown) == figures_of(whole.rows)
+            assert tables.seconds == whole.run.elapsed, (first, last)
     # Working ahead while the view waits (Replay.warm, run by the replay's thread between keys;
     # here stopped every fifth window, as a key press stops it): then each step back from the
     # end, window by window, is a checkpoint restored and at most one window read (the first
@@ -145,6 +161,28 @@ def test_a_range_from_the_start_is_taken_in_from_the_last_key_with_totals(some_i
         same_figures(expected[index], warmed.snapshot(index, view))
         assert warmed.windows_read - before <= (1 if index >= 2 else index + 1), (index, warmed.windows_read - before)
     warmed.close()
+
+
+def figures_of(rows: Any) -> dict[Any, tuple[float, float, int, int, bool]]:
+    return {r.key: (r.own_time, r.total_time, r.own_count, r.total_count, r.native) for r in rows}
+
+
+def test_a_range_by_difference_without_key_totals_is_summed_from_the_start(tmp_path: Path) -> None:
+    # No key frame holds totals (a recording shorter than a key's interval): the session's tables
+    # are summed from the first window, and the difference is still the range's.
+    path = tmp_path / "short.pytop"
+    write_recording(path, 6)
+    recording = open_recording(str(path))
+    for first, last in ((0, 5), (2, 4), (5, 5)):
+        tables = range_tables(recording, first, last)
+        assert tables is not None
+        replayed = Replay(recording)
+        for tasks in (False, True):
+            whole = replayed.snapshot(last, View(mode="cpu", tasks=tasks), first, whole=True)
+            shown = rows_of(tables.sums, tables.sums, tables.span, "cpu", False, tasks)
+            assert figures_of(shown) == figures_of(whole.rows), tasks
+        replayed.close()
+        assert whole.rows and tables.seconds == whole.run.elapsed
 
 
 def _reset(path: Path, window: Any) -> bool:

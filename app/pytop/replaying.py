@@ -7,14 +7,16 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 
 from . import errors
 from .core.compare import CannotCompare, Span
 from .core.compare import compare as compared
 from .core.profile import Profile
-from .core.snapshot import View
+from .core.snapshot import View, rows_of
 from .record.host_payloads import HOST
 from .record.host_replay import HostRecording, HostReplay, open_host_recording, recording_kind
+from .record.prefix import range_tables
 from .record.ranges import When, parse_span, window_range
 from .record.replay import Recording, Replay, open_recording
 from .record.source import ReplaySource
@@ -156,14 +158,14 @@ def compare(args: argparse.Namespace) -> int:
         directory = args.output_dir or os.getcwd()
         with terminal_on_stderr():
             ComparisonApp(comparison, sort=sort, full_filenames=args.full_filenames,
-                          export=lambda: comparing.write_comparison(directory, comparison, base_profile,
-                                                                    now_profile)).run()
+                          export=lambda: comparing.write_comparison(directory, comparison, base_profile(),
+                                                                    now_profile())).run()
         return 0
     form = args.format or ("json" if args.json else "text")
     if form == "json":
         report = comparing.as_json(comparison, sort)
     elif form == "collapsed":
-        report = "".join(line + "\n" for line in comparing.diff_collapsed(comparison, base_profile, now_profile))
+        report = "".join(line + "\n" for line in comparing.diff_collapsed(comparison, base_profile(), now_profile()))
     else:
         report = comparing.as_text(comparison, sort, args.full_filenames)
     deliver(report.encode(), args.output)
@@ -176,8 +178,9 @@ def baseline(args: argparse.Namespace) -> Span:
                           "--baseline")[0]
 
 
-def recorded_span(text: str, view: View, option: str = "--diff") -> tuple[Span, Profile]:
-    """One side of --diff: FILE or FILE:FROM-TO, as one table and its profile."""
+def recorded_span(text: str, view: View, option: str = "--diff") -> tuple[Span, Callable[[], Profile]]:
+    """One side of --diff: FILE or FILE:FROM-TO, as one table, and how to get its profile (its
+    stacks: only an export of the comparison asks, and replaying a range for them costs)."""
     try:
         wanted = parse_span(text, os.path.exists)
     except ValueError as exc:
@@ -188,15 +191,29 @@ def recorded_span(text: str, view: View, option: str = "--diff") -> tuple[Span, 
     recording = open_recording(wanted.path)
     say_notes(recording)
     first, last = windows_between(recording, wanted.begin, wanted.end)
-    player = Replay(recording)
-    try:
-        snapshot = player.snapshot(last, view, first, whole=True)
-        profile = player.profile(last, first)
-        say_damaged(player.damaged, "window", f"{wanted.path}: ")
-    finally:
-        player.close()
+    # The range's tables by difference of the session's (record/prefix.py): a few key frames and
+    # light reads. Else (a rotated or damaged file) the range replayed whole.
+    tables = range_tables(recording, first, last)
+    if tables is not None:
+        rows = rows_of(tables.sums, tables.sums, tables.span, view.mode, view.by_line, view.tasks)
+        seconds = tables.seconds
+    else:
+        player = Replay(recording)
+        try:
+            snapshot = player.snapshot(last, view, first, whole=True)
+            say_damaged(player.damaged, "window", f"{wanted.path}: ")
+        finally:
+            player.close()
+        rows, seconds = snapshot.rows, snapshot.run.elapsed  # (the session's seconds, as the live view counted them)
+
+    def profile() -> Profile:
+        again = Replay(recording)
+        try:
+            return again.profile(last, first)
+        finally:
+            again.close()
+
     windows = recording.windows
-    seconds = snapshot.run.elapsed  # the session's seconds over the range, as the live view counted them
     label = (f"{wanted.path}, {fmt.wall_clock(windows[first].start)} to {fmt.wall_clock(windows[last].end)} "
              f"({seconds:,.1f} s), pid {recording.run.target.pid}, {recording.run.target.command}")
-    return Span(snapshot.rows, seconds, snapshot.mode, view.by_line, recording.run.target.cwd, label), profile
+    return Span(rows, seconds, view.mode, view.by_line, recording.run.target.cwd, label), profile

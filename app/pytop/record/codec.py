@@ -92,14 +92,27 @@ class Unpacker:
         return part
 
     def _count(self, item_size: int) -> int:
-        (count,) = _COUNT.unpack(self._take(_COUNT.size))
-        if count > MAX_ITEMS or count * item_size > len(self._data) - self._at:
+        at = self._at
+        if at + _COUNT.size > len(self._data):
+            raise Damaged("a payload ends inside one of its columns")
+        (count,) = _COUNT.unpack_from(self._data, at)
+        self._at = at = at + _COUNT.size
+        if count > MAX_ITEMS or count * item_size > len(self._data) - at:
             raise Damaged("a column says it holds more than its payload")
         return int(count)
 
+    def _width(self) -> tuple[int, int]:
+        """A column of integers' bytes per value and delta flag (not checked here)."""
+        at = self._at
+        if at + _WIDTH.size > len(self._data):
+            raise Damaged("a payload ends inside one of its columns")
+        self._at = at + _WIDTH.size
+        width, delta = _WIDTH.unpack_from(self._data, at)
+        return width, delta
+
     def ints(self) -> array[int]:
         count = self._count(1)
-        width, delta = _WIDTH.unpack(self._take(_WIDTH.size))
+        width, delta = self._width()
         code = _CODES.get(width)
         if code is None or delta not in (0, 1):
             raise Damaged("a column of integers of no known width")
@@ -114,6 +127,19 @@ class Unpacker:
                 raise Damaged("a column of integers adds up past 64 bits") from None
         return stored if code == "q" else array("q", stored)
 
+    def skip_ints(self) -> None:
+        """Past a column of integers without decoding it (a reader that needs other columns)."""
+        count = self._count(1)
+        width, _ = self._width()
+        if width not in _CODES or self._at + width * count > len(self._data):
+            raise Damaged("a column of integers of no known width")
+        self._at += width * count
+
+    def skip_texts(self) -> None:
+        self.skip_ints()
+        size = self._count(1)  # (within the payload: _count checked it; and moved _at first)
+        self._at += size
+
     def floats(self) -> array[float]:
         count = self._count(8)
         column = array("d")
@@ -121,6 +147,10 @@ class Unpacker:
         if BIG_ENDIAN:
             column.byteswap()
         return column
+
+    def skip_floats(self) -> None:
+        size = 8 * self._count(8)  # (within the payload: _count checked it; and moved _at first)
+        self._at += size
 
     def texts(self) -> list[str | None]:
         lengths = self.ints()

@@ -1,0 +1,111 @@
+"""A range's function tables by difference: the session's tables after the range's last window
+minus those after the window before its first, each read from the last key frame with the
+session's totals before it and the windows after that key (their function tables alone, the
+rest of each frame passed over). Two 10-minute ranges of an hour's recording then cost four
+key frames and at most four key intervals of light reads, where replaying them took in every
+window of both ranges whole.
+
+A function's figures only ever grow, and a table's rows are keyed by the function's name, file,
+line and pid (no thread: nothing folds them between keys), so the difference is exactly what
+summing the range's windows gives, to the nanosecond; the session's seconds likewise (the
+clock each window's live view kept). Where that cannot be vouched for, None, and the caller
+replays the range: a damaged window, a table that folded rows past its bound, a rotated file
+(what went with its front is in some keys' totals and not in others'), a figure that would go
+down. Pure but for reading the file."""
+
+from __future__ import annotations
+
+import zlib
+from array import array
+from collections.abc import Sequence
+from typing import BinaryIO, NamedTuple
+
+from .. import files
+from ..core.aggregate import FOLDED, FunctionSums, StackBook
+from ..core.records import Function, ProcessUpdate
+from . import container
+from .book import SessionClock
+from .codec import Damaged
+from .payloads import read_key_state, read_window_tables
+from .replay import Recording
+
+
+class RangeTables(NamedTuple):
+    """Windows first..last's function tables, as one window's (a --batch run's over that time)."""
+
+    sums: FunctionSums
+    seconds: float  # the session's seconds over the range, as the live view counted them
+    span: float  # seconds the range's windows' figures cover
+
+
+class _After(NamedTuple):
+    sums: FunctionSums
+    clock: float
+    span: float
+
+
+def range_tables(recording: Recording, first: int, last: int) -> RangeTables | None:
+    if recording.rotation is not None or not 0 <= first <= last < len(recording.windows):
+        return None
+    try:
+        with files.open_regular(recording.path) as f:
+            before, after = _tables_after(recording, f, first - 1), _tables_after(recording, f, last)
+    except (Damaged, ValueError, OSError, zlib.error):
+        return None
+    if before is None or after is None:
+        return None
+    sums = FunctionSums(after.sums.book)
+    for mine, later, earlier in ((sums.by_function, after.sums.by_function, before.sums.by_function),
+                                 (sums.by_line, after.sums.by_line, before.sums.by_line)):
+        if earlier.keys() - later.keys():
+            return None
+        for key, row in later.items():
+            was = earlier.get(key)
+            difference = row if was is None else array("q", (a - b for a, b in zip(row, was)))
+            if min(difference) < 0:
+                return None
+            if any(difference):
+                mine[key] = difference
+    sums.tasks = after.sums.tasks | before.sums.tasks
+    sums.natives = after.sums.natives | before.sums.natives
+    return RangeTables(sums, after.clock - before.clock, after.span - before.span)
+
+
+def _tables_after(recording: Recording, f: BinaryIO, index: int) -> _After | None:
+    """The session's tables after window `index` (-1: before the first), its clock and span."""
+    book = StackBook()
+    sums, clock, span, start = FunctionSums(book), SessionClock(), 0.0, 0
+    for key in reversed(recording.keys):
+        if key.index > index + 1:
+            continue
+        state = read_key_state(container.payload(f, key.frame))
+        if key.index == 0 and state.book is not None:  # (the recording's start: its names, if it has them)
+            _learn_names(book, state.book.processes, state.book.retired, state.book.functions)
+            break
+        if state.book is None or state.totals is None:
+            continue
+        if state.totals.folded:
+            return None
+        _learn_names(book, state.book.processes, state.book.retired, state.book.functions)
+        sums, clock, span, start = state.totals.sums(book), state.clock, state.totals.span, key.index
+        break
+    for i in range(start, index + 1):
+        window = read_window_tables(container.payload(f, recording.windows[i].frame))
+        clock = clock.after(window.circumstances.elapsed, window.reset)
+        span += window.circumstances.window_seconds
+        for d in window.drains:
+            _learn_names(book, d.processes, d.retired, d.functions)
+            sums.add_rows(d.function_rows, d.line_rows, bounded=True)
+        if FOLDED in sums.by_function or FOLDED in sums.by_line:
+            return None
+    return _After(sums, clock.clock, span)
+
+
+def _learn_names(book: StackBook, processes: Sequence[ProcessUpdate], retired: Sequence[int],
+                 functions: Sequence[Function]) -> None:
+    """As a replay's intake learns them (core/intake.py, record/replay.py): pids, then the
+    retired functions, then the new ones (a new function may have a retired one's id)."""
+    for p in processes:
+        book.pids.setdefault(p.process, p.pid)
+    book.retire(retired)
+    book.learn_functions(functions)
