@@ -305,6 +305,19 @@ def memory(args: argparse.Namespace) -> None:
         while time.monotonic() - start < args.minutes * 60:
             time.sleep(30)
             print(f"{(time.monotonic() - start) / 60:6.1f}  {me.memory_info().rss / 2**20:7.1f}", flush=True)
+        # Into the session's past (the live view remembers it, --record or not): back a minute
+        # at a time, as a user looking for a spike, the replay working ahead between the keys.
+        began = time.monotonic()
+        tmux("send-keys", "-t", session, "{")
+        wait_for(session, "The past")
+        print(f"into the past: {time.monotonic() - began:.2f} s to the first table", flush=True)
+        for _ in range(10):
+            time.sleep(2)
+            tmux("send-keys", "-t", session, "{")
+        time.sleep(5)
+        print(f"ten minutes back: RSS {me.memory_info().rss / 2**20:.1f} MiB", flush=True)
+        tmux("send-keys", "-t", session, ">")
+        wait_gone(session, "The past")
     result = json.loads(stats.read_text())
     stats.unlink()
     print(f"catch-all rows: {100 * result['catch_all_share']:.3f}% of the time (goal 1%); stack tree "
