@@ -193,10 +193,13 @@ def test_target_exit_keeps_the_results(terminal: Terminal, some_interp: dict[str
         assert_terminal_restored(terminal, "after-exit")
 
 
-def test_picking_a_process_when_none_is_given_and_coming_back(terminal: Terminal,
-                                                              some_interp: dict[str, Any]) -> None:
+def test_picking_a_process_when_none_is_given_and_coming_back(terminal: Terminal, some_interp: dict[str, Any],
+                                                              tmp_path: Path) -> None:
+    # stderr sent to a file, as a user keeping pytop's messages does: the host's table, the
+    # view of the pick and the table again are drawn on the terminal all the same.
+    log = tmp_path / "pytop.log"
     with helpers.running(some_interp, "stacks.py") as t:
-        terminal.type(" ".join(helpers.PYTOP))
+        terminal.type(" ".join(helpers.PYTOP) + f" 2>{log}")
         terminal.wait_text("Which Python process?")
         terminal.wait_text(str(t.pid))
         terminal.keys("4")  # sorted by pid, narrowed to the target: kept when the table opens again
@@ -214,6 +217,7 @@ def test_picking_a_process_when_none_is_given_and_coming_back(terminal: Terminal
         terminal.wait_for(lambda s: f"pid {t.pid}" in s and "Function (filename)" in s, "the same process again")
         terminal.keys("q")
         assert_terminal_restored(terminal, "after-picker")
+    assert "\x1b[" not in log.read_text(errors="replace")  # (no screen drawn into the file)
 
 
 def test_a_started_program_shows_its_exit_status_and_where_its_output_went(

@@ -16,7 +16,7 @@ from dataclasses import replace
 from . import errors
 from .core.model import Heat, PythonProcess
 from .record.host_recorder import HostRecorder
-from .run import FOREVER, WENT_BACK, attach_child, deliver, ended_by_signals, stop_recording, watch
+from .run import FOREVER, WENT_BACK, attach_child, deliver, ended_by_signals, stop_recording, terminal_on_stderr, watch
 from .sampling import host as host_sampling
 from .sampling.host import HostSampler
 
@@ -117,7 +117,8 @@ def _host_views(args: argparse.Namespace, recorder: HostRecorder | None) -> int:
     state, family = PickerState(), args.subprocesses  # (pytop -s without a PID: every pick with its family)
     while True:
         picker = PickerApp(state=state, sampler=host_sampler(args), recorder=recorder)
-        pid = picker.run()
+        with terminal_on_stderr():  # (2>log: the table still on the terminal)
+            pid = picker.run()
         if pid is None:
             return 0  # the user left the table
         state, args.pid, args.back = picker.chosen, pid, True
