@@ -39,6 +39,32 @@ def dump(interp: dict[str, Any]) -> tuple[helpers.RunningTarget, dict[int, list[
     return t, threads, text.stdout
 
 
+@pytest.mark.parametrize("name", ["pyenv-3.8", "pyenv-3.12"])
+def test_a_read_of_the_stacks_now_stops_when_its_panel_has_gone(name: str) -> None:
+    """The d panel's read (C frames and locals of every thread) asks between two threads whether
+    the panel is still there: once it is not, the read ends there (a read of 2,000 threads took
+    ~10 s, and quitting pytop waited for it) and no thread is left stopped."""
+    from pytop import errors
+    from pytop.process.stacks import stacks_now
+
+    if libdw.why_unavailable():
+        pytest.skip(libdw.why_unavailable())
+    with helpers.running(available(name), "stacks.py") as t:
+        asked = []
+
+        def gone_after_two() -> bool:
+            asked.append(True)
+            return len(asked) > 2
+
+        with pytest.raises(errors.ReadStopped):
+            stacks_now(t.pid, gone_after_two)
+        states = {int(task.name): (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                  for task in Path(f"/proc/{t.pid}/task").iterdir()}
+        assert len(asked) == 3 and "t" not in states.values(), states
+        stacks, note = stacks_now(t.pid, lambda: False)  # (and a read to its end still reads every thread)
+        assert note is None and len(stacks.threads) >= len(t.info["threads"]), stacks
+
+
 @pytest.mark.parametrize("name", WITH_SYMBOLS)
 def test_native_frames_between_python_frames(name: str) -> None:
     t, threads, text = dump(available(name))

@@ -122,7 +122,7 @@ class FakeSource:
         self.threads_shown = True
         self.tasks = False
 
-    def stacks_now(self, pid: int) -> tuple[ProcessStacks, str | None]:
+    def stacks_now(self, pid: int, stopped: Callable[[], bool]) -> tuple[ProcessStacks, str | None]:
         """A process of one thread, asleep in wait(timeout=5) under main()."""
         self.looked = pid
         frames = (Frame("wait", "/srv/app.py", 12), Frame("main", "/srv/app.py", 30))

@@ -59,6 +59,11 @@ class Interrupted(PytopError):
         self.exit_code = 128 + signum
 
 
+class ReadStopped(Exception):
+    """A read its asker no longer wants, stopped between two of its steps (the d panel closed):
+    nothing to tell the user, so not a PytopError."""
+
+
 class AttachFailed(PytopError):
     """The process is Python, but its runtime could not be found or read."""
 

@@ -5,6 +5,7 @@ and on request its frames' arguments and locals and the process's asyncio tasks.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import replace
 
 from .. import errors
@@ -19,8 +20,14 @@ from .memory import LiveProcess
 
 TASK_READS = 3  # reads of the tasks while one of them awaits a task no read found
 
+
+def _never() -> bool:
+    return False
+
+
 def stacks_of(target: Target, sample: Sample, with_locals: bool = False,
-              native: dict[int, tuple[Frame, ...]] | None = None) -> ProcessStacks:
+              native: dict[int, tuple[Frame, ...]] | None = None, stopped: Callable[[], bool] = _never
+              ) -> ProcessStacks:
     """A sample with every name resolved, for the dump report (with each frame's arguments and
     locals if asked). A thread state its new thread has not taken up yet is not a thread of its
     own: it is left out."""
@@ -38,6 +45,8 @@ def stacks_of(target: Target, sample: Sample, with_locals: bool = False,
     def variables(index: int) -> tuple[tuple[LocalVariable, ...], ...] | None:
         if reader is None:
             return None
+        if stopped():
+            raise errors.ReadStopped
         return tuple(reader.locals_of(address) for address in unwinder.frame_addresses(index))
 
     threads = tuple(ThreadStack(t.thread_id, t.native_id, unwinder.thread_name(t.thread_id), t.gil, t.active,
@@ -55,11 +64,12 @@ def stacks_of(target: Target, sample: Sample, with_locals: bool = False,
 
 
 def read_stacks(target: Target, where: str, blocking: bool = False, tasks: bool = False,
-         with_locals: bool = False, native: bool = False) -> ProcessStacks:
+         with_locals: bool = False, native: bool = False, stopped: Callable[[], bool] = _never) -> ProcessStacks:
     """Every thread's stack once (what `pytop --dump` prints), with every asyncio task if
     `tasks`, each frame's arguments and locals if `with_locals`, the C frames between the
     Python ones if `native` (the threads are stopped while both are read); `target` is closed
-    after."""
+    after. stopped: asked between two threads' reads; True ends the read (errors.ReadStopped), the
+    threads let go."""
     core = target.core is not None
     if native and libdw.why_unavailable():
         target.close()
@@ -85,12 +95,20 @@ def read_stacks(target: Target, where: str, blocking: bool = False, tasks: bool 
         native_stacks = None
         if reader is not None:  # only the unwinding while stopped: names and lines after they go on
             tids = _stopped_tids(target.pid) if target.core is None else sorted(target.core.task_ids())
-            addresses = {tid: reader.addresses(tid) for tid in tids}
+            addresses = {}
+            for tid in tids:
+                if stopped():
+                    raise errors.ReadStopped
+                addresses[tid] = reader.addresses(tid)
             if not core:
                 target.unwinder.hold_stopped(False)
-            native_stacks = {tid: tuple(Frame(f.function, f.filename, f.line, True, f.library)
-                                        for f in reader.symbols(pcs)) for tid, pcs in addresses.items()}
-        stacks = stacks_of(target, sample, with_locals, native_stacks)
+            native_stacks = {}
+            for tid, pcs in addresses.items():
+                if stopped():
+                    raise errors.ReadStopped
+                native_stacks[tid] = tuple(Frame(f.function, f.filename, f.line, True, f.library)
+                                           for f in reader.symbols(pcs))
+        stacks = stacks_of(target, sample, with_locals, native_stacks, stopped)
         if tasks:
             source = target.core or LiveProcess(target.pid)
             found = asyncio_tasks.read_tasks(source, target.runtime.runtime_address, target.layout, target.unwinder)
@@ -110,7 +128,8 @@ def read_stacks(target: Target, where: str, blocking: bool = False, tasks: bool 
         target.close()
 
 
-def stacks_now(pid: int, held_by: str | None = None) -> tuple[ProcessStacks, str | None]:
+def stacks_now(pid: int, stopped: Callable[[], bool] = _never, held_by: str | None = None
+               ) -> tuple[ProcessStacks, str | None]:
     """Every thread's stack in process `pid` now (the `d` key), with each frame's arguments and
     locals and its C frames: a look of its own beside sampling (it blocks while it reads, and
     holds the target's threads stopped for the native part). Without the C frames when they
@@ -120,12 +139,13 @@ def stacks_now(pid: int, held_by: str | None = None) -> tuple[ProcessStacks, str
     if held_by is not None:
         why = (f"pytop's sampling holds the target's threads ({held_by}), and only one tracer can"
                + (": the table and the tree (T) have them" if held_by == "--native" else ""))
-        return read_stacks(attach(pid), f"process {pid}", with_locals=True), f"C frames not shown: {why}"
+        return read_stacks(attach(pid), f"process {pid}", with_locals=True, stopped=stopped), \
+            f"C frames not shown: {why}"
     try:
-        return read_stacks(attach(pid), f"process {pid}", with_locals=True, native=True), None
+        return read_stacks(attach(pid), f"process {pid}", with_locals=True, native=True, stopped=stopped), None
     except (errors.UsageError, errors.AttachFailed, errors.PermissionDenied) as exc:
         why = str(exc)
-    return read_stacks(attach(pid), f"process {pid}", with_locals=True), f"C frames not shown: {why}"
+    return read_stacks(attach(pid), f"process {pid}", with_locals=True, stopped=stopped), f"C frames not shown: {why}"
 
 
 def _native_reader(target: Target) -> libdw.NativeStacks:

@@ -20,6 +20,9 @@ class SnapshotSource(Protocol):
         ...
 
 
-StacksNow = Callable[[int], tuple[ProcessStacks, "str | None"]]
+StacksNow = Callable[[int, Callable[[], bool]], tuple[ProcessStacks, "str | None"]]
 """Every thread's stack in a process now, with arguments, locals and C frames, and a note on
-what could not be read (it blocks: the d panel calls it on a worker thread)."""
+what could not be read (it blocks: the d panel calls it on a worker thread). Its second
+argument says when the panel has gone: the read then stops between two threads (errors.ReadStopped),
+and lets the target's threads go (a read of 2,000 threads' C frames takes ~10 s, and pytop's
+exit waited for it)."""

@@ -4,6 +4,7 @@ read on demand by a worker thread: the screen and sampling go on meanwhile."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 from rich.text import Text
@@ -27,6 +28,7 @@ class StacksPanel(ModalScreen[None]):
         show (the view is narrowed to it), or None for all."""
         super().__init__()
         self.stacks_now, self.pid, self.thread_id = stacks_now, pid, thread_id
+        self._gone = threading.Event()
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="stacks-body"):
@@ -35,12 +37,17 @@ class StacksPanel(ModalScreen[None]):
     def on_mount(self) -> None:
         self.run_worker(self._read, thread=True, exclusive=True)
 
+    def on_unmount(self) -> None:
+        self._gone.set()  # (closed, or pytop ends: the read stops at its next thread)
+
     def _read(self) -> None:
         if self.stacks_now is None:
             self.app.call_from_thread(self._show, Text("This view cannot read stacks now.", style="bold red"))
             return
         try:
-            stacks, note = self.stacks_now(self.pid)
+            stacks, note = self.stacks_now(self.pid, self._gone.is_set)
+        except errors.ReadStopped:
+            return
         except errors.PytopError as exc:
             self.app.call_from_thread(self._show, Text(f"Cannot read process {self.pid}: {exc}", style="bold red"))
             return
@@ -58,4 +65,5 @@ class StacksPanel(ModalScreen[None]):
         self.query_one("#stacks-text", Static).update(text)
 
     def action_close(self) -> None:
+        self._gone.set()
         self.dismiss()
