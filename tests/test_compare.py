@@ -102,6 +102,18 @@ def test_a_span_of_no_time_is_refused() -> None:
         compare(span(row("f", "/a.py", 1.0), seconds=0.0), span(row("f", "/a.py", 1.0)))
 
 
+def test_the_live_view_waits_for_a_span_long_enough_to_take_per_second() -> None:
+    # The first refresh after B: 3 ms since the totals started again, 0.1 s of CPU already
+    # attributed (the kernel's counts move at its ticks) would read +3,333%.
+    from pytop.ui.baseline import compared_spans
+
+    base = span(row("f", "/a.py", 5.0), seconds=10.0)
+    said = compared_spans(base, span(row("f", "/a.py", 0.1), seconds=0.003))
+    assert isinstance(said, str) and "covers 0.00 s" in said and "at least 0.5 s" in said
+    assert isinstance(compared_spans(span(row("f", "/a.py", 0.1), seconds=0.2), base), str)
+    assert by_name(compared_spans(base, span(row("f", "/a.py", 0.6), seconds=0.6)))["f"].own == pytest.approx(1.0)
+
+
 def test_orders() -> None:
     c = compare(span(row("up", "/a.py", 1.0), row("down", "/a.py", 5.0), row("same", "/a.py", 2.0)),
                 span(row("up", "/a.py", 4.0), row("down", "/a.py", 1.0), row("same", "/a.py", 2.0)))

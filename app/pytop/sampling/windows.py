@@ -18,7 +18,7 @@ from ..core.aggregate import FOLDED, OWN, Counts, FunctionSums, mode_column
 from ..core.intake import fold_finished
 from ..core.model import Circumstances, PushStatus, Snapshot, TargetInfo
 from ..core.records import PSEUDO_FUNCTIONS, STACK_OVERFLOW
-from ..core.snapshot import Figures, Tables, View, build
+from ..core.snapshot import MIN_CPU_WINDOW, Figures, Tables, View, build
 from ..core.sticky import StickyShare, skipped_share
 from .feed import Feed
 
@@ -197,11 +197,12 @@ class Windows:
                      if key == FOLDED or key[0] == PSEUDO_FUNCTIONS[STACK_OVERFLOW])
         return caught / whole if whole else 0.0
 
-    def _pytop_cpu(self, seconds: float) -> float:
-        """pytop's own CPU use over the window, 100 = one core."""
+    def _pytop_cpu(self, seconds: float) -> float | None:
+        """pytop's own CPU use over the window, 100 = one core; None over a window too short to
+        say it (the one R or B closes at once: 1,231.9% was shown for a few milliseconds)."""
         cpu = time.process_time()
         used, self._cpu_mark = cpu - self._cpu_mark, cpu
-        return 100.0 * used / seconds
+        return 100.0 * used / seconds if seconds >= MIN_CPU_WINDOW else None
 
     def _build(self, circumstances: Circumstances) -> Snapshot:
         return views.snapshot(self.target, self.feed.figures, self.view, self.feed.engine, circumstances)

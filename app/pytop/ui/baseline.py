@@ -34,9 +34,26 @@ def span_of(s: Snapshot, label: str) -> Span:
     return Span(s.rows, span_seconds(s), s.mode, s.by_line, s.target.cwd, label)
 
 
-def compared(baseline: Span, s: Snapshot) -> Comparison | str:
-    """The snapshot's totals against the baseline, or why they cannot be compared."""
+MIN_SECONDS = 0.5  # a span shorter than this is not taken per second (its first refresh after B)
+
+
+def compared(baseline: Span, s: Snapshot) -> Comparison | str | None:
+    """The snapshot's totals against the baseline, or why they cannot be compared, or None
+    while the span since is too short to take per second yet (the view waits for it)."""
+    now = span_of(s, "since")
+    if 0 < now.seconds < MIN_SECONDS:
+        return None
+    return compared_spans(baseline, now)
+
+
+def compared_spans(baseline: Span, now: Span) -> Comparison | str:
+    """Per second of a few milliseconds (the view's refresh just after B started the totals
+    again), a function's time read +28,572%: a baseline that short is refused."""
+    for side, what in ((baseline, "the baseline"), (now, "the span compared")):
+        if 0 < side.seconds < MIN_SECONDS:
+            return (f"{what} covers {side.seconds:.2f} s: too short to compare per second (at least "
+                    f"{MIN_SECONDS:g} s; B marks a new baseline, or drops this one)")
     try:
-        return compare(baseline, span_of(s, "since"))
+        return compare(baseline, now)
     except CannotCompare as exc:
         return f"{exc} (B marks a new baseline, or drops this one)"

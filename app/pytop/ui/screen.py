@@ -198,6 +198,8 @@ class MainScreen(Screen[None]):
                     functions.focus()
             return
         comparison = compared(self.baseline, s)
+        if comparison is None:
+            return  # (the span since B is a few milliseconds old: compared from its next refresh)
         if isinstance(comparison, str):
             self.notify(comparison, title="Baseline", severity="warning", timeout=6, markup=False)
             self.baseline = None
@@ -428,5 +430,5 @@ class MainScreen(Screen[None]):
         self.source.send(commands.Export(directory))
         if self.baseline is not None and self.snapshot is not None:  # and the comparison shown
             comparison = compared(self.baseline, self.snapshot)
-            if not isinstance(comparison, str):
+            if comparison is not None and not isinstance(comparison, str):
                 tell_export(self, write_comparison(directory, comparison), "Comparison")
