@@ -205,6 +205,7 @@ def test_a_batch_recording_prints_again_as_the_run_printed_it(some_interp: dict[
 @pytest.mark.parametrize("args, said", [
     (["--from", "1h"], "nothing of it is in that range"),
     (["--from", "4", "--to", "2"], "--to comes before --from"),
+    (["--from", "0", "--to", "0"], "the range --from to --to is empty"),
     (["--dump"], "is a recording to show again: not with --dump"),
     (["--record", "other.pytop"], "not with --record"),
 ])

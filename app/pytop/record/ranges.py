@@ -56,8 +56,10 @@ def window_range(spans: Sequence[tuple[float, float]], start: float, begin: When
         raise ValueError("the recording holds no window")
     low = begin.at(start) if begin is not None else -float("inf")
     high = end.at(start) if end is not None else float("inf")
-    if high <= low:
+    if high < low:
         raise ValueError("--to comes before --from")
+    if high == low:
+        raise ValueError("the range --from to --to is empty (they are the same time)")
     chosen = [i for i, (a, b) in enumerate(spans) if low <= (a + b) / 2 <= high]
     chosen = chosen or [i for i, (a, b) in enumerate(spans) if a <= low < b or a < high <= b][:1]
     if not chosen:
