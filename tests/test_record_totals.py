@@ -185,6 +185,30 @@ def test_a_range_by_difference_without_key_totals_is_summed_from_the_start(tmp_p
         assert whole.rows and tables.seconds == whole.run.elapsed
 
 
+def test_working_ahead_stops_at_its_memory_bound(tmp_path: Path, monkeypatch: Any) -> None:
+    # Checkpoints cost memory (an hour of churn: ~1 MB each): work ahead stops at three
+    # quarters of their bound, never past it, and ends (it never makes what thinning removes).
+    from pytop.record import replay as replay_module
+
+    path = tmp_path / "long.pytop"
+    write_recording(path, 60)
+    sizing = Replay(open_recording(str(path)), checkpoint_every=3)
+    last = len(sizing) - 1
+    assert last >= 20
+    sizing.snapshot(last, View())
+    one = max(map(len, sizing._checkpoints.values()))
+    sizing.close()
+    monkeypatch.setattr(replay_module, "MAX_CHECKPOINT_BYTES", 8 * one)
+    replay = Replay(open_recording(str(path)), checkpoint_every=3)
+    replay.snapshot(last, View())
+    calls = 0
+    while replay.warm(last) and calls < 1000:
+        calls += 1
+    assert 0 < calls < 1000 and sum(map(len, replay._checkpoints.values())) <= 8 * one
+    assert 5 <= len(replay._checkpoints) <= 8
+    replay.close()
+
+
 def _reset(path: Path, window: Any) -> bool:
     from pytop.record.payloads import read_window
 

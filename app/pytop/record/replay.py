@@ -108,6 +108,7 @@ def open_recording(path: str) -> Recording:
 
 CHECKPOINT_EVERY = 30  # windows between two checkpoints of a range's state (a step back replays at most these)
 MAX_CHECKPOINTS = 64  # per range: a long recording's are thinned, not grown without end
+MAX_CHECKPOINT_BYTES = 24 << 20  # ... and their bytes (an hour of churn: ~1 MB each, compressed)
 WARM_WINDOWS = 300  # how far back from the cursor an idle replay makes checkpoints (10 minutes of 2 s windows)
 RESTORE_AHEAD = 4  # a checkpoint this many windows past the last taken in is restored, not read up to
 
@@ -315,11 +316,15 @@ class Replay:
         every = max(1, self.checkpoint_every // 3)
         wanted = [at for at in range(index - (index - first) % every, max(first, index - WARM_WINDOWS), -every)
                   if at > first and at not in self._checkpoints]
-        if not wanted:
+        def full() -> bool:  # (work ahead never makes checkpoints to be thinned, and so never loops)
+            return len(self._checkpoints) >= MAX_CHECKPOINTS - 1 or \
+                self._checkpoint_bytes >= MAX_CHECKPOINT_BYTES * 3 // 4
+
+        if not wanted or full():
             return False
         if self._at == index and index not in self._checkpoints:
             self._keep(index)
-        self.seek(wanted[0], first, stop=stop, every=every)
+        self.seek(wanted[0], first, stop=lambda: full() or (stop is not None and stop()), every=every)
         return self._at < wanted[0] or len(wanted) > 1
 
     def _start_at_key(self, first: int) -> None:
@@ -405,11 +410,16 @@ class Replay:
 
     def _keep(self, index: int) -> None:
         """The state after window `index`, kept (pytop's own objects: pickled here, unpickled
-        only from here; never from a file). At most MAX_CHECKPOINTS: past it, every other goes."""
+        only from here; never from a file). At most MAX_CHECKPOINTS and MAX_CHECKPOINT_BYTES:
+        past either, every other goes."""
         self._checkpoints[index] = zlib.compress(pickle.dumps(tuple(getattr(self, name) for name in self._STATE)), 1)
-        if len(self._checkpoints) > MAX_CHECKPOINTS:
+        if len(self._checkpoints) > MAX_CHECKPOINTS or self._checkpoint_bytes > MAX_CHECKPOINT_BYTES:
             for at in sorted(self._checkpoints)[1::2]:
                 del self._checkpoints[at]
+
+    @property
+    def _checkpoint_bytes(self) -> int:
+        return sum(len(state) for state in self._checkpoints.values())
 
     def _restore(self, index: int) -> None:
         state = pickle.loads(zlib.decompress(self._checkpoints[index]))  # noqa: S301 (our own, in memory)
