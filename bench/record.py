@@ -56,7 +56,8 @@ def stepping(path: str, steps: int = 40, pace: float = 0.0) -> tuple[float, floa
     view's replay thread does while no key is pressed (0: keys back to back)."""
     sys.path.insert(0, str(ROOT / "app"))
     from pytop.core.snapshot import View
-    from pytop.record.replay import Replay, open_recording
+    from pytop.record.recording import open_recording
+    from pytop.record.replay import Replay
 
     started = time.monotonic()
     replay = Replay(open_recording(path))

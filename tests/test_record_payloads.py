@@ -26,7 +26,8 @@ from pytop.record.payloads import (
 )
 from pytop.record.ranges import parse_when, window_range
 from pytop.record.recorder import Recorder
-from pytop.record.replay import Replay, TreeCheck, open_recording
+from pytop.record.recording import open_recording
+from pytop.record.replay import Replay, TreeCheck
 from record_fakes import CIRCUMSTANCES, drain
 
 

@@ -14,7 +14,7 @@ from pytop import errors
 from pytop.core.model import Circumstances
 from pytop.record.payloads import RunRecord
 from pytop.record.private import FILE_NAME, PrivateHistory
-from pytop.record.replay import open_recording
+from pytop.record.recording import open_recording
 from record_fakes import TARGET, drain
 
 

@@ -30,7 +30,8 @@ from pytop.process.attach import attach
 from pytop.record import container
 from pytop.record.payloads import RunRecord, read_window
 from pytop.record.recorder import Recorder
-from pytop.record.replay import Replay, open_recording
+from pytop.record.recording import open_recording
+from pytop.record.replay import Replay
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
 

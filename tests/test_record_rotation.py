@@ -26,7 +26,8 @@ from pytop.record.bounds import KEEP_SHARE
 from pytop.record.payloads import RunRecord, read_key_state, read_note
 from pytop.record.queued import QueuedWriter
 from pytop.record.recorder import Recorder
-from pytop.record.replay import Replay, open_recording
+from pytop.record.recording import open_recording
+from pytop.record.replay import Replay
 from pytop.run import info_of
 from pytop.sampling.sampler import Sampler, Settings
 

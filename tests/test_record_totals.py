@@ -22,7 +22,8 @@ from pytop.record.codec import Damaged, Packer, Unpacker
 from pytop.record.payloads import RunRecord, key_payload, read_key_state
 from pytop.record.prefix import range_tables
 from pytop.record.recorder import Recorder
-from pytop.record.replay import Replay, open_recording
+from pytop.record.recording import open_recording
+from pytop.record.replay import Replay
 from pytop.record.totals import put_totals, take_totals
 from pytop.report import table
 from pytop.run import info_of

@@ -106,7 +106,8 @@ async def test_a_recordings_range_as_the_baseline(tmp_path: Any) -> None:
     from test_ui_replay import shown
 
     from pytop.core.snapshot import View
-    from pytop.record.replay import Replay, open_recording
+    from pytop.record.recording import open_recording
+    from pytop.record.replay import Replay
     from pytop.record.source import ReplaySource
     from pytop.ui.app import PytopApp
     from record_fakes import write_recording

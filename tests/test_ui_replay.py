@@ -11,7 +11,8 @@ from textual.binding import Binding
 
 from pytop.core.model import RecordStatus
 from pytop.core.snapshot import View
-from pytop.record.replay import Replay, open_recording
+from pytop.record.recording import open_recording
+from pytop.record.replay import Replay
 from pytop.record.source import ReplaySource
 from pytop.report import format as fmt
 from pytop.ui.app import PytopApp

@@ -30,7 +30,8 @@ from pytop.record.host_recorder import HostRecorder
 from pytop.record.host_replay import HostReplay, open_host_recording
 from pytop.record.payloads import RunRecord
 from pytop.record.recorder import Recorder
-from pytop.record.replay import Replay, open_recording
+from pytop.record.recording import open_recording
+from pytop.record.replay import Replay
 from pytop.record.source import ReplaySource
 from pytop.replaying import recorded_span
 from pytop.run import attach_child, info_of

@@ -18,7 +18,8 @@ from .record.host_payloads import HOST
 from .record.host_replay import HostRecording, HostReplay, open_host_recording, recording_kind
 from .record.prefix import range_tables
 from .record.ranges import When, parse_span, window_range
-from .record.replay import Recording, Replay, open_recording
+from .record.recording import Recording, open_recording
+from .record.replay import Replay
 from .record.source import ReplaySource
 from .report import compare as comparing
 from .report import export, pprof, table

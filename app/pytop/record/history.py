@@ -17,7 +17,8 @@ from typing import Protocol
 from ..core import commands
 from ..core.model import Snapshot
 from ..core.snapshot import View
-from .replay import Replay, open_recording
+from .recording import open_recording
+from .replay import Replay
 from .source import Exporter, ReplaySource
 
 

@@ -18,7 +18,7 @@ from . import container
 from .codec import Damaged
 from .host_payloads import HostKey, HostWindow, key_kind, learn_texts, read_host_key_texts, read_host_window
 from .payloads import Rotation, read_note
-from .replay import StoredWindow
+from .recording import StoredWindow
 
 HEATS_BACK = 30  # looks a look without heats of its own looks back for the last ones written
 

@@ -212,14 +212,20 @@ def window_payload(w: WindowRecord) -> bytes:
 
 
 def read_window(data: bytes) -> WindowRecord:
+    u, head, circumstances = _window_head(data)
+    drains = tuple(take_drain(u, head[0] >= 2) for _ in range(head[2]))
+    u.end()
+    return WindowRecord(drains, circumstances, bool(head[1]), head[3])
+
+
+def _window_head(data: bytes) -> tuple[Unpacker, Sequence[int], Circumstances]:
+    """A window payload's head (version, reset, drains, windows lost before it) and its
+    circumstances; the unpacker left at its first drain."""
     u = Unpacker(data)
     head = u.ints()
     if len(head) != 4 or head[0] not in (1, PAYLOAD_VERSION) or head[2] < 0 or head[3] < 0:
         raise Damaged("a window of another making")
-    circumstances = _circumstances(u.blob())
-    drains = tuple(take_drain(u, head[0] >= 2) for _ in range(head[2]))
-    u.end()
-    return WindowRecord(drains, circumstances, bool(head[1]), head[3])
+    return u, head, _circumstances(u.blob())
 
 
 class WindowTables(NamedTuple):
@@ -233,11 +239,7 @@ class WindowTables(NamedTuple):
 def read_window_tables(data: bytes) -> WindowTables:
     """A window frame's circumstances and its drains' function tables, the rest passed over:
     what summing a range's tables needs (record/prefix.py), at a fraction of read_window's work."""
-    u = Unpacker(data)
-    head = u.ints()
-    if len(head) != 4 or head[0] not in (1, PAYLOAD_VERSION) or head[2] < 0 or head[3] < 0:
-        raise Damaged("a window of another making")
-    circumstances = _circumstances(u.blob())
+    u, head, circumstances = _window_head(data)
     drains = tuple(take_drain_tables(u, head[0] >= 2) for _ in range(head[2]))
     u.end()
     return WindowTables(drains, circumstances, bool(head[1]))

@@ -27,7 +27,7 @@ from . import container
 from .book import SessionClock
 from .codec import Damaged
 from .payloads import read_key_state, read_window_tables
-from .replay import Recording
+from .recording import Recording
 
 
 class RangeTables(NamedTuple):
