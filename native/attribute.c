@@ -85,14 +85,20 @@ void attribute_running(engine_thread *t, uint32_t stack, uint64_t ns, bool glimp
     if (!glimpse) t->pending_firm++;
 }
 
-/* The runs the count has just moved for, remembered by their time net of run-queue wait (after
- * drop_waiting): a thread woken from a nap waits for a CPU at the nap's line, found there by
- * samples in a row while it uses nothing; remembered by its time, the nap drew a share of the
- * CPU that no sample saw. */
-static void remember_pending(const stack_table *s, engine_thread *t) {
+/* The runs the count has just moved for, remembered by the CPU they are given (`ns`, the count's
+ * move, split by their time net of run-queue wait): what the thread was seen using there. A
+ * thread woken from a nap waits for a CPU, or holds the GIL preempted, at the nap's line, found
+ * there by samples in a row while it uses microseconds. Remembered by their time (net of the
+ * wait, which the kernel tells only in sum, taken off the oldest runs), those runs weighed 4 ms
+ * for 10 us of use, and drew the request's CPU that no sample saw to the nap: 2.5-2.9% of a
+ * service's CPU on a nap whose clock said 1%, with more threads than cores wanting a CPU. */
+static void remember_pending(const stack_table *s, engine_thread *t, uint64_t ns) {
+    if (!t->pending_total) return;
     for (uint32_t i = 0; i < t->pending_count; i++) {
         const pending_run *run = &t->pending[i];
-        if (run->firm && run->weight_ns) remember_run(s, t, run->stack, run->weight_ns);
+        if (!run->firm || !run->weight_ns) continue;
+        uint64_t used = (uint64_t)((double)ns * (double)run->weight_ns / (double)t->pending_total);
+        if (used) remember_run(s, t, run->stack, used); /* none used: no evidence of where it runs */
     }
 }
 
@@ -279,7 +285,7 @@ static void release(pytop_engine *e, engine_thread *t) {
 void attribute_cpu(pytop_engine *e, engine_thread *t, uint64_t ns, uint64_t now, bool settle, bool exact) {
     const stack_table *s = &e->stacks;
     drop_waiting(t);
-    remember_pending(s, t);
+    remember_pending(s, t, ns);
     if (t->pending_total && t->pending_firm) { /* seen running: held CPU goes with it */
         attribute_split(e, t->key, t->pending, t->pending_count, t->pending_total, ns + t->unseen_ns);
         t->unseen_ns = t->unseen_since = 0;

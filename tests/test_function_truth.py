@@ -68,8 +68,16 @@ def check(own: dict[str, float], total: dict[str, float], info: dict[str, Any], 
     for name in whole:
         if not near(own.get(name, 0.0), true_own.get(name, 0.0)):
             wrong.append(f"{name} own {own.get(name, 0.0):.3f} s, its clock {true_own.get(name, 0.0):.3f} s")
-    assert not wrong, (wrong, sorted(own.items(), key=lambda kv: -kv[1])[:12], threads)
-    assert own.get("wrapper", 0.0) <= 0.02 * attributed, own
+    assert not wrong, said(wrong, own, total, threads)
+    assert own.get("wrapper", 0.0) <= 0.02 * attributed, said(["wrapper"], own, total, threads)
+
+
+def said(wrong: list[str], own: dict[str, float], total: dict[str, float], threads: list[str] | None = None) -> str:
+    """A failure's message whole: pytest cuts the repr of anything but a string to a line, and
+    CI's run shows only that (where a function's missing time went was cut off)."""
+    rows = [f"{name}: own {seconds:.3f} total {total.get(name, 0.0):.3f}"
+            for name, seconds in sorted(own.items(), key=lambda kv: -kv[1])[:16]]
+    return "\n".join(["; ".join(wrong), "pytop's rows:", *rows, "threads:", *(threads or [])])
 
 
 def sampled(interp: dict[str, Any], settings: Settings, load: bool) -> None:
@@ -131,12 +139,13 @@ SERVICE_WINDOW = 4.0  # 400 samples: calls of a fraction of a millisecond, found
 # more on 11 of the 13 setups measured); fixed, -1% to +0.3% on 3.6-3.15, and up to 1.9% on
 # 2.7 with the machine loaded (its GIL is a plain lock that a thread woken from its nap races
 # the others for; its clock is read through ctypes: Python frames, shown with 40% of the CPU).
+# With four more processes spinning beside the test's own two, the nap's runs (found there
+# waiting for a CPU, or holding the GIL preempted) still drew 0.9-2.9% on 3.8 until they were
+# remembered by the CPU they were given, not their time: now -1.0% to +1.0% on 3.8 and 3.14.
 NAP_MAX_SHARE = 0.025
 
 
-# Alone: its turn's load is the one it sets. Beside other tests' targets, 3.14's saturated turn
-# put 0.065 s of CPU on the napping query_database (its clock: 0.008 s), beyond the 2.5% this
-# holds to: a known defect under bursty load, written up for the planners.
+# Alone: its turn's load is the one it sets.
 @pytest.mark.alone
 @pytest.mark.load_by_turn
 def test_a_service_whose_handlers_nap(interp: dict[str, Any]) -> None:
@@ -153,11 +162,11 @@ def test_a_service_whose_handlers_nap(interp: dict[str, Any]) -> None:
     wrong = [f"{name} total {total.get(name, 0.0):.3f} s, its clock {true_total[name]:.3f} s"
              for name in SERVICE_TIMED
              if abs(total.get(name, 0.0) - true_total[name]) > max(0.15 * true_total[name], 0.15)]
-    assert not wrong, (wrong, sorted(own.items(), key=lambda kv: -kv[1])[:12])
+    assert not wrong, said(wrong, own, total, threads_said(final))
     nap_over = total.get(NAP, 0.0) - true_total.get(NAP, 0.0)
-    assert nap_over <= NAP_MAX_SHARE * final.attributed, (
-        f"{NAP} total {total.get(NAP, 0.0):.3f} s, its clock {true_total.get(NAP, 0.0):.3f} s, "
-        f"of {final.attributed:.3f} s", sorted(own.items(), key=lambda kv: -kv[1])[:12])
+    assert nap_over <= NAP_MAX_SHARE * final.attributed, said(
+        [f"{NAP} total {total.get(NAP, 0.0):.3f} s, its clock {true_total.get(NAP, 0.0):.3f} s, "
+         f"of {final.attributed:.3f} s"], own, total, threads_said(final))
 
 
 def test_blocking(some_interp: dict[str, Any]) -> None:
