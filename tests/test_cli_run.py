@@ -333,6 +333,32 @@ def test_a_signal_during_start_up_ends_the_started_program(sig: str) -> None:
     assert not any(alive(pid) for pid in family), "the started program outlived pytop"
 
 
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_a_signal_while_sampling_still_writes_the_report(some_interp: dict[str, Any], sig: str) -> None:
+    """`--batch --duration inf` ends at Ctrl-C, which a script's background job ignores (the
+    shell starts it so): SIGTERM or SIGHUP was its only way to end, and it wrote nothing. Now
+    the report of what was sampled is written, then pytop ends as the signal asks (128 + N)."""
+    import signal
+    import subprocess
+
+    with helpers.running(some_interp, "stacks.py") as t:
+        pytop = subprocess.Popen([*helpers.PYTOP, "--batch", "--duration", "inf", "--json", str(t.pid)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            helpers.sampled_for_a_while(pytop.pid)
+            pytop.send_signal(getattr(signal, sig))
+            out, err = pytop.communicate(timeout=60)
+        finally:
+            if pytop.poll() is None:
+                pytop.kill()
+    assert pytop.returncode == 128 + getattr(signal, sig), err
+    assert "Traceback" not in err and f"ended by {sig}" in err
+    document = json.loads(out)
+    jsonschema.validate(document, BATCH_SCHEMA)
+    functions = by_name(document)
+    assert (functions.get("Worker.spinning") or functions["spinning"])["own"] > 0, sorted(functions)
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:

@@ -248,11 +248,15 @@ def shell_status(status: int | None) -> int:
     return status if status >= 0 else 128 - status
 
 
-def collect(sampler: Sampler, duration: float) -> Snapshot:
-    """Run the sampler for `duration` seconds (or until the target exits, or Ctrl-C) and return
-    one snapshot covering the whole run."""
+def collect(sampler: Sampler, duration: float) -> tuple[Snapshot, errors.Interrupted | None]:
+    """Run the sampler for `duration` seconds (or until the target exits, Ctrl-C, SIGTERM or
+    SIGHUP) and return one snapshot covering the whole run, and the signal that ended it, if
+    one did: the report is still written, then pytop ends as that signal says. (A `--batch
+    --duration inf` started in the background by a script ignores Ctrl-C, as background jobs
+    do: SIGTERM was its only way to end, and it wrote no report.)"""
     final: list[Snapshot] = []
     done = threading.Event()
+    ended_by: errors.Interrupted | None = None
 
     def publish(snapshot: Snapshot) -> None:
         if snapshot.run.exited:
@@ -265,6 +269,8 @@ def collect(sampler: Sampler, duration: float) -> Snapshot:
         done.wait(duration if math.isfinite(duration) else None)  # inf: until the program ends
     except KeyboardInterrupt:
         pass
+    except errors.Interrupted as signal_said:
+        ended_by = signal_said
     finally:  # a signal too (errors.Interrupted): sampling ends before pytop does
         sampler.stop()
         if sampler.running:
@@ -273,11 +279,11 @@ def collect(sampler: Sampler, duration: float) -> Snapshot:
             while sampler.running and time.monotonic() < deadline:
                 sampler.stop(1.0)
     if final:
-        return final[0]
+        return final[0], ended_by
     if sampler.running:
         raise errors.PytopError(f"sampling did not stop (a sample of the target did not end within "
                                 f"{STOP_PATIENCE:.0f} s): no report")
-    return sampler.final_snapshot()
+    return sampler.final_snapshot(), ended_by
 
 
 def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | None = None,
@@ -414,7 +420,7 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
             sampler = Sampler(target.unwinder, info, settings, attach_child if args.subprocesses else None,
                               child.status if child else None, follow_exec, pusher=pusher, recorder=recorder)
             try:
-                snapshot = collect(sampler, args.duration)
+                snapshot, ended_by = collect(sampler, args.duration)
             finally:
                 pushed = stop_pushing(pusher)
                 recorded = stop_recording(recorder)
@@ -435,6 +441,8 @@ def _watch(args: argparse.Namespace, command: list[str]) -> int:
             deliver(report, args.output)
             if args.stats_file:
                 write_statistics(args.stats_file, sampler.statistics())
+            if ended_by is not None:  # reported: now ended as the signal asked (128 + its number)
+                raise ended_by
             status = shell_status(sampler.status)
             # A script that pushes or records learns that the server or the file lacks some of the
             # run (the line said why).
