@@ -199,6 +199,7 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         if (pt->flags & PYTOP_THREAD_NEW_TASK)
             cpu = created && (!first_sample || P->whole_life) ? born_cpu(P, pt) : 0;
         if (first_sample && (pt->flags & PYTOP_THREAD_NEW_TASK)) P->first_counts_ns += pt->cpu_ns;
+        t->gil_wait = pt->flags & PYTOP_THREAD_GIL_WAIT;
         t->d_wait += pt->wait_delta_ns;
         t->pending_wait += pt->wait_delta_ns;
         t->checked_at = P->sample_no;

@@ -47,3 +47,36 @@ int gil_read(pytop_unwinder *u, uint64_t base, int32_t locked_off, int32_t holde
     }
     return status;
 }
+
+/* A thread blocked in the kernel on one of these words is waiting to take the GIL (in
+ * take_gil, or in drop_gil for a taker to come: 3.x; 2.7: on its lock). Found there at both
+ * ends of a stretch at one line, it stayed in that call: what CPU it used meanwhile (2.7's
+ * waiters wake at each hand-over and race for the lock) was used there, not in whole requests
+ * run in between, as a thread found napping twice at one line may have done. */
+static void note_range(gil_waits *w, uint64_t start, uint64_t size) {
+    if (!start || !size) return;
+    for (int k = 0; k < w->count; k++)
+        if (w->start[k] == start) return;
+    int k = w->count < MAX_GILS ? w->count++ : (int)(start % MAX_GILS); /* full: an old one makes room */
+    w->start[k] = start;
+    w->end[k] = start + size;
+}
+
+int gil_note_waits(pytop_unwinder *u, uint64_t base, bool interpreter) {
+    const pytop_layout *L = &u->L;
+    if (L->gil_waits_size <= 0) return PYTOP_OK;
+    int32_t at = interpreter ? L->is_gil_waits : L->rt_gil_waits;
+    if (at >= 0) note_range(&u->waits, base + (uint64_t)at, (uint64_t)L->gil_waits_size);
+    if (!interpreter && L->rt_gil_lock >= 0 && !u->waits.lock_27) { /* made once, with the first thread */
+        int status = unwinder_read_u64(u, base + (uint64_t)L->rt_gil_lock, &u->waits.lock_27);
+        if (status != PYTOP_OK) return status;
+        note_range(&u->waits, u->waits.lock_27, (uint64_t)L->gil_waits_size);
+    }
+    return PYTOP_OK;
+}
+
+bool gil_waited_on(const pytop_unwinder *u, uint64_t futex) {
+    for (int k = 0; futex && k < u->waits.count; k++)
+        if (futex >= u->waits.start[k] && futex < u->waits.end[k]) return true;
+    return false;
+}

@@ -537,6 +537,8 @@ typedef struct kthread_report {
                                moved lately: see kthreads.c) */
     bool on_cpu;            /* its letter, read this sample, says it is on a CPU now */
     bool ran;               /* its counts moved since the previous check: it has run */
+    uint64_t futex;         /* when its counts last moved, the word it then waited on in futex(2),
+                               blocked; 0: not blocked there, or not known */
 } kthread_report;
 
 /* A task's counts as last read: what a read changes, and kthreads_defer() gives back. */
@@ -551,6 +553,8 @@ typedef struct kthread {
     int tid;
     int stat_fd;
     int schedstat_fd;
+    int syscall_fd;         /* .../syscall, opened when first wanted (-1: not yet, -2: cannot be) */
+    uint64_t futex;         /* see kthread_report */
     char state;
     task_counts now;
     task_counts undo;       /* as they were before this sample's read, for kthreads_defer() */
@@ -791,6 +795,14 @@ typedef struct gil_watch {
     uint64_t holder;        /* its last holder then, whether it still held it or not */
 } gil_watch;
 
+/* Where threads block to take each GIL the walks met: the words of its mutexes and condition
+ * variables (2.7: of its lock), as [start, end) ranges. */
+typedef struct gil_waits {
+    uint64_t start[MAX_GILS], end[MAX_GILS];
+    int count;
+    uint64_t lock_27;       /* 2.7: its lock's address, once the interpreter made it */
+} gil_waits;
+
 struct pytop_unwinder {
     int pid;                /* 0 for an image: nothing reads /proc, ptrace or a process */
     memory_image image;
@@ -812,6 +824,7 @@ struct pytop_unwinder {
     sample_pair samples;
     known_threads known;
     gil_watch gils[MAX_GILS]; /* each GIL as the previous sample read it, in walk order */
+    gil_waits waits;        /* where threads block to take a GIL (gil.c) */
     bool asyncio_tasks;     /* asyncio tasks as pseudo-frames (3.14+) */
     asyncio_book asyncio_names;
     int32_t gc_collecting;
@@ -855,6 +868,11 @@ bool gil_held_last(const gil_holders *g, uint64_t tstate);
 /* The GIL at `base` (its fields at those offsets; -1: the version has none) into `g`. */
 int gil_read(pytop_unwinder *u, uint64_t base, int32_t locked_off, int32_t holder_off, int32_t switches_off,
              gil_holders *g);
+/* Note where threads block to take the GIL at `base` (the runtime's, or an interpreter's when
+ * `interpreter`), as the layout says. */
+int gil_note_waits(pytop_unwinder *u, uint64_t base, bool interpreter);
+/* Is `futex` (a word a thread is blocked on) one a thread waits on to take a GIL? */
+bool gil_waited_on(const pytop_unwinder *u, uint64_t futex);
 
 /* ---- thread.c --------------------------------------------------------------------------- */
 /* What every walker of one interpreter's threads shares. */

@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,6 +74,7 @@ void kthreads_init(kthreads *o, int pid) {
 static void close_task(kthread *t) {
     if (t->stat_fd >= 0) close(t->stat_fd);
     if (t->schedstat_fd >= 0) close(t->schedstat_fd);
+    if (t->syscall_fd >= 0) close(t->syscall_fd);
 }
 
 void kthreads_free(kthreads *o) {
@@ -156,7 +158,7 @@ static kthread *find_kthread(kthreads *o, int tid) {
     memmove(&o->items[lo + 1], &o->items[lo], (o->count - lo) * sizeof *o->items);
     o->count++;
     kthread *t = &o->items[lo];
-    *t = (kthread){.tid = tid, .stat_fd = stat_fd, .schedstat_fd = -1, .state = '?'};
+    *t = (kthread){.tid = tid, .stat_fd = stat_fd, .schedstat_fd = -1, .syscall_fd = -1, .state = '?'};
     t->schedstat_fd = open_task_file(o->pid, tid, "schedstat");
     return t;
 }
@@ -208,6 +210,25 @@ enum { SCHEDSTAT_ERROR = -1, SCHEDSTAT_ZERO = 0, SCHEDSTAT_OK = 1 };
 /* schedstat: CPU time, run-queue wait (ns) and times run. SCHEDSTAT_ZERO when it reads "0 0 0"
  * (a thread not yet run, or a kernel that keeps no schedstat), SCHEDSTAT_ERROR when it cannot
  * be read (the thread has exited). */
+/* The word `t` is blocked on in futex(2) now, from .../syscall ("202 0x7f... 0x80 ..."; "running"
+ * or another call: 0). The file asks what ptrace does, as reading its memory does. */
+static uint64_t read_futex_word(kthreads *o, kthread *t) {
+    if (t->syscall_fd == -1) {
+        t->syscall_fd = open_task_file(o->pid, t->tid, "syscall");
+        if (t->syscall_fd < 0) t->syscall_fd = -2;
+    }
+    if (t->syscall_fd < 0) return 0;
+    char buf[64];
+    ssize_t n = pread(t->syscall_fd, buf, sizeof buf - 1, 0);
+    o->syscalls++;
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    const char *at = buf;
+    uint64_t nr = 0;
+    if (!next_number(&at, &nr) || nr != SYS_futex || strncmp(at, " 0x", 3) != 0) return 0;
+    return strtoull(at + 3, NULL, 16);
+}
+
 static int read_schedstat(kthreads *o, int fd, uint64_t *cpu, uint64_t *wait, uint64_t *switches) {
     if (fd < 0) return SCHEDSTAT_ERROR;
     char buf[96];
@@ -263,6 +284,9 @@ static bool read_figures(kthreads *o, kthread *t, bool with_state, bool letter_i
     t->now.switches = switches;
     t->now.known = true;
     if (moved) t->now.changed_at = o->now;
+    /* Where a thread that ran since and is not the GIL's holder now waits, if it is blocked:
+     * unchanged while its counts do not move (it has not run since). */
+    if (moved) t->futex = letter_if_moved ? read_futex_word(o, t) : 0;
     /* A thread that ran since its last read may be running now: read again if it was R, or
      * if it used a share of the time since (C code between waits for the GIL); not for a
      * sleeper that woke a moment (a pool's 2,000 threads wake ~730 times a second). */
@@ -293,6 +317,7 @@ static bool read_figures(kthreads *o, kthread *t, bool with_state, bool letter_i
 
 static void fill_known(const kthread *t, kthread_report *out) {
     out->state = t->state;
+    out->futex = t->futex;
     out->cpu_ns = t->now.cpu_ns;
 }
 

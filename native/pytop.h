@@ -49,6 +49,10 @@ typedef struct pytop_layout {
 
     int32_t rt_interpreters_head, rt_main_thread, rt_gil_locked, rt_gil_holder, rt_gil_switches, rt_gc_collecting;
     int32_t is_next, is_id, is_threads_head, is_gil_locked, is_gil_holder, is_gil_switches, is_gc_collecting;
+    /* Where threads block to take the GIL: its mutexes and condition variables, gil_waits_size
+     * bytes at rt_gil_waits (the runtime's, 3.6-3.11) or is_gil_waits (an interpreter's, 3.12+),
+     * or at the address held at rt_gil_lock (2.7's lock). 0 bytes: not known. */
+    int32_t rt_gil_waits, is_gil_waits, rt_gil_lock, gil_waits_size;
     int32_t is_code_generation, is_modules;
     int32_t ts_next, ts_interp, ts_thread_id, ts_native_thread_id, ts_unique_id, ts_frame, ts_cframe;
     int32_t cf_current_frame, ts_datastack_chunk, ts_datastack_top;
@@ -92,9 +96,11 @@ enum pytop_thread_flags {
                                     its whole life so far, cpu_delta_ns is 0 */
     PYTOP_THREAD_UNCLAIMED = 256, /* a thread state its new thread has not taken up yet: it carries
                                     no ids of its own (3.12+) or its creator's (before) */
-    PYTOP_THREAD_ON_CPU = 512    /* its state letter, read in this sample, says it is on a CPU
+    PYTOP_THREAD_ON_CPU = 512,   /* its state letter, read in this sample, says it is on a CPU
                                     (R, and it ran since it was last found asleep or waiting):
                                     C code that let the GIL go runs here, at this stack */
+    PYTOP_THREAD_GIL_WAIT = 1024 /* when its counts were last read, it was blocked in the kernel
+                                    taking the GIL (not napping, nor waiting for another lock) */
 };
 
 /* One frame: which code object (an id, stable while the object lives) and which line. */

@@ -93,7 +93,7 @@ static bool as_before(pytop_unwinder *u, uint64_t ts, const pytop_thread *old, c
     }
     if (r && r->checked) {
         t->flags |= PYTOP_THREAD_CHECKED | PYTOP_THREAD_OS_KNOWN | (r->running ? PYTOP_THREAD_ACTIVE : 0u) |
-                    (r->on_cpu ? PYTOP_THREAD_ON_CPU : 0u);
+                    (r->on_cpu ? PYTOP_THREAD_ON_CPU : 0u) | (gil_waited_on(u, r->futex) ? PYTOP_THREAD_GIL_WAIT : 0u);
         t->cpu_ns = r->cpu_ns;
         t->cpu_delta_ns = r->cpu_delta_ns;
         t->wait_delta_ns = r->wait_delta_ns;

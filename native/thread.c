@@ -68,6 +68,7 @@ static void read_kernel_figures(pytop_unwinder *u, pytop_thread *t, bool gil, bo
     if (r->state != '?') t->flags |= PYTOP_THREAD_OS_KNOWN;
     if (r->running) t->flags |= PYTOP_THREAD_ACTIVE;
     if (r->on_cpu) t->flags |= PYTOP_THREAD_ON_CPU;
+    if (!gil && gil_waited_on(u, r->futex)) t->flags |= PYTOP_THREAD_GIL_WAIT;
     if (r->ran) t->flags |= PYTOP_THREAD_RAN;
     if (r->first) t->flags |= PYTOP_THREAD_NEW_TASK;
     if (r->checked) {

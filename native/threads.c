@@ -103,6 +103,7 @@ static int walk_interpreter_state(pytop_unwinder *u, uint64_t interp, gil_holder
     if (status == PYTOP_OK && L->is_id >= 0) status = unwinder_read_u64(u, interp + (uint64_t)L->is_id, &id); /* 2.7, 3.6: 0 */
     if (status == PYTOP_OK) status = unwinder_read_u64(u, interp + (uint64_t)L->is_threads_head, &head);
     if (status == PYTOP_OK) status = gil_read(u, interp, L->is_gil_locked, L->is_gil_holder, L->is_gil_switches, g);
+    if (status == PYTOP_OK) status = gil_note_waits(u, interp, true);
     if (status == PYTOP_OK && L->is_gc_collecting >= 0)
         status = read_gc_flag(u, interp + (uint64_t)L->is_gc_collecting);
     if (status == PYTOP_OK && L->is_code_generation >= 0) {
@@ -147,6 +148,7 @@ int threads_walk(pytop_unwinder *u) {
     gil_holders g = {.count = 0, .reads = 0};
     uint64_t interp = 0, generation_sum = 0;
     int status = gil_read(u, u->runtime, L->rt_gil_locked, L->rt_gil_holder, L->rt_gil_switches, &g);
+    if (status == PYTOP_OK) status = gil_note_waits(u, u->runtime, false);
     if (status == PYTOP_OK && L->rt_gc_collecting >= 0)
         status = read_gc_flag(u, u->runtime + (uint64_t)L->rt_gc_collecting);
     if (status == PYTOP_OK)

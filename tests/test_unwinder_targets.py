@@ -94,6 +94,32 @@ def test_gil_holder_and_os_activity(interp: dict[str, Any], mode: int) -> None:
     assert active["spinner"] > samples * 0.5
 
 
+def test_threads_waiting_to_take_the_gil_are_told_from_other_waits(interp: dict[str, Any]) -> None:
+    """Two threads spinning in Python: the one without the GIL is blocked taking it, on the
+    GIL's own futex, which each version keeps elsewhere (a struct in the runtime or in each
+    interpreter, 3.6's statics, 2.7's lock); a thread blocked on a lock of its own never is.
+    (Attribution keeps a waiter's CPU in the call it waits in: test_function_truth.py.)"""
+    with helpers.running(interp, "gil_waiters.py") as t:
+        target = attach(t.pid)
+        ids = {key: info["thread_id"] for key, info in t.info["threads"].items()}
+        waits = {key: 0 for key in ids}
+        samples = 0
+        try:
+            while samples < 400:
+                try:
+                    threads = by_id(target.unwinder.sample())
+                except SampleError:
+                    continue
+                samples += 1
+                for key, thread_id in ids.items():
+                    waits[key] += threads[thread_id].waits_for_gil
+                time.sleep(0.002)
+        finally:
+            target.close()
+    assert waits["locked"] == 0, waits
+    assert waits["spinner-1"] + waits["spinner-2"] >= 20, waits
+
+
 def test_ten_thousand_frames(interp: dict[str, Any]) -> None:
     with helpers.running(interp, "deep.py", "10000") as t:
         target = attach(t.pid)

@@ -56,6 +56,11 @@ class ThreadSample(NamedTuple):
         return bool(self.flags & lib.PYTOP_THREAD_GIL)
 
     @property
+    def waits_for_gil(self) -> bool:
+        """Blocked in the kernel taking the GIL when its counts last moved (kthreads.c)."""
+        return bool(self.flags & lib.PYTOP_THREAD_GIL_WAIT)
+
+    @property
     def active(self) -> bool:
         return bool(self.flags & lib.PYTOP_THREAD_ACTIVE)
 

@@ -169,6 +169,9 @@ def build_layout(source: MemorySource, runtime: Runtime) -> dict[str, int]:
     layout = layouts.layout_for(version.minor_key, str(version), version.hex, debug_block)
     for name, address in runtime.statics.items():  # 3.6, 2.7: its static variables, as offsets
         layout[name] = address - runtime.runtime_address
+    if runtime.gil_waits:
+        offsets = {symbol: address - runtime.runtime_address for symbol, address in runtime.gil_waits.items()}
+        layout.update(layouts.gil_waits(version.minor_key, layout, offsets))
     if layout["ts_native_thread_id"] < 0:
         layout["pthread_tid"] = calibrate_pthread_tid(source, runtime.runtime_address, layout)
     return layout

@@ -16,6 +16,7 @@ import struct
 from dataclasses import dataclass, field
 
 from .. import errors
+from . import layouts
 from .elf import ElfImage
 from .memory import LiveProcess, MemorySource
 from .procmaps import Mapping, basename, files_in_order
@@ -62,8 +63,12 @@ class Runtime:
     runtime_address: int
     version: PythonVersion
     # 3.6, 2.7: no _PyRuntime; where its static variables are (layout field -> address), and the
-    # runtime address is the lowest of them, so that each is an offset from it as in a struct.
+    # runtime address is the lowest of them and of gil_waits's, so that each is an offset from
+    # it as in a struct.
     statics: dict[str, int] = field(default_factory=dict)
+    # 3.6, 2.7: where threads wait to take the GIL (layouts.gil_waits's symbols -> address),
+    # when the build names them.
+    gil_waits: dict[str, int] = field(default_factory=dict)
 
 
 # 3.6's static variables that stand for _PyRuntime's fields (pystate.c, ceval_gil.h, gcmodule.c):
@@ -77,6 +82,7 @@ STATICS_36 = {"rt_interpreters_head": "interp_head", "rt_gil_locked": "gil_locke
 STATICS_27 = {"rt_interpreters_head": "interp_head", "rt_gil_holder": "_PyThreadState_Current",
               "rt_gc_collecting": "collecting"}
 STATICS = {(3, 6): STATICS_36, (2, 7): STATICS_27}
+GIL_WAITS = {(3, 6): layouts.GIL_WAITS_36, (2, 7): (layouts.GIL_LOCK_27,)}
 
 
 def _candidates(source: MemorySource, by_file: dict[str, list[Mapping]]) -> list[str]:
@@ -126,7 +132,8 @@ def _runtime_from_statics(path: str, image: ElfImage, bias: int) -> Runtime | No
     statics = {field_name: found[symbol] + bias for field_name, symbol in wanted.items()}
     micro = image.version_string(named.minor, named.major)
     version = PythonVersion(named.major, named.minor, micro[1]) if micro else named
-    return Runtime(path, min(statics.values()), version, statics)
+    waits = {symbol: address + bias for symbol, address in image.symbols(GIL_WAITS[named.minor_key]).items()}
+    return Runtime(path, min([*statics.values(), *waits.values()]), version, statics, waits)
 
 
 def _scan_for_cookie(source: MemorySource, mappings: list[Mapping]) -> int | None:

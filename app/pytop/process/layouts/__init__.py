@@ -8,6 +8,7 @@ is still read right.
 
 from __future__ import annotations
 
+import platform
 import struct
 
 from ... import errors
@@ -26,6 +27,9 @@ ASYNCIO_TASK = {
 # Where a suspended coroutine keeps the object it awaits: the top of its value stack in 3.14,
 # one below in 3.15 (whose SEND leaves a null on top): _PyGen_yf's _PyFrame_StackPeek.
 AWAITED_DEPTH = {(3, 14): 1, (3, 15): 2}
+# glibc's pthread_cond_t, pthread_mutex_t and sem_t, in bytes, by machine (the target's: pytop
+# reads processes of its own kind): the GIL's condition variables, mutexes and 2.7's lock.
+GLIBC_SIZES = {"x86_64": (48, 40, 32), "aarch64": (48, 48, 32)}
 FRAMES_OBJECTS, FRAMES_INTERPRETER = 1, 2
 LINES_LNOTAB, LINES_310, LINES_LOCATIONS, LINES_LNOTAB_27 = 1, 2, 3, 4
 
@@ -48,6 +52,38 @@ def _model(version: tuple[int, int]) -> dict[str, int]:
     if version == (3, 10):
         return {"frame_model": FRAMES_OBJECTS, "line_table": LINES_310, "lasti_scale": 2}
     return {"frame_model": FRAMES_INTERPRETER, "line_table": LINES_LOCATIONS, "lasti_scale": 2}
+
+
+def gil_waits(version: tuple[int, int], layout: dict[str, int], statics: dict[str, int] | None = None,
+              machine: str | None = None) -> dict[str, int]:
+    """Where threads block in the kernel to take the GIL (kthreads.c reads the word a thread
+    waits on): 3.7+ the GIL's two condition variables and two mutexes, after its count of
+    hand-overs; 3.6 the same as static variables, from the lowest to the highest (`statics`:
+    their offsets, as build_layout makes them); 2.7 its lock, through the pointer at
+    rt_gil_lock. Unknown (size 0) on a machine whose sizes are not known here."""
+    sizes = GLIBC_SIZES.get(machine or platform.machine())
+    waits = {"rt_gil_waits": -1, "is_gil_waits": -1, "rt_gil_lock": -1, "gil_waits_size": 0}
+    if sizes is None:
+        return waits
+    cond, mutex, semaphore = sizes
+    statics = statics or {}
+    if version >= (3, 7):
+        for prefix in ("rt", "is"):
+            if layout[f"{prefix}_gil_switches"] >= 0:
+                waits[f"{prefix}_gil_waits"] = layout[f"{prefix}_gil_switches"] + 8
+        waits["gil_waits_size"] = 2 * (cond + mutex)
+    elif version == (3, 6) and len(statics) == len(GIL_WAITS_36):
+        waits["rt_gil_waits"] = min(statics.values())
+        waits["gil_waits_size"] = max(statics.values()) + max(cond, mutex) - waits["rt_gil_waits"]
+    elif version == (2, 7) and GIL_LOCK_27 in statics:
+        waits["rt_gil_lock"] = statics[GIL_LOCK_27]
+        waits["gil_waits_size"] = semaphore
+    return waits
+
+
+# 3.6's and 2.7's statics for gil_waits (local symbols, as locate.STATICS's).
+GIL_WAITS_36 = ("gil_cond", "gil_mutex", "switch_cond", "switch_mutex")
+GIL_LOCK_27 = "interpreter_lock"
 
 
 def debug_offsets_size(version: tuple[int, int]) -> int:
@@ -104,6 +140,7 @@ def layout_for(version: tuple[int, int], version_text: str, version_hex: int,
         if table["is_gil_switches"] >= 0:
             layout["is_gil_switches"] = layout["is_gil_locked"] + table["is_gil_switches"] - table["is_gil_locked"]
     layout.update(_model(version))
+    layout.update(gil_waits(version, layout))
     layout["version_hex"] = version_hex
     layout["pthread_tid"] = -1
     return layout
