@@ -43,6 +43,27 @@ def by_id(sample: Sample) -> dict[int, ThreadSample]:
     return {t.thread_id: t for t in sample.threads}
 
 
+def counted(target: Target, ids: dict[str, int], samples: int, *flags: str) -> dict[str, dict[str, int]]:
+    """In `samples` good samples 2 ms apart, how many found each thread (key: its thread id)
+    with each of `flags` (ThreadSample properties) set: {flag: {key: count}}. Closes `target`."""
+    counts = {flag: {key: 0 for key in ids} for flag in flags}
+    taken = 0
+    try:
+        while taken < samples:
+            try:
+                threads = by_id(target.unwinder.sample())
+            except SampleError:
+                continue
+            taken += 1
+            for key, thread_id in ids.items():
+                for flag in flags:
+                    counts[flag][key] += getattr(threads[thread_id], flag)
+            time.sleep(0.002)
+    finally:
+        target.close()
+    return counts
+
+
 def test_stacks_are_what_the_target_reports(interp: dict[str, Any]) -> None:
     with helpers.running(interp, "stacks.py") as t:
         target = attach(t.pid)
@@ -70,22 +91,9 @@ def test_gil_holder_and_os_activity(interp: dict[str, Any], mode: int) -> None:
         target = attach(t.pid)
         target.unwinder.set_os_state_mode(mode)
         ids = {key: info["thread_id"] for key, info in t.info["threads"].items()}
-        gil = {key: 0 for key in ids}
-        active = {key: 0 for key in ids}
-        samples = 0
-        try:
-            while samples < 200:
-                try:
-                    threads = by_id(target.unwinder.sample())
-                except SampleError:
-                    continue
-                samples += 1
-                for key, thread_id in ids.items():
-                    gil[key] += threads[thread_id].gil
-                    active[key] += threads[thread_id].active
-                time.sleep(0.002)
-        finally:
-            target.close()
+        samples = 200
+        counts = counted(target, ids, samples, "gil", "active")
+        gil, active = counts["gil"], counts["active"]
     # Sleeping threads are never active and never hold the GIL; the spinner mostly does both
     # (it shares two cores with the sampler, and gives up the GIL at each switch interval).
     assert gil["main"] == gil["sleeper"] == 0
@@ -102,20 +110,7 @@ def test_threads_waiting_to_take_the_gil_are_told_from_other_waits(interp: dict[
     with helpers.running(interp, "gil_waiters.py") as t:
         target = attach(t.pid)
         ids = {key: info["thread_id"] for key, info in t.info["threads"].items()}
-        waits = {key: 0 for key in ids}
-        samples = 0
-        try:
-            while samples < 400:
-                try:
-                    threads = by_id(target.unwinder.sample())
-                except SampleError:
-                    continue
-                samples += 1
-                for key, thread_id in ids.items():
-                    waits[key] += threads[thread_id].waits_for_gil
-                time.sleep(0.002)
-        finally:
-            target.close()
+        waits = counted(target, ids, 400, "waits_for_gil")["waits_for_gil"]
     assert waits["locked"] == 0, waits
     assert waits["spinner-1"] + waits["spinner-2"] >= 20, waits
 
