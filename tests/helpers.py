@@ -206,14 +206,21 @@ def sampling_started(pid: int, timeout: float = 60) -> dict[str, int]:
 
 
 def sampled_for_a_while(pid: int, wakeups: int = 30, timeout: float = 60) -> None:
-    """Once pytop `pid`'s sampling thread runs, until it has been woken `wakeups` times more (the
-    kernel's count of its runs: it sleeps between samples, so each is about one): its first read
-    is start-up, whose time no function gets, and a loaded machine can delay the next for long."""
+    """Once pytop `pid`'s sampling thread runs, until it has gone to sleep `wakeups` times more
+    (the kernel's count of its voluntary switches: it sleeps between samples, so each is about
+    one): its first read is start-up, whose time no function gets, and a loaded machine can delay
+    the next for long. (Its count of runs also counts each preemption: on a busy machine a CI run
+    saw 30 of them pass in start-up, and the run ended after 0.2 ms of the target's time.)"""
     tid = sampling_started(pid, timeout)[SAMPLING_THREAD]
-    schedstat = Path(f"/proc/{pid}/task/{tid}/schedstat")
-    start = int(schedstat.read_text().split()[2])
-    wait_until(lambda: int(schedstat.read_text().split()[2]) >= start + wakeups, timeout,
-               what=lambda: f"pytop's sampling thread ran {schedstat.read_text()!r}")
+    status = Path(f"/proc/{pid}/task/{tid}/status")
+
+    def sleeps() -> int:
+        line = next(line for line in status.read_text().splitlines() if line.startswith("voluntary_ctxt_switches"))
+        return int(line.split()[1])
+
+    start = sleeps()
+    wait_until(lambda: sleeps() >= start + wakeups, timeout,
+               what=lambda: f"pytop's sampling thread slept {sleeps() - start} times")
 
 
 def run_pytop(*args: str, timeout: float = 120, **kwargs: Any) -> subprocess.CompletedProcess[str]:
