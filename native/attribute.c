@@ -242,8 +242,11 @@ static bool frameless(const stack_table *s, uint32_t stack) {
 }
 
 /* A thread blocked taking the GIL at its previous count read, and blocked on it or holding it
- * at this one, ran no further than the GIL let it: it is in the call it waited in, at whatever
- * line (a loop's), not in a new call. 2.7's waiters race for the GIL's lock at each hand-over
+ * at this one, is in the call it waited in (at whatever line: a loop's), unless it went round
+ * whole calls between, which the GIL makes slow: its CPU goes like its runs through that call,
+ * callees included (a pool's worker found waiting at its nap's line at both ends may have run
+ * a burst in a callee between: given to that line alone, in a trial, the bursts went to the
+ * nap). 2.7's waiters race for the GIL's lock at each hand-over
  * and use CPU in the call they wait in: found waiting in a request's first step at both ends,
  * at two lines of its loop or at one, their CPU went like their runs through the caller's
  * call, and 0.06-0.07 s of the first step's 0.65 s to the request's next step. The two ends'

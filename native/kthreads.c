@@ -207,9 +207,6 @@ static bool read_stat(kthreads *o, int fd, char *state, uint64_t *cpu_ns) {
 
 enum { SCHEDSTAT_ERROR = -1, SCHEDSTAT_ZERO = 0, SCHEDSTAT_OK = 1 };
 
-/* schedstat: CPU time, run-queue wait (ns) and times run. SCHEDSTAT_ZERO when it reads "0 0 0"
- * (a thread not yet run, or a kernel that keeps no schedstat), SCHEDSTAT_ERROR when it cannot
- * be read (the thread has exited). */
 /* The word `t` is blocked on in futex(2) now, from .../syscall ("202 0x7f... 0x80 ..."; "running"
  * or another call: 0). The file asks what ptrace does, as reading its memory does. */
 static uint64_t read_futex_word(kthreads *o, kthread *t) {
@@ -229,6 +226,9 @@ static uint64_t read_futex_word(kthreads *o, kthread *t) {
     return strtoull(at + 3, NULL, 16);
 }
 
+/* schedstat: CPU time, run-queue wait (ns) and times run. SCHEDSTAT_ZERO when it reads "0 0 0"
+ * (a thread not yet run, or a kernel that keeps no schedstat), SCHEDSTAT_ERROR when it cannot
+ * be read (the thread has exited). */
 static int read_schedstat(kthreads *o, int fd, uint64_t *cpu, uint64_t *wait, uint64_t *switches) {
     if (fd < 0) return SCHEDSTAT_ERROR;
     char buf[96];
