@@ -38,6 +38,7 @@ typedef struct engine_thread {
      * that period closes, whose remainder may still give it CPU (account.c, count_ended). */
     bool closing;
     bool running;              /* its latest sample saw it run: the GIL, or on a CPU */
+    bool computing_sighted;    /* ... on a CPU in the call it had waited for the GIL in (account.c) */
     bool name_sent;
     uint64_t thread_id;
     int32_t native_id;
