@@ -38,8 +38,51 @@ def test_frames_come_back_as_written(tmp_path: Path) -> None:
     assert [(f.kind, f.start, f.end) for f in found.frames] == [(k, 100.0 + n, 101.0 + n)
                                                                for n, (k, _) in enumerate(PAYLOADS)]
     assert [data for _, data in frames(str(path))] == [data for _, data in PAYLOADS]
-    assert found.frames[0].codec == container.ZLIB and found.frames[1].codec == container.STORED  # (random: stored)
+    # zstd; the first window after a key is the next ones' reference, kept as zstd even when that is
+    # no smaller (random bytes); a referenced window no smaller than its payload is stored.
+    assert [f.codec for f in found.frames] == [container.ZSTD, container.ZSTD, container.ZSTD_REFERENCED,
+                                               container.STORED, container.ZSTD, container.STORED]
     assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+def window(n: int) -> bytes:
+    """A window's payload: the columns of the one before it, a few figures changed."""
+    names = b"".join(b"thread-%d handle_request query_orders encode_orders " % t for t in range(40))
+    return names + struct.pack("<40q", *(n * 1_000_003 + t * 7 for t in range(40)))
+
+
+def test_windows_are_compressed_with_an_earlier_one(tmp_path: Path) -> None:
+    """Each window but every REFERENCE_EVERY-th, and the first after a key (a reader may start
+    there), is compressed with the last of those as its dictionary: smaller than alone."""
+    path = tmp_path / "run.pytop"
+    written = [(KEY, b"run")] + [(WINDOW, window(n)) for n in range(25)] + [(KEY, b"again")] + \
+        [(WINDOW, window(n)) for n in range(25, 28)]
+    recorded(path, written)
+    found = scan(str(path))
+    assert [data for _, data in frames(str(path))] == [data for _, data in written]
+    codecs = [f.codec for f in found.frames if f.kind == WINDOW]
+    referenced, alone = container.ZSTD_REFERENCED, container.ZSTD
+    assert codecs == ([alone] + [referenced] * 9) * 2 + [alone] + [referenced] * 4 + [alone] + [referenced] * 2
+    windows = [f for f in found.frames if f.kind == WINDOW]
+    assert all(f.reference == windows[0] for f in windows[1:10]) and windows[26].reference == windows[25]
+    assert max(f.length for f in windows[1:10]) * 2 < windows[0].length
+
+
+def test_a_window_whose_reference_is_damaged_is_lost_with_it_alone(tmp_path: Path) -> None:
+    """A damaged reference takes the windows compressed with it (said as damage, never read with
+    another window's dictionary); the windows after the next reference read whole."""
+    path = tmp_path / "run.pytop"
+    written = [(KEY, b"run")] + [(WINDOW, window(n)) for n in range(15)]
+    offsets = recorded(path, written)
+    data = bytearray(path.read_bytes())
+    data[offsets[11] + container.FRAME_HEADER_SIZE + 5] ^= 0xFF  # the second reference's payload
+    path.write_bytes(bytes(data))
+    read = [data for frame, data in frames(str(path)) if frame is None or frame.kind == WINDOW]
+    assert read[:10] == [window(n) for n in range(10)]
+    assert read[10:] == [b""] * 4  # (None, b""): the four windows compressed with it
+    found = scan(str(path))
+    with open(path, "rb") as f, pytest.raises(ValueError, match="compressed with is lost"):
+        container.payload(f, found.frames[-1])
 
 
 def test_a_file_cut_anywhere_reads_to_its_last_whole_frame(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ the file and a bound before anything is allocated, every checksum before a paylo
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import mmap
@@ -22,9 +23,10 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from .. import errors, files
+from . import zstd
 
 MAGIC = b"PYTOPREC"
-VERSION = 3  # 2: key frames a reader may start at, a rotated file's note; 3: the session's totals in them
+VERSION = 4  # 2: key frames a reader may start at, a rotated file's note; 3: the session's totals in them; 4: zstd
 HEADER = struct.Struct("<8sHHI")  # magic, version, flags (0), crc32 of the 12 bytes before
 FRAME_MAGIC = b"FRAM"
 FRAME = struct.Struct("<4sBBHIIdd")  # magic, kind, codec, 0, payload length, payload crc32, start, end
@@ -38,7 +40,12 @@ MAX_EXPANDED = 256 << 20  # bytes a payload may inflate to (a crafted zlib bomb 
 # NOTE: what the writer has to say (frames it dropped, why it stopped).
 KEY, WINDOW, INDEX, NOTE = 1, 2, 3, 4
 KINDS = {KEY: "key", WINDOW: "window", INDEX: "index", NOTE: "note"}
-STORED, ZLIB = 0, 1  # codecs
+# Codecs. ZSTD_REFERENCED: a window compressed with the payload of the last ZSTD window before it
+# as its dictionary; its stored payload starts with the CRC-32 of that frame's stored payload.
+STORED, ZLIB, ZSTD, ZSTD_REFERENCED = 0, 1, 2, 3
+CODECS = (STORED, ZLIB, ZSTD, ZSTD_REFERENCED)
+REFERENCE_EVERY = 10  # windows compressed with one reference (the first after each key is one)
+REFERENCE_CRC = struct.Struct("<I")
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,7 @@ class FrameInfo:
     crc: int
     start: float  # wall-clock seconds its content covers
     end: float
+    reference: FrameInfo | None = None  # ZSTD_REFERENCED: the last ZSTD window before it (None: lost)
 
     @property
     def payload_offset(self) -> int:
@@ -75,13 +83,21 @@ def _header() -> bytes:
     return head + struct.pack("<I", zlib.crc32(head))
 
 
-def frame_bytes(kind: int, payload: bytes, start: float, end: float, compress: bool = True) -> bytes:
-    """One whole frame: its header and its payload, compressed when that makes it smaller."""
+def frame_bytes(kind: int, payload: bytes, start: float, end: float, compress: bool = True,
+                reference: tuple[bytes, int] | None = None) -> bytes:
+    """One whole frame: its header and its payload, compressed when that makes it smaller (zstd
+    when this Python has it, else zlib). reference: (the payload, the stored CRC-32) of the
+    ZSTD window frame to compress with (ZSTD_REFERENCED)."""
     codec, stored = STORED, payload
-    if compress:
-        packed = zlib.compress(payload, 6)
-        if len(packed) < len(payload):
-            codec, stored = ZLIB, packed
+    if compress and zstd.available:
+        if reference is not None:
+            codec, stored = ZSTD_REFERENCED, REFERENCE_CRC.pack(reference[1]) + zstd.compress(payload, reference[0])
+        else:
+            codec, stored = ZSTD, zstd.compress(payload)
+    elif compress:
+        codec, stored = ZLIB, zlib.compress(payload, 6)
+    if len(stored) >= len(payload) and not (kind == WINDOW and codec == ZSTD):  # (a reference: kept so)
+        codec, stored = STORED, payload
     if len(stored) > MAX_PAYLOAD:
         raise ValueError(f"a frame of {len(stored)} bytes is over the bound of {MAX_PAYLOAD}")
     head = FRAME.pack(FRAME_MAGIC, kind, codec, 0, len(stored), zlib.crc32(stored), start, end)
@@ -112,13 +128,18 @@ class Writer:
         self.keys: list[tuple[int, int, float]] = []  # the key frames in the file: offset, length, time
         self.front = HEADER.size  # where the frames a reader starts with begin (after a rotation's note)
         self.rotated = 0  # bytes of frames rotated away since the recording began
+        # The ZSTD window the next windows are compressed with (its payload, its stored CRC),
+        # and how many were.
+        self._reference: tuple[bytes, int] | None = None
+        self._referenced = 0
 
     def write(self, kind: int, payload: bytes, start: float, end: float) -> int:
         """Append one frame; returns its offset. Raises OSError as the disk says (ENOSPC), the
         frame cut short taken back off."""
         if self._fd is None:
             raise ValueError("the recording is closed")
-        data = frame_bytes(kind, payload, start, end)
+        referenced = kind == WINDOW and self._reference is not None and self._referenced < REFERENCE_EVERY - 1
+        data = frame_bytes(kind, payload, start, end, reference=self._reference if referenced else None)
         offset = self.size
         try:
             _write_all(self._fd, data)
@@ -133,6 +154,11 @@ class Writer:
         self.size += len(data)
         if kind == KEY:
             self.keys.append((offset, len(data), end))
+            self._reference = None  # (a reader may start at the key: the windows after it need none before it)
+        elif kind == WINDOW and referenced:
+            self._referenced += 1
+        elif kind == WINDOW and data[5] == ZSTD:
+            self._reference, self._referenced = (payload, FRAME.unpack_from(data)[5]), 0
         return offset
 
     def cut(self, keep: int, note: Callable[[int, float], bytes]) -> int:
@@ -210,7 +236,7 @@ def _frame_at(data: bytes | mmap.mmap, at: int, size: int) -> FrameInfo | None:
     (head_crc,) = FRAME_CRC.unpack_from(data, at + FRAME.size)
     if magic != FRAME_MAGIC or head_crc != zlib.crc32(data[at:at + FRAME.size]):
         return None
-    if kind not in KINDS or codec not in (STORED, ZLIB) or length > MAX_PAYLOAD:
+    if kind not in KINDS or codec not in CODECS or length > MAX_PAYLOAD:
         return None
     if at + FRAME_HEADER_SIZE + length > size:
         return None
@@ -251,10 +277,15 @@ def scan_bytes(data: bytes | mmap.mmap) -> Scan:
     size = len(data)
     frames = []
     at, skipped = HEADER.size, 0
+    reference = None  # the last ZSTD window: the dictionary of the ZSTD_REFERENCED ones after it
     while at < size:
         found = _frame_at(data, at, size)
         body = data[found.payload_offset:found.payload_offset + found.length] if found is not None else b""
         if found is not None and zlib.crc32(body) == found.crc:
+            if found.codec == ZSTD_REFERENCED:
+                found = dataclasses.replace(found, reference=reference)
+            elif found.kind == WINDOW and found.codec == ZSTD:
+                reference = found
             frames.append(found)
             at = found.payload_offset + found.length
             continue
@@ -271,17 +302,33 @@ def scan_bytes(data: bytes | mmap.mmap) -> Scan:
 def payload(f: BinaryIO, frame: FrameInfo) -> bytes:
     """A frame's payload from the open recording, checked and expanded; raises ValueError if it
     is damaged (it was sound when scanned: the file changed since)."""
-    f.seek(frame.payload_offset)
-    stored = f.read(frame.length)
-    if len(stored) != frame.length or zlib.crc32(stored) != frame.crc:
-        raise ValueError("the frame changed since it was scanned")
+    stored = _stored(f, frame)
     if frame.codec == STORED:
         return stored
+    if frame.codec == ZSTD:
+        return zstd.expand(stored, None, MAX_EXPANDED)
+    if frame.codec == ZSTD_REFERENCED:
+        # The reference it names, by its CRC: the last ZSTD window the scan found before it may
+        # be another when the one it was compressed with was damaged.
+        reference = frame.reference
+        if reference is None or len(stored) < REFERENCE_CRC.size or \
+                REFERENCE_CRC.unpack_from(stored)[0] != reference.crc or reference.codec != ZSTD:
+            raise ValueError("the window it was compressed with is lost")
+        shared = zstd.expand(_stored(f, reference), None, MAX_EXPANDED)
+        return zstd.expand(stored[REFERENCE_CRC.size:], shared, MAX_EXPANDED)
     inflater = zlib.decompressobj()
     expanded = inflater.decompress(stored, MAX_EXPANDED)
     if inflater.unconsumed_tail or not inflater.eof:
         raise ValueError("the frame's payload does not expand whole within its bound")
     return expanded
+
+
+def _stored(f: BinaryIO, frame: FrameInfo) -> bytes:
+    f.seek(frame.payload_offset)
+    stored = f.read(frame.length)
+    if len(stored) != frame.length or zlib.crc32(stored) != frame.crc:
+        raise ValueError("the frame changed since it was scanned")
+    return stored
 
 
 def frames(path: str, found: Scan | None = None) -> Iterator[tuple[FrameInfo | None, bytes]]:
