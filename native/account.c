@@ -37,6 +37,8 @@
 #define NAME_RETRY_MAX_NS 200000000ull
 #define NAME_TRIES 48
 #define UNSEEN_NAME "threads that ended between samples"
+#define BUSY_PARTS 10 /* a thread that used a tenth of an interval computed in it (not a wake-up) */
+#define ASLEEP_LATELY 16 /* samples: a thread found asleep holding the GIL this recently (see account_sample) */
 
 /* ---- time (where it goes: attribute.c) ----------------------------------------------------- */
 
@@ -93,6 +95,8 @@ static uint32_t stack_of(pytop_engine *e, uint32_t p, engine_thread *t, const py
  * there). The kernel's count of the interval tells which, when it was read at both ends: the
  * GIL's end stands for up to its half of the interval, the other end only for CPU beyond that.
  * (Half of each such interval drew the handlers' requests' CPU to their nap.) */
+static uint64_t at_most(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
 static void split_by_use(uint64_t used, bool gil_before, uint64_t *before_ns, uint64_t *now_ns) {
     uint64_t *gil_end = gil_before ? before_ns : now_ns, *other_end = gil_before ? now_ns : before_ns;
     uint64_t beyond = used > *gil_end ? used - *gil_end : 0;
@@ -128,7 +132,8 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         engine_thread *t = thread_table_get(e, p, false, pt->serial, &created);
         if (!t) continue;
         bool seen_before = !created && t->seen + 1 == P->sample_no; /* in the previous sample */
-        bool ran_before = seen_before && t->running, gil_before = seen_before && t->gil;
+        /* (running with the GIL: held, not asleep; see `gil` below) */
+        bool ran_before = seen_before && t->running, gil_before = seen_before && t->gil && t->running;
         uint32_t stack_before = t->stack;
         t->thread_id = pt->thread_id;
         t->native_id = pt->native_id;
@@ -167,8 +172,24 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
          * of use, drew the held CPU of its bursts with it: 4-18% of the pool's CPU shown on the
          * nap, where 5% is spent. Dropped, a Python loop that shares the GIL at 100/s, seen in
          * turn waiting and computing at one line, lost its runs.) */
-        bool gil = pt->flags & PYTOP_THREAD_GIL;
-        t->running = pt->flags & (PYTOP_THREAD_GIL | PYTOP_THREAD_ON_CPU);
+        /* A holder asleep (C code that blocks without letting the GIL go: a C extension waiting on
+         * a socket, ctypes.PyDLL) does not run where it is found: as runs, its samples took the
+         * CPU of the Python around them (a loop that computes 2 ms and sleeps 2 ms holding the
+         * GIL showed 0.43 s of its 0.7 s on the sleep, whose clock said 0.015). */
+        bool holds = pt->flags & PYTOP_THREAD_GIL;
+        bool gil = holds && !(pt->flags & PYTOP_THREAD_GIL_ASLEEP);
+        /* Found holding it awake at the stack where it was found asleep holding it lately, it is
+         * waking there or about to sleep again: not running there either. As a run (or a
+         * glimpse, taking its interval's CPU), each such sample drew the loop's CPU between two
+         * sleeps to the sleep: 20% of it at 1 kHz on 3.15. (A C call that both computes and
+         * blocks holding the GIL has its computing go like the thread's runs around it.) */
+        bool waking = gil && stack == t->asleep_stack && P->sample_no - t->asleep_seen <= ASLEEP_LATELY;
+        if (holds && !gil) {
+            t->asleep_stack = stack;
+            t->asleep_seen = P->sample_no;
+        }
+        gil = gil && !waking;
+        t->running = !waking && (gil || (pt->flags & PYTOP_THREAD_ON_CPU));
         /* exact: the count's last read was at the previous sample; counted: and it is read again now
          * (not a first read), so the interval's CPU is known. */
         bool exact = t->checked_at + 1 == P->sample_no && !created;
@@ -179,28 +200,35 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         /* On a CPU without the GIL, in the very call the previous sample found it blocked taking
          * the GIL in: it took the GIL, went on, and let it go again in C code that it computes in
          * now (a signer between two hashes, which waits for the GIL far longer than it hashes).
-         * Not a wake-up: a thread woken from a nap was asleep, not waiting for the GIL. It is a
-         * lone sighting at both of its intervals, not a glimpse (which is not remembered for CPU
-         * used unseen): the signer hashes 2.5 ms between waits of 20-80 ms for the GIL, so most
+         * Not a wake-up: a thread woken from a nap was asleep, not waiting for the GIL; nor one
+         * still in the GIL's futex, or that used less than a tenth of the interval (woken by a
+         * hand-over, waiting for a core or taking the GIL: a pool's worker at its nap's line,
+         * whose bursts such sightings drew to the nap, 16-23% of a pool's CPU on a loaded
+         * machine). It is a lone sighting at both of its intervals, not a glimpse (which is not
+         * remembered for CPU used unseen), weighing no more than the CPU each used: the signer hashes 2.5 ms between waits of 20-80 ms for the GIL, so most
          * of its hashing is unseen, and without these sightings it went like its other runs,
          * the calls it makes holding the GIL between two hashes (`leave`, microseconds a call):
          * 0.06-0.2 s of sign_payload's 0.25 s at 100/s, 1 run in 3 on 3.15. */
         bool was_gil_wait = seen_before && exact && t->gil_wait;
-        bool computing = !gil && t->running && !ran_before && was_gil_wait && stack == stack_before;
+        bool computing = !gil && t->running && !ran_before && was_gil_wait && stack == stack_before &&
+                         !(pt->flags & PYTOP_THREAD_GIL_WAIT) && counted && pt->cpu_delta_ns * BUSY_PARTS >= span;
         bool glimpse = seen_before && stack == stack_before && !(ran_before && t->running) && !computing &&
                        !t->computing_sighted;
         /* Running at one end only (holding the GIL there): a lone sighting (attribute.c). */
         bool owns = (ran_before && t->running) || glimpse;
+        uint64_t used = counted ? pt->cpu_delta_ns : 0;
         if (ran_before && (t->running || gil_before || t->computing_sighted) && before_ns) {
             if (owns) attribute_running(t, stack_before, before_ns, glimpse);
+            else if (t->computing_sighted && !gil_before) attribute_lone_sighting(e, t, stack_before, at_most(before_ns, used));
             else attribute_lone_sighting(e, t, stack_before, before_ns);
         }
         if (t->running && (ran_before || gil || computing) && now_ns) {
             if (owns) attribute_running(t, t->stack, now_ns, glimpse);
+            else if (computing) attribute_lone_sighting(e, t, t->stack, at_most(now_ns, used));
             else attribute_lone_sighting(e, t, t->stack, now_ns);
         }
         t->computing_sighted = computing;
-        if (gil) {
+        if (holds) { /* (GIL time: holding it, asleep or not, keeps every other thread out) */
             t->acc_gil += dt;
             t->d_gil++;
         }

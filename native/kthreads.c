@@ -310,6 +310,7 @@ static bool read_figures(kthreads *o, kthread *t, bool with_state, bool letter_i
     /* Without a fresh letter: R as last read, and counts that moved lately. */
     out->running = state_read ? t->on_cpu : t->state == 'R' && o->now - t->now.changed_at < RUNNING_NS;
     out->on_cpu = state_read && t->on_cpu;
+    out->asleep = state_read && (state == 'S' || state == 'D');
     out->ran = moved;
     t->now.read_at = o->now;
     return true;
@@ -342,6 +343,10 @@ void kthreads_report(kthreads *o, int tid, int how, kthread_report *out) {
         return;
     }
     if (o->mode == 2) how = KTHREAD_ALL;
+    /* The GIL's holder: its letter too, every sample (one read of its stat file). A holder may
+     * sleep in C code that keeps the GIL (a C extension blocked on a socket, ctypes.PyDLL): its
+     * samples are not where it runs. */
+    bool holder = how == KTHREAD_NOW;
     bool idle = how == KTHREAD_WHEN_DUE; /* not the GIL's holder, nor its last */
     bool letter_if_moved = idle || how == KTHREAD_AFTER_GIL;
     if (how == KTHREAD_AFTER_GIL) how = KTHREAD_NOW;
@@ -352,7 +357,8 @@ void kthreads_report(kthreads *o, int tid, int how, kthread_report *out) {
      * 1 ms burst, and its CPU went to the call it slept in. Its letter is read again; and read
      * at every sample while it says R (see the top of the file). */
     t->read_idle = false;
-    if (due && read_figures(o, t, how == KTHREAD_ALL || (letter_if_moved && t->watched), letter_if_moved, out)) {
+    if (due && read_figures(o, t, how == KTHREAD_ALL || holder || (letter_if_moved && t->watched), letter_if_moved,
+                            out)) {
         out->checked = true;
         t->read_idle = idle;
         if (idle) o->idle_found_ns += out->cpu_delta_ns;

@@ -99,8 +99,11 @@ enum pytop_thread_flags {
     PYTOP_THREAD_ON_CPU = 512,   /* its state letter, read in this sample, says it is on a CPU
                                     (R, and it ran since it was last found asleep or waiting):
                                     C code that let the GIL go runs here, at this stack */
-    PYTOP_THREAD_GIL_WAIT = 1024 /* when its counts were last read, it was blocked in the kernel
+    PYTOP_THREAD_GIL_WAIT = 1024, /* when its counts were last read, it was blocked in the kernel
                                     taking the GIL (not napping, nor waiting for another lock) */
+    PYTOP_THREAD_GIL_ASLEEP = 2048 /* it holds the GIL, and its letter, read in this sample, says it
+                                    sleeps (S) or waits in the kernel (D): C code that blocks
+                                    without letting the GIL go; it does not run there */
 };
 
 /* One frame: which code object (an id, stable while the object lives) and which line. */

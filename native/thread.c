@@ -69,6 +69,7 @@ static void read_kernel_figures(pytop_unwinder *u, pytop_thread *t, bool gil, bo
     if (r->running) t->flags |= PYTOP_THREAD_ACTIVE;
     if (r->on_cpu) t->flags |= PYTOP_THREAD_ON_CPU;
     if (!gil && gil_waited_on(u, r->futex)) t->flags |= PYTOP_THREAD_GIL_WAIT;
+    if (gil && r->asleep) t->flags |= PYTOP_THREAD_GIL_ASLEEP;
     if (r->ran) t->flags |= PYTOP_THREAD_RAN;
     if (r->first) t->flags |= PYTOP_THREAD_NEW_TASK;
     if (r->checked) {

@@ -197,6 +197,30 @@ def test_a_hasher_starved_of_the_gil(some_interp: dict[str, Any]) -> None:
         [f"sign_payload own {seen:.3f} s, its clock {expected:.3f} s"], own, total, threads_said(final))
 
 
+ASLEEP_SHARE = 0.25  # of the sleeper's CPU, at most, on a sleep whose clock says ~2%
+
+
+@pytest.mark.parametrize("rate", [1000.0, 100.0])
+def test_a_sleep_that_keeps_the_gil_is_not_where_the_cpu_went(some_interp: dict[str, Any], rate: float) -> None:
+    """A loop that computes in Python, then sleeps in C without letting the GIL go (ctypes.PyDLL's
+    usleep; a C extension blocked on a socket with the GIL held looks the same): samples find it
+    holding the GIL at the sleep's line most of the time. As runs, those samples took 55-79% of
+    the thread's CPU to the sleep, whose own clock says 2%: the holder's letter is now read with
+    it, a holder asleep is not running, nor one found awake where it was lately found asleep
+    holding the GIL (waking there, or about to sleep: as glimpses, those took the CPU of whole
+    turns of the loop, 20% of it at 1 kHz). Now 1-3% at 1 kHz, 1-20% at 100/s (the thread's
+    first sightings at the sleep, before it was found asleep there, stay among its runs)."""
+    settings = Settings(rate=rate, delay=3600, quick_start=False, cpu_budget=0)
+    final, window, log, _ = sampled_window(some_interp, "gil_sleeper.py", settings, False)
+    own, total = self_timing.pytop_figures(final.rows)
+    true_own, _ = self_timing.inside(log, window)
+    used = true_own["spin"] + true_own["hold_and_sleep"]
+    assert used > 0.2 and true_own["hold_and_sleep"] < 0.05 * used, true_own
+    assert own.get("hold_and_sleep", 0.0) <= ASLEEP_SHARE * used, said(
+        [f"hold_and_sleep own {own.get('hold_and_sleep', 0.0):.3f} s of the sleeper's {used:.3f} s, its clock "
+         f"{true_own['hold_and_sleep']:.3f} s"], own, total, threads_said(final))
+
+
 def test_blocking(some_interp: dict[str, Any]) -> None:
     """--blocking, the machine saturated: the threads stopped while each sample reads them."""
     sampled(some_interp, Settings(rate=100.0, delay=3600, quick_start=False, cpu_budget=0, blocking=True), True)

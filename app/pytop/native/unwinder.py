@@ -61,6 +61,11 @@ class ThreadSample(NamedTuple):
         return bool(self.flags & lib.PYTOP_THREAD_GIL_WAIT)
 
     @property
+    def sleeps_holding_gil(self) -> bool:
+        """Holds the GIL, asleep in the kernel (C code that blocks without letting it go)."""
+        return bool(self.flags & lib.PYTOP_THREAD_GIL_ASLEEP)
+
+    @property
     def active(self) -> bool:
         return bool(self.flags & lib.PYTOP_THREAD_ACTIVE)
 
