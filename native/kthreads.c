@@ -31,7 +31,9 @@
  *     runs on without a switch can show no move: the caller treats the GIL holder as running.
  *   - The state letter says whether a thread without the GIL is on a CPU at this sample (C code
  *     that let the GIL go: compressing, hashing), which only the GIL tells of a thread that
- *     runs Python. It is read when asked (KTHREAD_ALL: every thread in blocking mode); when a
+ *     runs Python; and whether the GIL's holder sleeps holding it (C code that blocks without
+ *     letting it go), read with the holder's counts every sample (one more read, ~4.5 us). It
+ *     is read when asked (KTHREAD_ALL: every thread in blocking mode); when a
  *     thread without the GIL had its counts move and was R, or busy (a share of the time since
  *     its last read on a CPU); and at every sample while the last letter read was R or the
  *     thread was busy (a thread "watched": it may be waiting for the GIL between two calls that
