@@ -183,10 +183,12 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
          * glimpse, taking its interval's CPU), each such sample drew the loop's CPU between two
          * sleeps to the sleep: 20% of it at 1 kHz on 3.15. (A C call that both computes and
          * blocks holding the GIL has its computing go like the thread's runs around it.) */
-        bool waking = gil && stack == t->asleep_stack && P->sample_no - t->asleep_seen <= ASLEEP_LATELY;
+        bool waking = gil && stack == t->asleep_stack && t->asleep_epoch == e->stacks.epoch &&
+                      P->sample_no - t->asleep_seen <= ASLEEP_LATELY;
         if (holds && !gil) {
             t->asleep_stack = stack;
             t->asleep_seen = P->sample_no;
+            t->asleep_epoch = e->stacks.epoch; /* (an eviction may give the id to another stack) */
         }
         gil = gil && !waking;
         t->running = !waking && (gil || (pt->flags & PYTOP_THREAD_ON_CPU));
