@@ -88,6 +88,8 @@ static uint32_t stack_of(pytop_engine *e, uint32_t p, engine_thread *t, const py
     return stacks_intern(&e->stacks, &e->functions, p, kind, frames + pt->first_frame, pt->frame_count, &t->path);
 }
 
+static uint64_t at_most(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
 /* An interval with the thread running at both ends, holding the GIL at one and on a CPU
  * without it at the other, in another call. Without the GIL it runs C code that let the GIL
  * go (compressing: it uses the interval's CPU), or it only waits, for the GIL or a CPU, in a
@@ -95,8 +97,6 @@ static uint32_t stack_of(pytop_engine *e, uint32_t p, engine_thread *t, const py
  * there). The kernel's count of the interval tells which, when it was read at both ends: the
  * GIL's end stands for up to its half of the interval, the other end only for CPU beyond that.
  * (Half of each such interval drew the handlers' requests' CPU to their nap.) */
-static uint64_t at_most(uint64_t a, uint64_t b) { return a < b ? a : b; }
-
 static void split_by_use(uint64_t used, bool gil_before, uint64_t *before_ns, uint64_t *now_ns) {
     uint64_t *gil_end = gil_before ? before_ns : now_ns, *other_end = gil_before ? now_ns : before_ns;
     uint64_t beyond = used > *gil_end ? used - *gil_end : 0;
@@ -207,13 +207,15 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
          * hand-over, waiting for a core or taking the GIL: a pool's worker at its nap's line,
          * whose bursts such sightings drew to the nap, 16-23% of a pool's CPU on a loaded
          * machine). It is a lone sighting at both of its intervals, not a glimpse (which is not
-         * remembered for CPU used unseen), weighing no more than the CPU each used: the signer hashes 2.5 ms between waits of 20-80 ms for the GIL, so most
-         * of its hashing is unseen, and without these sightings it went like its other runs,
-         * the calls it makes holding the GIL between two hashes (`leave`, microseconds a call):
-         * 0.06-0.2 s of sign_payload's 0.25 s at 100/s, 1 run in 3 on 3.15. */
+         * remembered for CPU used unseen), weighing no more than the CPU each used: the signer
+         * hashes 2.5 ms between waits of 20-80 ms for the GIL, so most of its hashing is unseen,
+         * and without these sightings it went like its other runs, the calls it makes holding
+         * the GIL between two hashes (`leave`, microseconds a call): 0.06-0.2 s of
+         * sign_payload's 0.25 s at 100/s, 1 run in 3 on 3.15. */
         bool was_gil_wait = seen_before && exact && t->gil_wait;
         bool computing = !gil && t->running && !ran_before && was_gil_wait && stack == stack_before &&
-                         !(pt->flags & PYTOP_THREAD_GIL_WAIT) && counted && pt->cpu_delta_ns * BUSY_PARTS >= span;
+                         !(pt->flags & PYTOP_THREAD_GIL_WAIT) && counted &&
+                         pt->cpu_delta_ns * BUSY_PARTS >= span;
         bool glimpse = seen_before && stack == stack_before && !(ran_before && t->running) && !computing &&
                        !t->computing_sighted;
         /* Running at one end only (holding the GIL there): a lone sighting (attribute.c). */
@@ -221,7 +223,8 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         uint64_t used = counted ? pt->cpu_delta_ns : 0;
         if (ran_before && (t->running || gil_before || t->computing_sighted) && before_ns) {
             if (owns) attribute_running(t, stack_before, before_ns, glimpse);
-            else if (t->computing_sighted && !gil_before) attribute_lone_sighting(e, t, stack_before, at_most(before_ns, used));
+            else if (t->computing_sighted && !gil_before)
+                attribute_lone_sighting(e, t, stack_before, at_most(before_ns, used));
             else attribute_lone_sighting(e, t, stack_before, before_ns);
         }
         if (t->running && (ran_before || gil || computing) && now_ns) {

@@ -157,8 +157,10 @@ class Writer:
             self._reference = None  # (a reader may start at the key: the windows after it need none before it)
         elif kind == WINDOW and referenced:
             self._referenced += 1
-        elif kind == WINDOW and data[5] == ZSTD:
-            self._reference, self._referenced = (payload, FRAME.unpack_from(data)[5]), 0
+        elif kind == WINDOW:
+            _, _, codec, _, _, crc, _, _ = FRAME.unpack_from(data)
+            if codec == ZSTD:
+                self._reference, self._referenced = (payload, crc), 0
         return offset
 
     def cut(self, keep: int, note: Callable[[int, float], bytes]) -> int:
@@ -314,12 +316,27 @@ def payload(f: BinaryIO, frame: FrameInfo) -> bytes:
         if reference is None or len(stored) < REFERENCE_CRC.size or \
                 REFERENCE_CRC.unpack_from(stored)[0] != reference.crc or reference.codec != ZSTD:
             raise ValueError("the window it was compressed with is lost")
-        shared = zstd.expand(_stored(f, reference), None, MAX_EXPANDED)
-        return zstd.expand(stored[REFERENCE_CRC.size:], shared, MAX_EXPANDED)
+        return zstd.expand(stored[REFERENCE_CRC.size:], _expanded_reference(_stored(f, reference)), MAX_EXPANDED)
     inflater = zlib.decompressobj()
     expanded = inflater.decompress(stored, MAX_EXPANDED)
     if inflater.unconsumed_tail or not inflater.eof:
         raise ValueError("the frame's payload does not expand whole within its bound")
+    return expanded
+
+
+# The last reference expanded, by its stored bytes: a replay reads the nine windows compressed with
+# one in a row, and expanded it once, not nine times. (One tuple, replaced whole: safe to share
+# between the view's thread and the replay's.)
+_last_reference: tuple[bytes, bytes] | None = None
+
+
+def _expanded_reference(stored: bytes) -> bytes:
+    global _last_reference
+    last = _last_reference
+    if last is not None and last[0] == stored:
+        return last[1]
+    expanded = zstd.expand(stored, None, MAX_EXPANDED)
+    _last_reference = (stored, expanded)
     return expanded
 
 
