@@ -113,6 +113,16 @@ def test_a_replayed_window_is_the_live_window_figure_by_figure(some_interp: dict
     for index in reversed(range(len(live))):
         same_figures(live[index], backwards.snapshot(index, View(mode="cpu", threads=True)))
     assert backwards.windows_read <= 3 * len(live)  # not from the start each time: n(n+1)/2
+    # A range that starts behind the cursor (R there) learns what came before it from the
+    # session's checkpoints, not from the key frame before it: the same figures either way.
+    first, last = len(live) - 2, len(live) - 1
+    backwards.snapshot(last, View(mode="cpu", threads=True))
+    read = backwards.windows_read
+    learned = backwards.snapshot(last, View(mode="cpu", threads=True), first)
+    assert backwards.windows_read - read <= last - first + 2 < last + 1, (backwards.windows_read, read)
+    from_key = Replay(recording)
+    same_figures(from_key.snapshot(last, View(mode="cpu", threads=True), first), learned)
+    from_key.close()
     backwards.close()
     # The same windows in another mode and by line, as the live view would have shown them.
     wall = replay.snapshot(len(live) - 1, View(mode="wall", by_line=True))

@@ -197,7 +197,7 @@ def test_working_ahead_stops_at_its_memory_bound(tmp_path: Path, monkeypatch: An
     last = len(sizing) - 1
     assert last >= 20
     sizing.snapshot(last, View())
-    one = max(map(len, sizing._checkpoints.values()))
+    one = max(len(packed) for _, packed in sizing._checkpoints.values())
     sizing.close()
     monkeypatch.setattr(replay_module, "MAX_CHECKPOINT_BYTES", 8 * one)
     replay = Replay(open_recording(str(path)), checkpoint_every=3)
@@ -205,9 +205,48 @@ def test_working_ahead_stops_at_its_memory_bound(tmp_path: Path, monkeypatch: An
     calls = 0
     while replay.warm(last) and calls < 1000:
         calls += 1
-    assert 0 < calls < 1000 and sum(map(len, replay._checkpoints.values())) <= 8 * one
+    assert 0 < calls < 1000 and sum(len(packed) for _, packed in replay._checkpoints.values()) <= 8 * one
     assert 5 <= len(replay._checkpoints) <= 8
     replay.close()
+
+
+def test_working_ahead_behind_a_cursor_moved_back_makes_room_there(tmp_path: Path, monkeypatch: Any) -> None:
+    # Checkpoints filling the bound around an earlier cursor once left none to make behind a
+    # later one: a step back from there read every window since the key frame (130 an hour in).
+    from pytop.record import replay as replay_module
+
+    path = tmp_path / "long.pytop"
+    write_recording(path, 60)
+    replay = Replay(open_recording(str(path)), checkpoint_every=3)
+    last = len(replay) - 1
+    assert last >= 25
+    replay.snapshot(last, View())
+    one = max(len(packed) for _, packed in replay._checkpoints.values())
+    monkeypatch.setattr(replay_module, "MAX_CHECKPOINT_BYTES", 12 * one)
+    monkeypatch.setattr(replay_module, "WARM_WINDOWS", 6)
+    replay._checkpoints.clear()
+    while replay.warm(last):
+        pass
+    assert min(replay._checkpoints) > last - 15  # (none behind the cursor to come)
+    cursor = last - 15
+    replay.snapshot(cursor, View())
+    while replay.warm(cursor):
+        pass
+    behind = [at for at in replay._checkpoints if cursor - 6 <= at < cursor]
+    assert len(behind) >= 3, (cursor, last, sorted(replay._checkpoints))
+    assert sum(len(packed) for _, packed in replay._checkpoints.values()) <= 12 * one
+    replay.close()
+
+
+def test_function_sums_come_back_from_a_pickle_as_they_were() -> None:
+    import pickle
+
+    f = summed()
+    again = pickle.loads(pickle.dumps(f))  # noqa: S301 (made here)
+    for mine, theirs in ((f.totals, again.totals), (f.window_table, again.window_table)):
+        assert mine.by_function == theirs.by_function and mine.by_line == theirs.by_line
+        assert mine.tasks == theirs.tasks and mine.natives == theirs.natives
+        assert theirs.book is again.book and theirs.by_line
 
 
 def _reset(path: Path, window: Any) -> bool:

@@ -400,6 +400,23 @@ class FunctionSums:
     def rows(self, by_line: bool) -> dict[RowKey, array[int]]:
         return self.by_line if by_line else self.by_function
 
+    # Pickled (a replay's checkpoints, record/replay.py) as each table's keys and one array of
+    # all their figures: a row's own array pickled alone made an hour's table (17,000 rows)
+    # take 114 ms to pickle and 152 ms to load.
+    def __getstate__(self) -> _PickledSums:
+        by_function, by_line = ((tuple(table), array("q", b"".join(row.tobytes() for row in table.values())))
+                                for table in (self.by_function, self.by_line))
+        return self.book, (by_function, by_line), self.tasks, self.natives
+
+    def __setstate__(self, state: _PickledSums) -> None:
+        self.book, tables, self.tasks, self.natives = state
+        self.by_function, self.by_line = ({key: figures[i * 12:i * 12 + 12] for i, key in enumerate(keys)}
+                                          for keys, figures in tables)
+
+
+_PickledTable = tuple[tuple[RowKey, ...], "array[int]"]
+_PickledSums = tuple[StackBook, tuple[_PickledTable, _PickledTable], set[RowKey], set[RowKey]]
+
 
 def mode_column(mode: Mode) -> int:
     """Which of a function's time figures a mode shows (offset from OWN, TOTAL or HIDDEN): a

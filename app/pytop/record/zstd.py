@@ -30,14 +30,14 @@ available = _std is not None or _pkg is not None
 backend = "compression.zstd" if _std is not None else "zstandard" if _pkg is not None else None
 
 
-def compress(data: bytes, reference: bytes | None = None) -> bytes:
+def compress(data: bytes, reference: bytes | None = None, level: int = LEVEL) -> bytes:
     if _std is not None:
         shared = _std.ZstdDict(reference, is_raw=True) if reference else None
-        return bytes(_std.compress(data, level=LEVEL, zstd_dict=shared))
+        return bytes(_std.compress(data, level=level, zstd_dict=shared))
     if _pkg is None:
         raise RuntimeError("no zstd here")
     shared = _pkg.ZstdCompressionDict(reference, dict_type=_pkg.DICT_TYPE_RAWCONTENT) if reference else None
-    return bytes(_pkg.ZstdCompressor(level=LEVEL, dict_data=shared).compress(data))
+    return bytes(_pkg.ZstdCompressor(level=level, dict_data=shared).compress(data))
 
 
 def expand(data: bytes, reference: bytes | None, limit: int) -> bytes:
