@@ -19,7 +19,7 @@ from pytop.core.snapshot import Figures, View, rows_of
 from pytop.process.attach import attach
 from pytop.record import container
 from pytop.record.codec import Damaged, Packer, Unpacker
-from pytop.record.payloads import RunRecord, key_payload, read_key_state
+from pytop.record.payloads import RunRecord, key_payload, read_key_state, read_key_tables
 from pytop.record.prefix import range_tables
 from pytop.record.recorder import Recorder
 from pytop.record.recording import open_recording
@@ -70,10 +70,19 @@ def test_a_key_with_totals_changed_or_cut_anywhere_is_a_key_or_damage(at: int, v
         data = data[:at]
     else:
         data[at] = value
-    try:
-        read_key_state(bytes(data))
-    except Damaged:
-        pass
+    for read in (read_key_state, read_key_tables):
+        try:
+            read(bytes(data))
+        except Damaged:
+            pass
+
+
+def test_a_key_read_for_its_tables_alone_names_and_sums_as_read_whole() -> None:
+    data = key_payload(RunRecord(TARGET, 1000.0, 0.05, "cpu", 1.0), drain(1), None, packed(summed()))
+    whole, tables = read_key_state(data), read_key_tables(data)
+    assert whole.book is not None and tables.book is not None and whole.totals is not None
+    assert tables.book.functions == whole.book.functions and tables.book.processes == whole.book.processes
+    assert tables.book.functions and tables.clock == whole.clock and tables.totals == whole.totals
 
 
 def test_a_range_from_the_start_is_taken_in_from_the_last_key_with_totals(some_interp: dict[str, Any],

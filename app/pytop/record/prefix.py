@@ -26,7 +26,7 @@ from ..core.records import Function, ProcessUpdate
 from . import container
 from .book import SessionClock
 from .codec import Damaged
-from .payloads import read_key_state, read_window_tables
+from .payloads import read_key_tables, read_window_tables
 from .recording import Recording
 
 
@@ -78,7 +78,7 @@ def _tables_after(recording: Recording, f: BinaryIO, index: int) -> _After | Non
     for key in reversed(recording.keys):
         if key.index > index + 1:
             continue
-        state = read_key_state(container.payload(f, key.frame))
+        state = read_key_tables(container.payload(f, key.frame))
         if key.index == 0 and state.book is not None:  # (the recording's start: its names, if it has them)
             _learn_names(book, state.book.processes, state.book.retired, state.book.functions)
             break
