@@ -86,6 +86,46 @@ def stepping(path: str, steps: int = 40, pace: float = 0.0) -> tuple[float, floa
     return first, back, ranged, statistics.median(times)
 
 
+def comparing(path: str, pairs: int = 12) -> tuple[float, float, float]:
+    """Seconds to start a range at the cursor (the `R` key, a second after the cursor came
+    there), at worst over a few cursors a minute apart; and the median and worst of comparing
+    two 10-minute ranges by difference (`--diff`'s way, record/prefix.py) at random places."""
+    sys.path.insert(0, str(ROOT / "app"))
+    import random
+
+    from pytop.core.snapshot import View
+    from pytop.record.prefix import range_tables
+    from pytop.record.recording import open_recording
+    from pytop.record.replay import Replay
+
+    replay = Replay(open_recording(path))
+    windows = replay.recording.windows
+    last = len(windows) - 1
+    minute = max(1, round(60 / max((windows[-1].end - windows[0].start) / len(windows), 1e-3)))
+    starts = []
+    for at in range(last, max(0, last - 6 * minute), -minute):
+        replay.snapshot(at, View())
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline and replay.warm(at, 0, stop=lambda until=deadline: time.monotonic() >= until):
+            pass
+        started = time.monotonic()
+        replay.snapshot(at, View(), at)
+        starts.append(time.monotonic() - started)
+    replay.close()
+    span = 10 * minute
+    pick = random.Random(1)
+    compares = []
+    for _ in range(pairs if last >= 4 * span else 0):
+        a = pick.randrange(0, last - 2 * span)
+        b = pick.randrange(a + span, last - span)
+        started = time.monotonic()
+        range_tables(replay.recording, a, a + span - 1)
+        range_tables(replay.recording, b, b + span - 1)
+        compares.append(time.monotonic() - started)
+    return (max(starts), statistics.median(compares) if compares else float("nan"),
+            max(compares, default=float("nan")))
+
+
 def py_spy_size(pid: int, seconds: float, directory: str) -> int | None:
     py_spy = shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
     if py_spy is None:
@@ -113,6 +153,9 @@ def main() -> None:
             how = "keys back to back" if not pace else f"a key every {pace:g} s, the replay working ahead between"
             print(f"{args.open}: opened to the last window {first:.2f} s; the time cursor back p95 {back:.3f} s "
                   f"(median {back_median:.3f} s; {how}); the second half as one range {ranged:.2f} s")
+        at_cursor, compare, compare_worst = comparing(args.open)
+        print(f"{args.open}: a range begun at the cursor at worst {at_cursor:.3f} s; two 10-minute ranges "
+              f"compared by difference: median {compare:.2f} s, at worst {compare_worst:.2f} s")
         return
     hour = 3600 / args.duration
     print(f"pytop --batch --duration {args.duration:g} at the defaults, with and without --record; "
