@@ -195,26 +195,36 @@ def test_a_range_by_difference_without_key_totals_is_summed_from_the_start(tmp_p
         assert whole.rows and tables.seconds == whole.run.elapsed
 
 
+def long_replay(tmp_path: Path) -> tuple[Replay, int, int]:
+    """A replay (a checkpoint every 3 windows) of a recording of 60 drains, read to its last
+    window (written once); that window, and the bytes of its largest checkpoint."""
+    path = tmp_path / "long.pytop"
+    if not path.exists():
+        write_recording(path, 60)
+    replay = Replay(open_recording(str(path)), checkpoint_every=3)
+    last = len(replay) - 1
+    assert last >= 20
+    replay.snapshot(last, View())
+    return replay, last, max(len(packed) for _, packed in replay._checkpoints.values())
+
+
+def checkpoint_bytes(replay: Replay) -> int:
+    return sum(len(packed) for _, packed in replay._checkpoints.values())
+
+
 def test_working_ahead_stops_at_its_memory_bound(tmp_path: Path, monkeypatch: Any) -> None:
     # Checkpoints cost memory (an hour of churn: ~1 MB each): work ahead stops at three
     # quarters of their bound, never past it, and ends (it never makes what thinning removes).
     from pytop.record import replay as replay_module
 
-    path = tmp_path / "long.pytop"
-    write_recording(path, 60)
-    sizing = Replay(open_recording(str(path)), checkpoint_every=3)
-    last = len(sizing) - 1
-    assert last >= 20
-    sizing.snapshot(last, View())
-    one = max(len(packed) for _, packed in sizing._checkpoints.values())
+    sizing, last, one = long_replay(tmp_path)
     sizing.close()
     monkeypatch.setattr(replay_module, "MAX_CHECKPOINT_BYTES", 8 * one)
-    replay = Replay(open_recording(str(path)), checkpoint_every=3)
-    replay.snapshot(last, View())
+    replay, _, _ = long_replay(tmp_path)
     calls = 0
     while replay.warm(last) and calls < 1000:
         calls += 1
-    assert 0 < calls < 1000 and sum(len(packed) for _, packed in replay._checkpoints.values()) <= 8 * one
+    assert 0 < calls < 1000 and checkpoint_bytes(replay) <= 8 * one
     assert 5 <= len(replay._checkpoints) <= 8
     replay.close()
 
@@ -224,13 +234,8 @@ def test_working_ahead_behind_a_cursor_moved_back_makes_room_there(tmp_path: Pat
     # later one: a step back from there read every window since the key frame (130 an hour in).
     from pytop.record import replay as replay_module
 
-    path = tmp_path / "long.pytop"
-    write_recording(path, 60)
-    replay = Replay(open_recording(str(path)), checkpoint_every=3)
-    last = len(replay) - 1
+    replay, last, one = long_replay(tmp_path)
     assert last >= 25
-    replay.snapshot(last, View())
-    one = max(len(packed) for _, packed in replay._checkpoints.values())
     monkeypatch.setattr(replay_module, "MAX_CHECKPOINT_BYTES", 12 * one)
     monkeypatch.setattr(replay_module, "WARM_WINDOWS", 6)
     replay._checkpoints.clear()
@@ -243,7 +248,7 @@ def test_working_ahead_behind_a_cursor_moved_back_makes_room_there(tmp_path: Pat
         pass
     behind = [at for at in replay._checkpoints if cursor - 6 <= at < cursor]
     assert len(behind) >= 3, (cursor, last, sorted(replay._checkpoints))
-    assert sum(len(packed) for _, packed in replay._checkpoints.values()) <= 12 * one
+    assert checkpoint_bytes(replay) <= 12 * one
     replay.close()
 
 
