@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pytop.core.model import Circumstances, RecordStatus, TargetInfo
 from pytop.core.records import Drain, Function, FunctionFigures, Node, ProcessUpdate, ThreadUpdate, Weight
-from pytop.record.payloads import RunRecord
+from pytop.record.keys import RunRecord
 from pytop.record.recorder import Recorder
 
 TARGET = TargetInfo(4242, "python app.py", "3.12.1")

@@ -243,7 +243,7 @@ def test_two_recorded_runs_compared(target_interp: dict[str, Any], tmp_path: Pat
 ])
 def test_a_diff_asked_for_wrongly_says_so(tmp_path: Path, args: list[str], said: str) -> None:
     from pytop.core.model import Circumstances, TargetInfo
-    from pytop.record.payloads import RunRecord
+    from pytop.record.keys import RunRecord
     from pytop.record.recorder import Recorder
 
     recorder = Recorder(str(tmp_path / "one.pytop"), RunRecord(TargetInfo(1, "python x.py", "3.12.1"), 100.0, 0.05,

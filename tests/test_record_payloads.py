@@ -16,14 +16,8 @@ from pytop.core.model import Circumstances, TargetInfo
 from pytop.core.records import Drain, Node, Weight
 from pytop.core.snapshot import View
 from pytop.record.codec import Damaged, Packer, Unpacker
-from pytop.record.payloads import (
-    RunRecord,
-    WindowRecord,
-    key_payload,
-    read_key,
-    read_window,
-    window_payload,
-)
+from pytop.record.keys import RunRecord, key_payload, read_key
+from pytop.record.payloads import WindowRecord, read_window, window_payload
 from pytop.record.ranges import parse_when, window_range
 from pytop.record.recorder import Recorder
 from pytop.record.recording import open_recording

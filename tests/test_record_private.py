@@ -12,7 +12,7 @@ import pytest
 import helpers
 from pytop import errors
 from pytop.core.model import Circumstances
-from pytop.record.payloads import RunRecord
+from pytop.record.keys import RunRecord
 from pytop.record.private import FILE_NAME, PrivateHistory
 from pytop.record.recording import open_recording
 from record_fakes import TARGET, drain

@@ -28,7 +28,8 @@ from pytop.core.sums import BookSums
 from pytop.native import Engine, EngineConfig
 from pytop.process.attach import attach
 from pytop.record import container
-from pytop.record.payloads import RunRecord, read_window
+from pytop.record.keys import RunRecord
+from pytop.record.payloads import read_window
 from pytop.record.recorder import Recorder
 from pytop.record.recording import open_recording
 from pytop.record.replay import Replay

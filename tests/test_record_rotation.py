@@ -23,7 +23,8 @@ from pytop.core.snapshot import View
 from pytop.process.attach import attach
 from pytop.record import container
 from pytop.record.bounds import KEEP_SHARE
-from pytop.record.payloads import RunRecord, read_key_state, read_note
+from pytop.record.keys import RunRecord, read_key_state
+from pytop.record.payloads import read_note
 from pytop.record.queued import QueuedWriter
 from pytop.record.recorder import Recorder
 from pytop.record.recording import open_recording

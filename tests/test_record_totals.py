@@ -19,7 +19,7 @@ from pytop.core.snapshot import Figures, View, rows_of
 from pytop.process.attach import attach
 from pytop.record import container
 from pytop.record.codec import Damaged, Packer, Unpacker
-from pytop.record.payloads import RunRecord, key_payload, read_key_state, read_key_tables
+from pytop.record.keys import RunRecord, key_payload, read_key_state, read_key_tables
 from pytop.record.prefix import range_tables
 from pytop.record.recorder import Recorder
 from pytop.record.recording import open_recording

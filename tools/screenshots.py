@@ -28,7 +28,7 @@ from pytop.process.launch import Child, attach_when_ready, demo_command
 from pytop.process.stacks import stacks_now
 from pytop.record.host_recorder import HostRecorder
 from pytop.record.host_replay import HostReplay, open_host_recording
-from pytop.record.payloads import RunRecord
+from pytop.record.keys import RunRecord
 from pytop.record.recorder import Recorder
 from pytop.record.recording import open_recording
 from pytop.record.replay import Replay

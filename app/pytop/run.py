@@ -30,7 +30,7 @@ from .process.stacks import read_stacks, stacks_now
 from .push.destination import Destination
 from .push.sender import FLUSH_SECONDS, Pusher
 from .record.history import HistorySource
-from .record.payloads import RunRecord
+from .record.keys import RunRecord
 from .record.private import PrivateHistory
 from .record.queued import QueuedWriter
 from .record.recorder import Recorder

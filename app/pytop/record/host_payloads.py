@@ -20,7 +20,8 @@ from typing import Any, NamedTuple
 
 from ..core.model import Heat, PythonProcess
 from .codec import Damaged, Packer, Unpacker, same_length
-from .payloads import key_fields, key_parts, value_of
+from .keys import key_fields, key_parts
+from .payloads import value_of
 
 HOST_WINDOW_VERSION = 1  # its window frames: one look at the host
 HOST_KEY_VERSION = 2  # its key frames: the texts so far after the JSON (a run's key frames went on to 3)

@@ -26,7 +26,8 @@ from ..core.records import Function, ProcessUpdate
 from . import container
 from .book import SessionClock
 from .codec import Damaged
-from .payloads import read_key_tables, read_window_tables
+from .keys import read_key_tables
+from .payloads import read_window_tables
 from .recording import Recording
 
 

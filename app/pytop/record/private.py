@@ -17,7 +17,7 @@ import tempfile
 
 from .. import errors
 from ..core.model import RecordStatus
-from .payloads import RunRecord
+from .keys import RunRecord
 from .recorder import Recorder
 
 FILE_NAME = "session.pytop"

@@ -25,7 +25,8 @@ from .book import RecordedBook
 from .bounds import DEFAULT_MAX_SIZE, KEY_SECONDS
 from .codec import Packer
 from .gathering import gathered
-from .payloads import RunRecord, WindowRecord, key_payload, window_payload
+from .keys import RunRecord, key_payload
+from .payloads import WindowRecord, window_payload
 from .queued import QueuedWriter
 from .totals import put_totals
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from .. import errors, files
 from . import container
-from .payloads import Rotation, RunRecord, read_key, read_note
+from .keys import RunRecord, read_key
+from .payloads import Rotation, read_note
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from ..core.sums import BookSums
 from ..core.views import snapshot
 from . import container, zstd
 from .codec import Damaged
-from .payloads import KeyState, WindowRecord, read_key_state, read_window
+from .keys import KeyState, read_key_state
+from .payloads import WindowRecord, read_window
 from .recording import Recording, StoredKey, open_recording
 
 CHECKPOINT_EVERY = 30  # windows between two checkpoints of a range's state (a step back replays at most these)
