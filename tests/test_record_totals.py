@@ -86,7 +86,7 @@ def test_a_key_read_for_its_tables_alone_names_and_sums_as_read_whole() -> None:
 
 
 def test_a_range_from_the_start_is_taken_in_from_the_last_key_with_totals(some_interp: dict[str, Any],
-                                                                          tmp_path: Path) -> None:
+                                                                          tmp_path: Path, monkeypatch: Any) -> None:
     # The thread-per-request server, a key frame every second or so: each window's figures, and
     # the totals from the recording's start, read from the last key before it are those read
     # from every window; after the view's figures are reset, keys hold no totals (the view's
@@ -138,7 +138,17 @@ def test_a_range_from_the_start_is_taken_in_from_the_last_key_with_totals(some_i
     every_as_one.close()
     # A range's tables by difference of the session's (record/prefix.py, what --diff and
     # --baseline take): the figures of the range replayed whole, to the nanosecond, and its
-    # seconds, for ranges that begin and end anywhere, at keys, between them, across the reset.
+    # seconds, for ranges that begin and end anywhere, at keys, between them, across the reset;
+    # an end nearer the key after it taken from that key's totals less the windows between.
+    from pytop.record import prefix
+
+    backwards, before_key = [], prefix._tables_before_key
+
+    def counted(*args: Any) -> Any:
+        backwards.append(before_key(*args))
+        return backwards[-1]
+
+    monkeypatch.setattr(prefix, "_tables_before_key", counted)
     n = len(recording.windows)
     for first, last in {(0, n - 1), (0, n // 2), (1, n - 1), (n // 3, 2 * n // 3), (n - 1, n - 1),
                         (reset_at, n - 1), (max(0, reset_at - 2), min(n - 1, reset_at + 1))}:
@@ -151,6 +161,7 @@ def test_a_range_from_the_start_is_taken_in_from_the_last_key_with_totals(some_i
             shown = rows_of(tables.sums, tables.sums, tables.span, "cpu", by_line, View().tasks)
             assert figures_of(shown) == figures_of(whole.rows)
             assert tables.seconds == whole.run.elapsed, (first, last)
+    assert any(after is not None for after in backwards), backwards
     # Working ahead while the view waits (Replay.warm, run by the replay's thread between keys;
     # here stopped every fifth window, as a key press stops it): then each step back from the
     # end, window by window, is a checkpoint restored and at most one window read (the first

@@ -22,7 +22,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from operator import add
+from operator import add, sub
 from typing import NamedTuple
 
 from .model import Mode, RowKey
@@ -374,6 +374,22 @@ class FunctionSums:
                     into[:] = array("q", map(add, into, row.figures))
             if bounded and len(table) > MAX_ROWS[by_line]:
                 self.fold(table, MAX_ROWS[by_line] * 3 // 4)
+
+    def remove_rows(self, functions: Iterable[FunctionFigures], lines: Iterable[FunctionFigures]) -> bool:
+        """Take rows that were added back out (a session's tables before some windows, from
+        those after them: record/prefix.py). False, part done, when a row is not there or a
+        figure would go below zero: the tables were not the sum of those rows."""
+        names = self.book.functions
+        for table, rows, by_line in ((self.by_function, functions, False), (self.by_line, lines, True)):
+            for row in rows:
+                function, filename, _, pid = names.get(row.function, UNKNOWN_FUNCTION).key
+                into = table.get((function, filename, row.line if by_line else 0, pid))
+                if into is None:
+                    return False
+                into[:] = array("q", map(sub, into, row.figures))
+                if min(into) < 0:
+                    return False
+        return True
 
     def fold(self, table: dict[RowKey, array[int]], keep: int) -> None:
         """Fold all but `keep` rows, those with the least time (in every mode), into FOLDED."""

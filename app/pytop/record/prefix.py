@@ -28,7 +28,7 @@ from .book import SessionClock
 from .codec import Damaged
 from .keys import read_key_tables
 from .payloads import read_window_tables
-from .recording import Recording
+from .recording import Recording, StoredKey
 
 
 class RangeTables(NamedTuple):
@@ -73,7 +73,57 @@ def range_tables(recording: Recording, first: int, last: int) -> RangeTables | N
 
 
 def _tables_after(recording: Recording, f: BinaryIO, index: int) -> _After | None:
-    """The session's tables after window `index` (-1: before the first), its clock and span."""
+    """The session's tables after window `index` (-1: before the first), its clock and span:
+    from the key frame before it and the windows since, or from the key after it and the
+    windows between, whichever reads fewer (a key every five minutes: half of them, on the mean)."""
+    since = index + 1 - max((key.index for key in recording.keys if key.index <= index + 1), default=0)
+    later = next((key for key in recording.keys if key.index > index + 1), None)
+    if later is not None and later.index - index < since:
+        after = _tables_before_key(recording, f, later, index)
+        if after is not None:
+            return after
+    return _tables_since_key(recording, f, index)
+
+
+def _tables_before_key(recording: Recording, f: BinaryIO, key: StoredKey, index: int) -> _After | None:
+    """The session's tables after window `index`: the key's totals less the windows between
+    (read latest first). The windows' rows are named by the key's names: a function id retired
+    or given to a function between (a new function may take a retired one's id) named another
+    function, or none, before that, and a row of it earlier cannot be named. The clock is the
+    key's offset and the window's elapsed, which holds while the view was not reset between.
+    None where either cannot be vouched for: the caller reads forward."""
+    state = read_key_tables(container.payload(f, key.frame))
+    if state.book is None or state.totals is None or state.totals.folded:
+        return None
+    book = StackBook()
+    _learn_names(book, state.book.processes, state.book.retired, state.book.functions)
+    sums, span = state.totals.sums(book), state.totals.span
+    after_elapsed, after_reset = state.clock.elapsed_live, False  # (of the window after the one read)
+    renamed: set[int] = set()  # ids whose name before the drains read is not the key's
+    for i in range(key.index - 1, index - 1, -1):
+        window = read_window_tables(container.payload(f, recording.windows[i].frame))
+        elapsed = window.circumstances.elapsed
+        if after_reset or elapsed > after_elapsed or (i == key.index - 1 and elapsed != after_elapsed):
+            return None  # (the view's figures were reset after this window: not the key's clock)
+        if i == index:
+            break
+        for d in reversed(window.drains):  # (a drain's rows are named as it left the names)
+            if any(row.function in renamed for rows in (d.function_rows, d.line_rows) for row in rows):
+                return None
+            if not sums.remove_rows(d.function_rows, d.line_rows):
+                return None
+            renamed.update(d.retired, (fn.function for fn in d.functions))
+        span -= window.circumstances.window_seconds
+        after_elapsed, after_reset = elapsed, window.reset
+    for table in (sums.by_function, sums.by_line):  # (rows first seen after `index`, as forward has none)
+        for gone in [row for row, figures in table.items() if not any(figures)]:
+            del table[gone]
+    return _After(sums, state.clock.offset + elapsed, span)
+
+
+def _tables_since_key(recording: Recording, f: BinaryIO, index: int) -> _After | None:
+    """The session's tables after window `index`, read forward from the last key before it
+    with the session's totals (or the recording's start)."""
     book = StackBook()
     sums, clock, span, start = FunctionSums(book), SessionClock(), 0.0, 0
     for key in reversed(recording.keys):
