@@ -331,8 +331,10 @@ void account_names(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t 
     engine_process *P = &e->processes[p];
     for (uint32_t i = 0; i < e->thread_count; i++) {
         engine_thread *t = &e->threads[i];
-        if (t->process != p || t->native || t->name || !t->alive || t->name_tries >= NAME_TRIES ||
-            now < t->name_retry_at || !t->thread_id)
+        /* (only by the ids this sample found it under: a thread missing from it may have ended,
+         * and its ids be another's by now) */
+        if (t->process != p || t->native || t->name || !t->alive || t->seen != P->sample_no ||
+            t->name_tries >= NAME_TRIES || now < t->name_retry_at || !t->thread_id)
             continue;
         int status = PYTOP_OK;
         t->name = names_take(&P->u->thread_names, t->ident, t->thread_id);
@@ -341,8 +343,17 @@ void account_names(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t 
             continue;
         }
         uint64_t frame = bootstrap_frame(P->u, s, t->ident);
-        t->name = frame ? names_from_bootstrap(&P->u->thread_names, frame, t->thread_id, &status) : NULL;
-        if (!t->name) t->name = names_lookup(&P->u->thread_names, t->thread_id, &status);
+        t->name = frame ? names_from_bootstrap(&P->u->thread_names, frame, t->thread_id, t->native_id, &status) : NULL;
+        if (!t->name) t->name = names_lookup(&P->u->thread_names, t->thread_id, t->native_id, &status);
+        if (t->name && kthreads_task_gone(&P->u->os, t->native_id)) {
+            /* It ended since the sample: its ids may be its successor's already (glibc gives the
+             * next thread an ended one's pthread_t, the Python thread id, and before 3.8 a Thread
+             * says no TID), and the name read may be that successor's. While the task lives,
+             * nothing else can have its pthread_t. */
+            free(t->name);
+            t->name = NULL;
+            continue;
+        }
         if (t->name) {
             t->dirty = true;
             continue;

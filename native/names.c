@@ -17,11 +17,12 @@
 #define MAX_NAME_INTERPRETERS 64
 #define MAX_LIMBO_ENTRIES 4096
 
-void names_init(names *n, remote *mem, const pytop_layout *L, uint64_t runtime) {
+void names_init(names *n, remote *mem, const pytop_layout *L, uint64_t runtime, const struct pid_namespace *pidns) {
     memset(n, 0, sizeof *n);
     n->obj.mem = mem;
     n->obj.L = L;
     n->runtime = runtime;
+    n->pidns = pidns;
 }
 
 static int read_u64(names *n, uint64_t addr, uint64_t *out) {
@@ -69,11 +70,11 @@ static int find_registries(names *n) {
 
 /* A Thread's attributes, by the name its version's threading.py gives them. */
 typedef struct thread_attributes {
-    const char *name, *ident;
+    const char *name, *ident, *native_id; /* (no native id before 3.8: the attribute is absent) */
 } thread_attributes;
 
-static const thread_attributes THREAD_ATTRIBUTES_27 = {"_Thread__name", "_Thread__ident"};
-static const thread_attributes THREAD_ATTRIBUTES_3 = {"_name", "_ident"};
+static const thread_attributes THREAD_ATTRIBUTES_27 = {"_Thread__name", "_Thread__ident", NULL};
+static const thread_attributes THREAD_ATTRIBUTES_3 = {"_name", "_ident", "_native_id"};
 
 static const thread_attributes *thread_attributes_of(const pytop_layout *L) {
     return L->version_hex < 0x03000000 ? &THREAD_ATTRIBUTES_27 : &THREAD_ATTRIBUTES_3;
@@ -148,14 +149,39 @@ static uint64_t find_thread(names *n, uint64_t thread_id, int *status) {
  * be gone by the time it is read again: a thread per request ends within a millisecond, its
  * frame's memory goes to another call, and the object in its first slot is then any object
  * (on 3.15, an HTTP message whose `_name` is "msg" named dozens of request threads). */
-static bool is_thread_of(names *n, uint64_t thread, uint64_t thread_id) {
-    uint64_t ident_obj = 0, ident = 0;
+static bool is_int(names *n, uint64_t obj, bool *yes) {
     int kind = OBJECT_OTHER;
+    if (object_kind_of(&n->obj, obj, &kind) != PYTOP_OK) return false;
+    *yes = kind == OBJECT_INT || kind == OBJECT_LONG_27;
+    return true;
+}
+
+/* Whether `thread` has the TID `native_id` (ours), or says none: no `_native_id` (before 3.8),
+ * None (not started yet), or one we cannot map. The ident alone cannot tell two threads apart:
+ * glibc gives an ended thread's pthread_t, the ident, to the next thread, and a request thread
+ * seen as it ended was named, a few samples later, after its successor under that ident. */
+static bool has_native_id(names *n, uint64_t thread, int native_id) {
+    const char *attribute = thread_attributes_of(n->obj.L)->native_id;
+    uint64_t id_obj = 0, id = 0;
+    bool number = false;
+    int inner = native_id > 0 && n->pidns ? pidns_inner_tid(n->pidns, native_id) : 0;
+    if (!attribute || inner <= 0) return true;
+    if (object_attribute(&n->obj, thread, attribute, &id_obj) != PYTOP_OK) return false; /* not vouched for */
+    if (!id_obj) return true;                                           /* absent */
+    if (!is_int(n, id_obj, &number)) return false;
+    if (!number) return true; /* None */
+    return object_int(&n->obj, id_obj, &id) == PYTOP_OK && id == (uint64_t)inner;
+}
+
+static bool is_thread_of(names *n, uint64_t thread, uint64_t thread_id, int native_id) {
+    uint64_t ident_obj = 0, ident = 0;
+    bool number = false;
     if (object_attribute(&n->obj, thread, thread_attributes_of(n->obj.L)->ident, &ident_obj) != PYTOP_OK ||
-        !ident_obj || object_kind_of(&n->obj, ident_obj, &kind) != PYTOP_OK)
+        !ident_obj || !is_int(n, ident_obj, &number))
         return false;
-    if (kind != OBJECT_INT && kind != OBJECT_LONG_27) return true; /* None: a Thread not started yet */
-    return object_int(&n->obj, ident_obj, &ident) == PYTOP_OK && ident == thread_id;
+    if (!number) return true; /* None: a Thread not started yet */
+    return object_int(&n->obj, ident_obj, &ident) == PYTOP_OK && ident == thread_id &&
+           has_native_id(n, thread, native_id);
 }
 
 /* The name of `thread`, the Thread of `thread_id` (found in the registry if `registered`),
@@ -164,14 +190,15 @@ static bool is_thread_of(names *n, uint64_t thread, uint64_t thread_id) {
  * another str (an HTTP header's "Server: BaseHTTP/0.6" named a request thread), and the next
  * request's Thread often takes the same address under the same (reused) pthread id. The name's
  * str is then another: its address tells. */
-static char *confirmed_name(names *n, uint64_t thread, uint64_t thread_id, bool registered, int *status) {
+static char *confirmed_name(names *n, uint64_t thread, uint64_t thread_id, int native_id, bool registered,
+                            int *status) {
     uint64_t name_obj = 0, name_again = 0;
     char *name = name_of_thread_now(n, thread, &name_obj, status);
     if (!name) return NULL;
     fresh_mark mark = remote_begin_fresh(n->obj.mem); /* not the views read on the way here */
     int again = PYTOP_OK;
     bool still = (!registered || find_thread(n, thread_id, &again) == thread) && again == PYTOP_OK &&
-                 is_thread_of(n, thread, thread_id) && name_object(n, thread, &name_again) == PYTOP_OK &&
+                 is_thread_of(n, thread, thread_id, native_id) && name_object(n, thread, &name_again) == PYTOP_OK &&
                  name_again == name_obj;
     remote_end_fresh(n->obj.mem, mark);
     if (still) return name;
@@ -180,15 +207,15 @@ static char *confirmed_name(names *n, uint64_t thread, uint64_t thread_id, bool 
     return NULL;
 }
 
-char *names_from_bootstrap(names *n, uint64_t frame, uint64_t thread_id, int *status) {
+char *names_from_bootstrap(names *n, uint64_t frame, uint64_t thread_id, int native_id, int *status) {
     const pytop_layout *L = n->obj.L;
     uint64_t self = 0;
     remote_allow_failures(n->obj.mem, MAX_FAILED_READS_PER_THREAD);
     fresh_mark mark = remote_begin_fresh(n->obj.mem);
     *status = read_u64(n, frame + (uint64_t)L->fr_header_size, &self); /* localsplus[0] */
     if (L->fr_executable_tag_bits > 0) self &= ~(uint64_t)L->fr_executable_tag_bits; /* 3.14+ stack refs */
-    if (*status == PYTOP_OK && !is_thread_of(n, self, thread_id)) *status = PYTOP_ERR_ARGS;
-    char *name = *status == PYTOP_OK ? confirmed_name(n, self, thread_id, false, status) : NULL;
+    if (*status == PYTOP_OK && !is_thread_of(n, self, thread_id, native_id)) *status = PYTOP_ERR_ARGS;
+    char *name = *status == PYTOP_OK ? confirmed_name(n, self, thread_id, native_id, false, status) : NULL;
     remote_end_fresh(n->obj.mem, mark);
     return name;
 }
@@ -201,14 +228,14 @@ static bool keep_name(names *n, uint32_t serial, uint64_t thread_id, char *name)
     return true;
 }
 
-bool names_read_new(names *n, uint32_t serial, uint64_t frame, uint64_t thread_id) {
+bool names_read_new(names *n, uint32_t serial, uint64_t frame, uint64_t thread_id, int native_id) {
     int status;
-    return keep_name(n, serial, thread_id, names_from_bootstrap(n, frame, thread_id, &status));
+    return keep_name(n, serial, thread_id, names_from_bootstrap(n, frame, thread_id, native_id, &status));
 }
 
-bool names_read_new_by_id(names *n, uint32_t serial, uint64_t thread_id) {
+bool names_read_new_by_id(names *n, uint32_t serial, uint64_t thread_id, int native_id) {
     int status;
-    return keep_name(n, serial, thread_id, names_lookup(n, thread_id, &status));
+    return keep_name(n, serial, thread_id, names_lookup(n, thread_id, native_id, &status));
 }
 
 char *names_take(names *n, uint32_t serial, uint64_t thread_id) {
@@ -229,7 +256,7 @@ void names_free(names *n) {
     memset(n->waiting, 0, sizeof n->waiting);
 }
 
-static char *lookup_now(names *n, uint64_t thread_id, int *status) {
+static char *lookup_now(names *n, uint64_t thread_id, int native_id, int *status) {
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!n->registry_count && (*status = find_registries(n)) != PYTOP_OK) return NULL;
         uint64_t thread = find_thread(n, thread_id, status);
@@ -238,7 +265,7 @@ static char *lookup_now(names *n, uint64_t thread_id, int *status) {
                 *status = PYTOP_ERR_ARGS;
                 return NULL;
             }
-            return confirmed_name(n, thread, thread_id, true, status); /* fresh already */
+            return confirmed_name(n, thread, thread_id, native_id, true, status); /* fresh already */
         }
         if (fatal_status(*status)) return NULL;
         n->registry_count = 0; /* a module was reloaded or torn down: find them again */
@@ -246,10 +273,10 @@ static char *lookup_now(names *n, uint64_t thread_id, int *status) {
     return NULL;
 }
 
-char *names_lookup(names *n, uint64_t thread_id, int *status) {
+char *names_lookup(names *n, uint64_t thread_id, int native_id, int *status) {
     remote_allow_failures(n->obj.mem, MAX_FAILED_READS_PER_THREAD);
     fresh_mark mark = remote_begin_fresh(n->obj.mem); /* see names_from_bootstrap() */
-    char *name = lookup_now(n, thread_id, status);
+    char *name = lookup_now(n, thread_id, native_id, status);
     remote_end_fresh(n->obj.mem, mark);
     return name;
 }

@@ -113,3 +113,10 @@ int pidns_host_tid(pid_namespace *n, int tid, uint32_t sample_no) {
     }
     return 0;
 }
+
+int pidns_inner_tid(const pid_namespace *n, int host) {
+    if (!n->other || host <= 0) return host;
+    for (uint32_t i = 0; i < n->count; i++) /* (rare: a thread's name checked once) */
+        if (n->map[i].host == host) return n->map[i].inner;
+    return 0;
+}

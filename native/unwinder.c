@@ -36,7 +36,7 @@ static pytop_unwinder *finish_open(pytop_unwinder *u, const pytop_layout *layout
     kthreads_init(&u->os, u->pid);
     pidns_init(&u->pidns, u->pid);
     if (!u->pid) u->os.mode = 0; /* an image has no kernel to ask */
-    names_init(&u->thread_names, &u->mem, &u->L, runtime_address);
+    names_init(&u->thread_names, &u->mem, &u->L, runtime_address, &u->pidns);
     samples_init(&u->samples);
     *status = PYTOP_OK;
     return u;
@@ -239,7 +239,7 @@ int pytop_code_at(pytop_unwinder *u, uint64_t address, int32_t offset, uint32_t 
 int pytop_thread_name(pytop_unwinder *u, uint64_t thread_id, char *out, size_t capacity) {
     if (!u || !out || capacity == 0) return PYTOP_ERR_ARGS;
     int status;
-    char *name = names_lookup(&u->thread_names, thread_id, &status);
+    char *name = names_lookup(&u->thread_names, thread_id, 0, &status);
     if (!name) return status;
     snprintf(out, capacity, "%s", name);
     free(name);
