@@ -225,19 +225,23 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
                          pt->cpu_delta_ns * BUSY_PARTS >= span;
         bool glimpse = seen_before && stack == stack_before && !(ran_before && t->running) && !computing &&
                        !t->computing_sighted;
-        /* Running at one end only (holding the GIL there): a lone sighting (attribute.c). */
+        /* Running at one end only (holding the GIL there): a lone sighting (attribute.c),
+         * remembered by no more than the CPU the interval used, when the count says it. By its
+         * half of the interval's time, a signer's sighting in `leave` (held there, preempted in
+         * its clock read, while three loops wanted the GIL) weighed 5 ms where one of its
+         * hashing weighed the 2.5 ms it used, and its unseen hashing went like them: 30-40% of
+         * sign_payload's CPU to `leave` in 1 run in 8 on 3.15 (CI's flake); 0-1% in 10 now. */
         bool owns = (ran_before && t->running) || glimpse;
         uint64_t used = counted ? pt->cpu_delta_ns : 0;
         if (ran_before && (t->running || gil_before || t->computing_sighted) && before_ns) {
             if (owns) attribute_running(t, stack_before, before_ns, glimpse);
-            else if (t->computing_sighted && !gil_before)
+            else if (counted || (t->computing_sighted && !gil_before))
                 attribute_lone_sighting(e, t, stack_before, at_most(before_ns, used));
             else attribute_lone_sighting(e, t, stack_before, before_ns);
         }
         if (t->running && (ran_before || gil || computing) && now_ns) {
             if (owns) attribute_running(t, t->stack, now_ns, glimpse);
-            else if (computing) attribute_lone_sighting(e, t, t->stack, at_most(now_ns, used));
-            else attribute_lone_sighting(e, t, t->stack, now_ns);
+            else attribute_lone_sighting(e, t, t->stack, counted ? at_most(now_ns, used) : now_ns);
         }
         t->computing_sighted = computing;
         if (holds) { /* (GIL time: holding it, asleep or not, keeps every other thread out) */

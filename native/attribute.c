@@ -24,7 +24,8 @@
  *     A thread that takes the GIL for microseconds (the calls around a C function that lets
  *     it go: a compressor's, a signer's) is seen holding it now and then; as the owner of its
  *     intervals, each such sighting took the next interval's whole C call (8.5 ms of zlib on
- *     the timing call after it), and the signer's own CPU went 80% to that call;
+ *     the timing call after it), and the signer's own CPU went 80% to that call. It weighs
+ *     among the runs no more than the CPU its interval used (account.c);
  *   - a glimpse (the GIL held at the very line the other end found the thread not running at:
  *     waking from a nap, about to nap, or taking the GIL back at a line it computes on) is a
  *     run for its interval's CPU only, when the count was read at both ends; it is not where
