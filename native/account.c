@@ -347,8 +347,9 @@ void account_names(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t 
             continue;
         }
         uint64_t frame = bootstrap_frame(P->u, s, t->ident);
-        t->name = frame ? names_from_bootstrap(&P->u->thread_names, frame, t->thread_id, t->native_id, &status) : NULL;
-        if (!t->name) t->name = names_lookup(&P->u->thread_names, t->thread_id, t->native_id, &status);
+        int tid = pidns_inner_tid(&P->u->pidns, t->native_id);
+        t->name = frame ? names_from_bootstrap(&P->u->thread_names, frame, t->thread_id, tid, &status) : NULL;
+        if (!t->name) t->name = names_lookup(&P->u->thread_names, t->thread_id, tid, &status);
         if (t->name && kthreads_task_gone(&P->u->os, t->native_id)) {
             /* It ended since the sample: its ids may be its successor's already (glibc gives the
              * next thread an ended one's pthread_t, the Python thread id, and before 3.8 a Thread

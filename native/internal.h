@@ -300,11 +300,9 @@ typedef struct waiting_name {
 } waiting_name;
 
 #define NAME_REGISTRIES 8 /* interpreters whose threads are named from their own registry */
-struct pid_namespace;
 typedef struct names {
     objects obj;
     uint64_t runtime;
-    const struct pid_namespace *pidns; /* a Thread knows its TID by the target's numbers */
     /* The threading module's _active and _limbo dicts of each interpreter that imported it,
      * the main interpreter's first, once found. */
     uint64_t registries[NAME_REGISTRIES][2];
@@ -313,22 +311,22 @@ typedef struct names {
     uint32_t waiting_next;
 } names;
 
-void names_init(names *n, remote *mem, const pytop_layout *L, uint64_t runtime, const struct pid_namespace *pidns);
+void names_init(names *n, remote *mem, const pytop_layout *L, uint64_t runtime);
 /* The name threading gives thread `thread_id`, malloc'd UTF-8, or NULL (*status says why:
- * PYTOP_ERR_ARGS when the thread is not, or not yet, in the registry). `native_id` (our TID
- * for it; 0: not known) must be the Thread's too, where it says one (3.8+): glibc gives an
- * ended thread's pthread_t, the Python thread id, to the next thread it starts, and a thread
- * per request ends and is followed within a millisecond. */
-char *names_lookup(names *n, uint64_t thread_id, int native_id, int *status);
+ * PYTOP_ERR_ARGS when the thread is not, or not yet, in the registry). `inner_tid` (its TID as
+ * the target knows it, in its own PID namespace; 0: not known) must be the Thread's too, where
+ * it says one (3.8+): glibc gives an ended thread's pthread_t, the Python thread id, to the next
+ * thread it starts, and a thread per request ends and is followed within a millisecond. */
+char *names_lookup(names *n, uint64_t thread_id, int inner_tid, int *status);
 /* The same, from a thread's outermost frame when that is threading's Thread._bootstrap(self):
  * the name of `self`, if `self` is still the Thread of `thread_id`. A thread can be named so
  * before it has registered itself. */
-char *names_from_bootstrap(names *n, uint64_t frame, uint64_t thread_id, int native_id, int *status);
+char *names_from_bootstrap(names *n, uint64_t frame, uint64_t thread_id, int inner_tid, int *status);
 /* Read the name of the thread `serial`, first seen in this sample, at once: a short-lived thread
  * may be gone by the time its sample is accounted for. From its bootstrap frame, or by its
  * thread id from threading's registry (before its stack is read). True if it was read. */
-bool names_read_new(names *n, uint32_t serial, uint64_t frame, uint64_t thread_id, int native_id);
-bool names_read_new_by_id(names *n, uint32_t serial, uint64_t thread_id, int native_id);
+bool names_read_new(names *n, uint32_t serial, uint64_t frame, uint64_t thread_id, int inner_tid);
+bool names_read_new_by_id(names *n, uint32_t serial, uint64_t thread_id, int inner_tid);
 /* The name read for thread `serial` during a walk, malloc'd (the caller owns it), or NULL; only
  * if read by the id the thread has now. A state its thread has not taken up yet carries its
  * creator's ids (up to 3.11): a name read by those is its creator's (a server's request threads

@@ -17,12 +17,11 @@
 #define MAX_NAME_INTERPRETERS 64
 #define MAX_LIMBO_ENTRIES 4096
 
-void names_init(names *n, remote *mem, const pytop_layout *L, uint64_t runtime, const struct pid_namespace *pidns) {
+void names_init(names *n, remote *mem, const pytop_layout *L, uint64_t runtime) {
     memset(n, 0, sizeof *n);
     n->obj.mem = mem;
     n->obj.L = L;
     n->runtime = runtime;
-    n->pidns = pidns;
 }
 
 static int read_u64(names *n, uint64_t addr, uint64_t *out) {
@@ -156,24 +155,24 @@ static bool is_int(names *n, uint64_t obj, bool *yes) {
     return true;
 }
 
-/* Whether `thread` has the TID `native_id` (ours), or says none: no `_native_id` (before 3.8),
- * None (not started yet), or one we cannot map. The ident alone cannot tell two threads apart:
- * glibc gives an ended thread's pthread_t, the ident, to the next thread, and a request thread
- * seen as it ended was named, a few samples later, after its successor under that ident. */
-static bool has_native_id(names *n, uint64_t thread, int native_id) {
+/* Whether `thread` has the TID `inner_tid` (the target's number), or says none: no
+ * `_native_id` (before 3.8) or None (not started yet); 0: not known. The ident alone cannot
+ * tell two threads apart: glibc gives an ended thread's pthread_t, the ident, to the next
+ * thread, and a request thread seen as it ended was named, a few samples later, after its
+ * successor under that ident. */
+static bool has_native_id(names *n, uint64_t thread, int inner_tid) {
     const char *attribute = thread_attributes_of(n->obj.L)->native_id;
     uint64_t id_obj = 0, id = 0;
     bool number = false;
-    int inner = native_id > 0 && n->pidns ? pidns_inner_tid(n->pidns, native_id) : 0;
-    if (!attribute || inner <= 0) return true;
+    if (!attribute || inner_tid <= 0) return true;
     if (object_attribute(&n->obj, thread, attribute, &id_obj) != PYTOP_OK) return false; /* not vouched for */
     if (!id_obj) return true;                                           /* absent */
     if (!is_int(n, id_obj, &number)) return false;
     if (!number) return true; /* None */
-    return object_int(&n->obj, id_obj, &id) == PYTOP_OK && id == (uint64_t)inner;
+    return object_int(&n->obj, id_obj, &id) == PYTOP_OK && id == (uint64_t)inner_tid;
 }
 
-static bool is_thread_of(names *n, uint64_t thread, uint64_t thread_id, int native_id) {
+static bool is_thread_of(names *n, uint64_t thread, uint64_t thread_id, int inner_tid) {
     uint64_t ident_obj = 0, ident = 0;
     bool number = false;
     if (object_attribute(&n->obj, thread, thread_attributes_of(n->obj.L)->ident, &ident_obj) != PYTOP_OK ||
@@ -181,7 +180,7 @@ static bool is_thread_of(names *n, uint64_t thread, uint64_t thread_id, int nati
         return false;
     if (!number) return true; /* None: a Thread not started yet */
     return object_int(&n->obj, ident_obj, &ident) == PYTOP_OK && ident == thread_id &&
-           has_native_id(n, thread, native_id);
+           has_native_id(n, thread, inner_tid);
 }
 
 /* The name of `thread`, the Thread of `thread_id` (found in the registry if `registered`),
@@ -190,7 +189,7 @@ static bool is_thread_of(names *n, uint64_t thread, uint64_t thread_id, int nati
  * another str (an HTTP header's "Server: BaseHTTP/0.6" named a request thread), and the next
  * request's Thread often takes the same address under the same (reused) pthread id. The name's
  * str is then another: its address tells. */
-static char *confirmed_name(names *n, uint64_t thread, uint64_t thread_id, int native_id, bool registered,
+static char *confirmed_name(names *n, uint64_t thread, uint64_t thread_id, int inner_tid, bool registered,
                             int *status) {
     uint64_t name_obj = 0, name_again = 0;
     char *name = name_of_thread_now(n, thread, &name_obj, status);
@@ -198,7 +197,7 @@ static char *confirmed_name(names *n, uint64_t thread, uint64_t thread_id, int n
     fresh_mark mark = remote_begin_fresh(n->obj.mem); /* not the views read on the way here */
     int again = PYTOP_OK;
     bool still = (!registered || find_thread(n, thread_id, &again) == thread) && again == PYTOP_OK &&
-                 is_thread_of(n, thread, thread_id, native_id) && name_object(n, thread, &name_again) == PYTOP_OK &&
+                 is_thread_of(n, thread, thread_id, inner_tid) && name_object(n, thread, &name_again) == PYTOP_OK &&
                  name_again == name_obj;
     remote_end_fresh(n->obj.mem, mark);
     if (still) return name;
@@ -207,15 +206,15 @@ static char *confirmed_name(names *n, uint64_t thread, uint64_t thread_id, int n
     return NULL;
 }
 
-char *names_from_bootstrap(names *n, uint64_t frame, uint64_t thread_id, int native_id, int *status) {
+char *names_from_bootstrap(names *n, uint64_t frame, uint64_t thread_id, int inner_tid, int *status) {
     const pytop_layout *L = n->obj.L;
     uint64_t self = 0;
     remote_allow_failures(n->obj.mem, MAX_FAILED_READS_PER_THREAD);
     fresh_mark mark = remote_begin_fresh(n->obj.mem);
     *status = read_u64(n, frame + (uint64_t)L->fr_header_size, &self); /* localsplus[0] */
     if (L->fr_executable_tag_bits > 0) self &= ~(uint64_t)L->fr_executable_tag_bits; /* 3.14+ stack refs */
-    if (*status == PYTOP_OK && !is_thread_of(n, self, thread_id, native_id)) *status = PYTOP_ERR_ARGS;
-    char *name = *status == PYTOP_OK ? confirmed_name(n, self, thread_id, native_id, false, status) : NULL;
+    if (*status == PYTOP_OK && !is_thread_of(n, self, thread_id, inner_tid)) *status = PYTOP_ERR_ARGS;
+    char *name = *status == PYTOP_OK ? confirmed_name(n, self, thread_id, inner_tid, false, status) : NULL;
     remote_end_fresh(n->obj.mem, mark);
     return name;
 }
@@ -228,14 +227,14 @@ static bool keep_name(names *n, uint32_t serial, uint64_t thread_id, char *name)
     return true;
 }
 
-bool names_read_new(names *n, uint32_t serial, uint64_t frame, uint64_t thread_id, int native_id) {
+bool names_read_new(names *n, uint32_t serial, uint64_t frame, uint64_t thread_id, int inner_tid) {
     int status;
-    return keep_name(n, serial, thread_id, names_from_bootstrap(n, frame, thread_id, native_id, &status));
+    return keep_name(n, serial, thread_id, names_from_bootstrap(n, frame, thread_id, inner_tid, &status));
 }
 
-bool names_read_new_by_id(names *n, uint32_t serial, uint64_t thread_id, int native_id) {
+bool names_read_new_by_id(names *n, uint32_t serial, uint64_t thread_id, int inner_tid) {
     int status;
-    return keep_name(n, serial, thread_id, names_lookup(n, thread_id, native_id, &status));
+    return keep_name(n, serial, thread_id, names_lookup(n, thread_id, inner_tid, &status));
 }
 
 char *names_take(names *n, uint32_t serial, uint64_t thread_id) {
@@ -256,7 +255,7 @@ void names_free(names *n) {
     memset(n->waiting, 0, sizeof n->waiting);
 }
 
-static char *lookup_now(names *n, uint64_t thread_id, int native_id, int *status) {
+static char *lookup_now(names *n, uint64_t thread_id, int inner_tid, int *status) {
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!n->registry_count && (*status = find_registries(n)) != PYTOP_OK) return NULL;
         uint64_t thread = find_thread(n, thread_id, status);
@@ -265,7 +264,7 @@ static char *lookup_now(names *n, uint64_t thread_id, int native_id, int *status
                 *status = PYTOP_ERR_ARGS;
                 return NULL;
             }
-            return confirmed_name(n, thread, thread_id, native_id, true, status); /* fresh already */
+            return confirmed_name(n, thread, thread_id, inner_tid, true, status); /* fresh already */
         }
         if (fatal_status(*status)) return NULL;
         n->registry_count = 0; /* a module was reloaded or torn down: find them again */
@@ -273,10 +272,10 @@ static char *lookup_now(names *n, uint64_t thread_id, int native_id, int *status
     return NULL;
 }
 
-char *names_lookup(names *n, uint64_t thread_id, int native_id, int *status) {
+char *names_lookup(names *n, uint64_t thread_id, int inner_tid, int *status) {
     remote_allow_failures(n->obj.mem, MAX_FAILED_READS_PER_THREAD);
     fresh_mark mark = remote_begin_fresh(n->obj.mem); /* see names_from_bootstrap() */
-    char *name = lookup_now(n, thread_id, native_id, status);
+    char *name = lookup_now(n, thread_id, inner_tid, status);
     remote_end_fresh(n->obj.mem, mark);
     return name;
 }

@@ -313,7 +313,7 @@ static void name_from_bootstrap(pytop_unwinder *u, pytop_thread *t) {
     if (!first_full_stack(u, t) ||
         !codes_is_thread_bootstrap(&u->codes, u->samples.cur->frames[t->first_frame + t->frame_count - 1].code_id))
         return;
-    names_read_new(&u->thread_names, t->serial, t->outer_frame, t->thread_id, t->native_id); /* bounds its own failed reads */
+    names_read_new(&u->thread_names, t->serial, t->outer_frame, t->thread_id, pidns_inner_tid(&u->pidns, t->native_id)); /* bounds its own failed reads */
     remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE);
 }
 
@@ -333,7 +333,8 @@ int thread_walk(const walk_ctx *w, uint64_t ts, uint64_t *next) {
     bool seen_before = old && old->serial == t->serial;
     bool named = false;
     if (!seen_before && t->thread_id) {
-        named = names_read_new_by_id(&u->thread_names, t->serial, t->thread_id, t->native_id); /* bounds its own failed reads */
+        named = names_read_new_by_id(&u->thread_names, t->serial, t->thread_id,
+                                     pidns_inner_tid(&u->pidns, t->native_id)); /* bounds its own failed reads */
         remote_allow_failures(&u->mem, MAX_FAILED_READS_PER_SAMPLE);
     }
     /* Only the thread itself changes its frames: one that has not been on a CPU since the last

@@ -36,7 +36,7 @@ static pytop_unwinder *finish_open(pytop_unwinder *u, const pytop_layout *layout
     kthreads_init(&u->os, u->pid);
     pidns_init(&u->pidns, u->pid);
     if (!u->pid) u->os.mode = 0; /* an image has no kernel to ask */
-    names_init(&u->thread_names, &u->mem, &u->L, runtime_address, &u->pidns);
+    names_init(&u->thread_names, &u->mem, &u->L, runtime_address);
     samples_init(&u->samples);
     *status = PYTOP_OK;
     return u;
