@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytop.core.aggregate import timed_stacks
@@ -157,6 +157,26 @@ def test_integers_come_back_whatever_their_width(values: list[int], delta: bool)
     unpacker = Unpacker(p.data())
     assert list(unpacker.ints()) == values
     unpacker.end()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.none() | st.text(), max_size=12), st.integers(min_value=0, max_value=200),
+       st.integers(min_value=0, max_value=255))
+@example(["ascii", None, "", "ünïcödé_名前", "lone \udc80 surrogate"], 3, 0xFF)
+def test_names_come_back_as_they_were_or_are_damage(names: list[str | None], at: int, value: int) -> None:
+    # Read as one decode when the column is ASCII, name by name otherwise (lone surrogates too,
+    # as a target may hold them); a byte changed anywhere is names or Damaged, never another error.
+    p = Packer()
+    p.put_texts(names)
+    unpacker = Unpacker(p.data())
+    assert unpacker.texts() == names
+    unpacker.end()
+    changed = bytearray(p.data())
+    changed[at % len(changed)] = value
+    try:
+        Unpacker(bytes(changed)).texts()
+    except Damaged:
+        pass
 
 
 def test_a_window_that_breaks_the_tree_teaches_nothing_of_it() -> None:

@@ -14,6 +14,7 @@ from test_record_replay import Kept, same_figures
 
 import helpers
 from pytop.core import commands
+from pytop.core.aggregate import StackBook
 from pytop.core.intake import fold_finished, take_in
 from pytop.core.snapshot import Figures, View, rows_of
 from pytop.process.attach import attach
@@ -82,7 +83,11 @@ def test_a_key_read_for_its_tables_alone_names_and_sums_as_read_whole() -> None:
     whole, tables = read_key_state(data), read_key_tables(data)
     assert whole.book is not None and tables.book is not None and whole.totals is not None
     assert tables.book.functions == whole.book.functions and tables.book.processes == whole.book.processes
-    assert tables.book.functions and tables.clock == whole.clock and tables.totals == whole.totals
+    assert tables.book.functions and tables.clock == whole.clock and tables.totals is not None
+    assert tables.totals.by_function == whole.totals.by_function and tables.totals.by_line == whole.totals.by_line
+    assert (tables.totals.tasks, tables.totals.natives) == (whole.totals.tasks, whole.totals.natives)
+    assert tables.totals.span == whole.totals.span and not tables.totals.folded
+    assert tables.totals.sums(StackBook()).by_function == whole.totals.sums(StackBook()).by_function
 
 
 def test_a_range_from_the_start_is_taken_in_from_the_last_key_with_totals(some_interp: dict[str, Any],

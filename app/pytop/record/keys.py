@@ -15,7 +15,7 @@ from ..core.records import Drain
 from .book import RecordedBook, SessionClock
 from .codec import Damaged, Packer, Unpacker
 from .payloads import DrainTables, json_fields, put_drain, take_drain, take_drain_tables, value_of
-from .totals import Totals, take_totals
+from .totals import Totals, TotalTables, take_total_tables, take_totals
 
 KEY_VERSION = 3  # of a key frame's: 2 brings what a reader starting there needs (1: the run alone), 3 the totals
 
@@ -77,7 +77,7 @@ def read_key(data: bytes) -> RunRecord:
 
 
 def read_key_state(data: bytes) -> KeyState:
-    run, book, clock, totals = _read_key(data, take_drain)
+    run, book, clock, totals = _read_key(data, take_drain, take_totals)
     return KeyState(run, book, clock, totals)
 
 
@@ -87,21 +87,22 @@ class KeyTables(NamedTuple):
 
     book: DrainTables | None
     clock: SessionClock
-    totals: Totals | None
+    totals: TotalTables | None
 
 
 def read_key_tables(data: bytes) -> KeyTables:
-    """A key frame's totals and names, its stacks and threads passed over (record/prefix.py): an
-    hour into a churning server, 23 ms where read_key_state takes 104."""
-    _, book, clock, totals = _read_key(data, take_drain_tables)
+    """A key frame's function tables and names, its stacks and threads passed over (record/prefix.py):
+    an hour into a churning server, 23 ms where read_key_state takes 104."""
+    _, book, clock, totals = _read_key(data, take_drain_tables, take_total_tables)
     return KeyTables(book, clock, totals)
 
 
 _Book = TypeVar("_Book", Drain, DrainTables)
+_Totals = TypeVar("_Totals", Totals, TotalTables)
 
 
-def _read_key(data: bytes, take_book: Callable[[Unpacker, bool], _Book]
-              ) -> tuple[RunRecord, _Book | None, SessionClock, Totals | None]:
+def _read_key(data: bytes, take_book: Callable[[Unpacker, bool], _Book], take: Callable[[Unpacker], _Totals]
+              ) -> tuple[RunRecord, _Book | None, SessionClock, _Totals | None]:
     fields, rest = key_parts(data)
     run = _run_of(fields)
     if rest is None:
@@ -113,7 +114,7 @@ def _read_key(data: bytes, take_book: Callable[[Unpacker, bool], _Book]
         packed = rest.blob()
         if packed:
             inner = Unpacker(packed)
-            totals = take_totals(inner)
+            totals = take(inner)
             inner.end()
     rest.end()
     clock = fields.get("clock")

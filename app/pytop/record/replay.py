@@ -9,11 +9,9 @@ are reused after an eviction: only the order of the file says what an id stands 
 
 from __future__ import annotations
 
-import gc
 import pickle
 import zlib
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .. import files
@@ -27,6 +25,7 @@ from ..core.sums import BookSums
 from ..core.views import snapshot
 from . import container, zstd
 from .codec import Damaged
+from .gcpause import no_collection
 from .keys import KeyState, read_key_state
 from .payloads import WindowRecord, read_window
 from .recording import Recording, StoredKey, open_recording
@@ -37,20 +36,6 @@ MAX_CHECKPOINT_BYTES = 24 << 20  # ... and their bytes (an hour of churn: ~0.75 
 CHECKPOINT_LEVEL = 3  # zstd's: an hour's checkpoint in 7 ms, expanded in 2 (zlib's fastest: 20 and 8, 20% larger)
 WARM_WINDOWS = 300  # how far back from the cursor an idle replay makes checkpoints (10 minutes of 2 s windows)
 RESTORE_AHEAD = 4  # a checkpoint this many windows past the last taken in is restored, not read up to
-
-
-@contextmanager
-def _no_collection() -> Iterator[None]:
-    """The cyclic collector held off while a checkpoint is made or restored: the hundreds of
-    thousands of objects it makes would start collections of the whole heap (half of an hour's
-    restore, 20 ms of 40; the state holds no cycles to collect)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 class TreeCheck:
@@ -382,7 +367,7 @@ class Replay:
         """The state after window `index`, kept (pytop's own objects: pickled here, unpickled
         only from here; never from a file). At most MAX_CHECKPOINTS and MAX_CHECKPOINT_BYTES:
         past either, every other goes."""
-        with _no_collection():
+        with no_collection():
             state = pickle.dumps(tuple(getattr(self, name) for name in self._STATE), protocol=pickle.HIGHEST_PROTOCOL)
         packed = zstd.compress(state, level=CHECKPOINT_LEVEL) if zstd.available else zlib.compress(state, 1)
         self._checkpoints[index] = (len(state), packed)
@@ -400,7 +385,7 @@ class Replay:
 
     def _restore(self, index: int, kept: dict[int, tuple[int, bytes]] | None = None) -> None:
         size, packed = (self._checkpoints if kept is None else kept)[index]
-        with _no_collection():
+        with no_collection():
             state = pickle.loads(zstd.expand(packed, None, size) if zstd.available else  # noqa: S301 (our own)
                                  zlib.decompress(packed))
         for name, value in zip(self._STATE, state):

@@ -49,11 +49,7 @@ class Totals(NamedTuple):
 
     def sums(self, book: StackBook) -> FunctionSums:
         """The tables, as FunctionSums over `book` (rows copied: the replay adds to them)."""
-        sums = FunctionSums(book)
-        sums.by_function = {key: array("q", row) for key, row in self.by_function.items()}
-        sums.by_line = {key: array("q", row) for key, row in self.by_line.items()}
-        sums.tasks, sums.natives = set(self.tasks), set(self.natives)
-        return sums
+        return _sums(book, self.by_function, self.by_line, self.tasks, self.natives)
 
     def counts(self) -> Counts:
         """The time per (thread, stack) and the engine's figures, copied (for a range that is one
@@ -71,6 +67,15 @@ class Totals(NamedTuple):
     def thread_book(self) -> ThreadBook:
         """The threads (copied: the replay adds to them)."""
         return ThreadBook({key: dataclasses.replace(t) for key, t in self.threads.items()}, self.ended)
+
+
+def _sums(book: StackBook, by_function: dict[RowKey, array[int]], by_line: dict[RowKey, array[int]],
+          tasks: frozenset[RowKey], natives: frozenset[RowKey]) -> FunctionSums:
+    sums = FunctionSums(book)
+    sums.by_function = {key: array("q", row) for key, row in by_function.items()}
+    sums.by_line = {key: array("q", row) for key, row in by_line.items()}
+    sums.tasks, sums.natives = set(tasks), set(natives)
+    return sums
 
 
 def put_totals(p: Packer, total: Counts, sums: FunctionSums, threads: ThreadBook, span: float) -> None:
@@ -99,7 +104,55 @@ def put_totals(p: Packer, total: Counts, sums: FunctionSums, threads: ThreadBook
     p.put_ints((threads.ended_count,))
 
 
+class TotalTables(NamedTuple):
+    """The function and line tables of a key frame's totals alone (take_total_tables)."""
+
+    by_function: dict[RowKey, array[int]]
+    by_line: dict[RowKey, array[int]]
+    tasks: frozenset[RowKey]
+    natives: frozenset[RowKey]
+    span: float
+
+    def sums(self, book: StackBook) -> FunctionSums:
+        """As Totals.sums."""
+        return _sums(book, self.by_function, self.by_line, self.tasks, self.natives)
+
+    @property
+    def folded(self) -> bool:
+        return FOLDED in self.by_function or FOLDED in self.by_line
+
+
 def take_totals(u: Unpacker) -> Totals:
+    total, span = _take_head(u)
+    threads_of, stacks_of = u.ints(), u.ints()
+    tallies = _take_columns(u, same_length(threads_of, stacks_of), 5)
+    if not all(0 <= s < MAX_NODE_ID for s in stacks_of):
+        raise Damaged("a stack out of bounds")
+    total.stacks = {(t, s): tally for t, s, tally in zip(threads_of, stacks_of, tallies)}
+    total.threads, total.aged = _per_thread(u), _per_thread(u)
+    by_function, by_line, tasks, natives = _take_tables(u)
+    threads, ended = _take_threads(u)
+    return Totals(total, by_function, by_line, tasks, natives, threads, ended, span)
+
+
+def take_total_tables(u: Unpacker) -> TotalTables:
+    """The tables alone, the time per (thread, stack) and the threads passed over undecoded (a
+    range's ends by difference need no more: record/prefix.py)."""
+    _, span = _take_head(u)
+    for _ in range(2 + 5 + 2 * (1 + 5)):  # (thread, stack) and its 5 figures; threads' and aged's
+        u.skip_ints()
+    by_function, by_line, tasks, natives = _take_tables(u)
+    for _ in _THREAD_INTS:
+        u.skip_ints()
+    u.skip_texts()
+    u.skip_texts()
+    (ended,) = u.ints() or (-1,)
+    if ended < 0:
+        raise Damaged("a thread book's count out of bounds")
+    return TotalTables(by_function, by_line, tasks, natives, span)
+
+
+def _take_head(u: Unpacker) -> tuple[Counts, float]:
     if list(u.ints()) != [TOTALS_VERSION]:
         raise Damaged("totals of another making")
     ints, floats = u.ints(), u.floats()
@@ -110,12 +163,11 @@ def take_totals(u: Unpacker) -> Totals:
     total = Counts()
     for name, value in (*zip(_COUNT_INTS, ints), *zip(_COUNT_FLOATS, floats)):
         setattr(total, name, value)
-    threads_of, stacks_of = u.ints(), u.ints()
-    tallies = _take_columns(u, same_length(threads_of, stacks_of), 5)
-    if not all(0 <= s < MAX_NODE_ID for s in stacks_of):
-        raise Damaged("a stack out of bounds")
-    total.stacks = {(t, s): tally for t, s, tally in zip(threads_of, stacks_of, tallies)}
-    total.threads, total.aged = _per_thread(u), _per_thread(u)
+    return total, floats[-1]
+
+
+def _take_tables(u: Unpacker) -> tuple[dict[RowKey, array[int]], dict[RowKey, array[int]], frozenset[RowKey],
+                                       frozenset[RowKey]]:
     tables: list[dict[RowKey, array[int]]] = []
     tasks: set[RowKey] = set()
     natives: set[RowKey] = set()
@@ -134,6 +186,10 @@ def take_totals(u: Unpacker) -> Totals:
             if flags[i] & 2:
                 natives.add(key)
         tables.append(table)
+    return tables[0], tables[1], frozenset(tasks), frozenset(natives)
+
+
+def _take_threads(u: Unpacker) -> tuple[dict[int, ThreadState], int]:
     columns = {name: u.ints() for name in _THREAD_INTS}
     names, states = u.texts(), u.texts()
     count = same_length(*columns.values(), names, states)
@@ -151,7 +207,7 @@ def take_totals(u: Unpacker) -> Totals:
     (ended,) = u.ints() or (-1,)
     if ended < 0:
         raise Damaged("a thread book's count out of bounds")
-    return Totals(total, tables[0], tables[1], frozenset(tasks), frozenset(natives), threads, ended, floats[-1])
+    return threads, ended
 
 
 def _put_columns(p: Packer, rows: list[list[int]] | list[array[int]], width: int) -> None:
