@@ -210,7 +210,11 @@ def sampled_for_a_while(pid: int, wakeups: int = 30, timeout: float = 60) -> Non
     (the kernel's count of its voluntary switches: it sleeps between samples, so each is about
     one): its first read is start-up, whose time no function gets, and a loaded machine can delay
     the next for long. (Its count of runs also counts each preemption: on a busy machine a CI run
-    saw 30 of them pass in start-up, and the run ended after 0.2 ms of the target's time.)"""
+    saw 30 of them pass in start-up, and the run ended after 0.2 ms of the target's time.) A
+    sleep is a sample only while the rate held is 50/s or more: a longer wait is slept in 20 ms
+    slices (native/engine.c), and a CPU budget holding the rate down at start-up made 30 sleeps
+    a sample or two (the launch test's report once had no spinning function): callers run pytop
+    with --cpu-budget 0."""
     tid = sampling_started(pid, timeout)[SAMPLING_THREAD]
     status = Path(f"/proc/{pid}/task/{tid}/status")
 

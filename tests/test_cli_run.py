@@ -129,8 +129,11 @@ def test_launching_a_command_and_ending_it(some_interp: dict[str, Any]) -> None:
     """Ended (Ctrl-C) once the program is at work (its ready line, on pytop's stderr) and pytop
     samples it, not after a time: on a busy machine a one-second run saw only its imports."""
     script = helpers.stage(some_interp, "stacks.py")
-    with subprocess.Popen([*helpers.PYTOP, "--batch", "--duration", "inf", "--json", "--", *some_interp["argv"],
-                           script], cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as pytop:
+    # (without a CPU budget: the rate held stays the 1,000/s asked, so that each sleep of the
+    # sampling thread that sampled_for_a_while counts is a sample; see there)
+    with subprocess.Popen([*helpers.PYTOP, "--batch", "--duration", "inf", "--cpu-budget", "0", "--json", "--",
+                           *some_interp["argv"], script], cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as pytop:
         try:
             assert pytop.stderr is not None
             said = [pytop.stderr.readline()]
@@ -342,8 +345,8 @@ def test_a_signal_while_sampling_still_writes_the_report(some_interp: dict[str, 
     import subprocess
 
     with helpers.running(some_interp, "stacks.py") as t:
-        pytop = subprocess.Popen([*helpers.PYTOP, "--batch", "--duration", "inf", "--json", str(t.pid)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        pytop = subprocess.Popen([*helpers.PYTOP, "--batch", "--duration", "inf", "--cpu-budget", "0", "--json",
+                                  str(t.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             helpers.sampled_for_a_while(pytop.pid)
             pytop.send_signal(getattr(signal, sig))

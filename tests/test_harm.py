@@ -94,7 +94,14 @@ def test_the_budget_is_kept_from_the_start(target_interp: dict[str, Any], shape:
         short_used, short = batch_cpu("--duration", "0.001", str(t.pid))
         used, report = batch_cpu("--duration", "6", "--cpu-budget", str(budget * 100), str(t.pid))
     assert report["samples"] >= 10, report["samples"]
-    assert shape[0] != "deep.py" or report["rate_held"] is not None, report
+    # The deep thread's samples are costly (10,000 frames read again whenever it ran): the budget
+    # held the rate below the 1,000/s asked, at the run's end or over it (idle: 397/s held at
+    # the end, 415/s over the run; with two busy loops beside, 688 and 509). Asked of the rate
+    # held at the end alone, it failed on a loaded CI machine: the thread, found active in a
+    # quarter of the samples, was mostly found with its stack unchanged, not read again, and the
+    # rate was back to the one asked by the end.
+    assert shape[0] != "deep.py" or report["rate_held"] is not None \
+        or report["samples"] <= 0.9 * 1000 * report["duration"], report
     start_up, ending = report["start_up_cpu_time"], short_used - short["start_up_cpu_time"]
     assert 0 < start_up < used and 0 <= ending, (start_up, used, ending)
     assert used - start_up - ending <= 1.1 * budget * report["duration"], \
