@@ -230,7 +230,12 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
          * half of the interval's time, a signer's sighting in `leave` (held there, preempted in
          * its clock read, while three loops wanted the GIL) weighed 5 ms where one of its
          * hashing weighed the 2.5 ms it used, and its unseen hashing went like them: 30-40% of
-         * sign_payload's CPU to `leave` in 1 run in 8 on 3.15 (CI's flake); 0-1% in 10 now. */
+         * sign_payload's CPU to `leave` in 1 run in 8 on 3.15 (CI's flake); 0-1% in 10 now.
+         * Not free: weighed by half their time, lone sightings of a service's handlers also
+         * outweighed the runs of those woken at the nap's line, whose CPU shares are too large
+         * when cores are short. With four busy loops beside (twice the test's load), the nap
+         * service's nap drew +1.3% of its CPU on the mean on 3.8 (12 runs; 2 over the 2.5%
+         * bound), +0.6% with the old weights (1 over); with the test's own load, -0.9% to +0.5%. */
         bool owns = (ran_before && t->running) || glimpse;
         uint64_t used = counted ? pt->cpu_delta_ns : 0;
         if (ran_before && (t->running || gil_before || t->computing_sighted) && before_ns) {
