@@ -317,11 +317,13 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(own)
     check_arguments(args, command)
+    if args.dump:
+        from . import dumping
+
+        return dumping.dump(args.pid_option or args.pid, args.json, args.blocking, args.core, args.executable,
+                            args.sysroot, args.tasks, args.subprocesses, args.locals, args.native)
     from . import run
 
-    if args.dump:
-        return run.dump(args.pid_option or args.pid, args.json, args.blocking, args.core, args.executable,
-                        args.sysroot, args.tasks, args.subprocesses, args.locals, args.native)
     if args.diff is not None:
         from . import replaying
 

@@ -15,8 +15,9 @@ from dataclasses import replace
 
 from . import errors
 from .core.model import Heat, PythonProcess
+from .delivery import deliver
 from .record.host_recorder import HostRecorder
-from .run import FOREVER, WENT_BACK, attach_child, deliver, ended_by_signals, stop_recording, terminal_on_stderr, watch
+from .run import FOREVER, WENT_BACK, attach_child, ended_by_signals, stop_recording, terminal_on_stderr, watch
 from .sampling import host as host_sampling
 from .sampling.host import HostSampler
 

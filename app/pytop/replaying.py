@@ -14,6 +14,7 @@ from .core.compare import CannotCompare, Span
 from .core.compare import compare as compared
 from .core.profile import Profile
 from .core.snapshot import View, rows_of
+from .delivery import deliver
 from .record.host_payloads import HOST
 from .record.host_replay import HostRecording, HostReplay, open_host_recording, recording_kind
 from .record.prefix import range_tables
@@ -24,7 +25,7 @@ from .record.source import ReplaySource
 from .report import compare as comparing
 from .report import export, pprof, table
 from .report import format as fmt
-from .run import deliver, terminal_on_stderr
+from .run import terminal_on_stderr
 
 
 def chosen_range(recording: Recording | HostRecording, args: argparse.Namespace) -> tuple[int, int]:

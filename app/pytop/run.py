@@ -1,4 +1,4 @@
-"""What the command line runs: the live view, a run without a screen, a dump; each wired to a
+"""What the command line runs: the live view and a run without a screen, each wired to a
 sampler on a real target. Errors come out as PytopErrors (see errors.py)."""
 
 from __future__ import annotations
@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import json
 import math
 import os
 import signal
@@ -19,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from . import errors, files
+from . import errors
 from .core.compare import Span
 from .core.model import PushStatus, RecordStatus, Snapshot, TargetInfo
-from .core.records import ProcessStacks
+from .delivery import deliver, write_statistics
 from .native import Unwinder, libdw, terminal_guarded
 from .process import asyncio_tasks
-from .process.attach import Target, attach, attach_core, command_line
-from .process.stacks import read_stacks, stacks_now
+from .process.attach import Target, attach, command_line
+from .process.stacks import stacks_now
 from .push.destination import Destination
 from .push.sender import FLUSH_SECONDS, Pusher
 from .record.history import HistorySource
@@ -34,7 +33,6 @@ from .record.keys import RunRecord
 from .record.private import PrivateHistory
 from .record.queued import QueuedWriter
 from .record.recorder import Recorder
-from .report import dump as report_dump
 from .report import export, pprof, table
 from .report import format as fmt
 from .sampling import priority
@@ -284,82 +282,6 @@ def collect(sampler: Sampler, duration: float) -> tuple[Snapshot, errors.Interru
         raise errors.PytopError(f"sampling did not stop (a sample of the target did not end within "
                                 f"{STOP_PATIENCE:.0f} s): no report")
     return sampler.final_snapshot(), ended_by
-
-
-def dump(pid: int | None, as_json: bool, blocking: bool = False, core: str | None = None,
-         executable: str | None = None, sysroot: str | None = None, tasks: bool = False,
-         subprocesses: bool = False, with_locals: bool = False, native: bool = False) -> int:
-    """Every thread's stack once, from process `pid` or from a core file; with `tasks`, every
-    asyncio task too; with `with_locals`, each frame's arguments and locals; with `subprocesses`,
-    the same of each Python descendant of `pid` (each once, the target's first; a target that is
-    not Python is passed over when it has some)."""
-    if core or not subprocesses:
-        stacks = [read_stacks(attach_core(core, executable, sysroot) if core else attach(pid or 0),
-                       f"core file {core}" if core else f"process {pid}", blocking, tasks, with_locals, native)]
-    else:
-        stacks = _dump_family(pid or 0, blocking, tasks, with_locals, native)
-    if len(stacks) == 1 and not subprocesses:
-        text = report_dump.as_json(stacks[0]) if as_json else report_dump.as_text(stacks[0])
-    else:
-        text = report_dump.as_json_of_processes(stacks) if as_json else "\n".join(map(report_dump.as_text, stacks))
-    write_report((text if text.endswith("\n") else text + "\n").encode())
-    return 0
-
-
-def _dump_family(pid: int, blocking: bool, tasks: bool, with_locals: bool, native: bool) -> list[ProcessStacks]:
-    """The target's stacks and its Python descendants', in the order they were started."""
-    try:
-        descendants = sorted(psutil.Process(pid).children(recursive=True), key=lambda p: (p.create_time(), p.pid))
-    except psutil.NoSuchProcess:
-        raise errors.NoSuchProcess(f"no process with pid {pid}") from None
-    except psutil.Error:
-        descendants = []
-    found: list[ProcessStacks] = []
-    refusal: errors.PytopError | None = None
-    for number in [pid, *(child.pid for child in descendants)]:
-        try:
-            found.append(read_stacks(attach(number), f"process {number}", blocking, tasks, with_locals, native))
-        except (errors.NotPython, errors.UnsupportedVersion) as exc:
-            if number == pid:
-                refusal = exc  # a shell, a supervisor: its Python children are what is asked for
-        except (errors.TargetExited, errors.NoSuchProcess):
-            if number == pid:
-                raise
-            # a child that ended meanwhile: nothing to show of it
-    if not found:
-        raise refusal or errors.NotPython(f"process {pid} is not Python and has no Python descendant")
-    return found
-
-
-def write_report(data: bytes) -> None:
-    """The report on stdout; a stdout that cannot take it is said in one line (a pipe whose reader
-    left is the caller's to take quietly)."""
-    try:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise errors.PytopError(f"cannot write the report: {exc.strerror or exc}") from None
-
-
-def deliver(report: bytes, output: str | None) -> None:
-    """A batch report to --output FILE, or to stdout."""
-    if output:
-        try:
-            files.write_file(output, report)
-        except OSError as exc:
-            raise errors.UsageError(f"cannot write {output}: {exc.strerror}") from None
-        errors.say(f"pytop: wrote {output}")
-    else:
-        write_report(report)
-
-
-def write_statistics(path: str, statistics: dict[str, float]) -> None:
-    try:
-        files.write_file(path, json.dumps(statistics, indent=1).encode())
-    except OSError as exc:
-        raise errors.PytopError(f"cannot write {path}: {exc.strerror}") from None
 
 
 @contextlib.contextmanager
