@@ -264,11 +264,29 @@ typedef struct key_memo {
     uint32_t next;
 } key_memo;
 
+/* What a class says about where its instances keep their attributes (flags, sizes, its shared
+ * keys) and where a name is among those keys: a class does not change its layout while it
+ * lives, and reading it again (its type object and its shared keys, three pages pinned) was
+ * half of what a thread's name cost. Kept for CLASS_MEMO_USES lookups, then read again, so that a
+ * class freed and another made at its address is not believed for long (and every value read
+ * through it is still checked by kind). */
+#define CLASS_MEMO_SLOTS 4
+#define CLASS_MEMO_NAMES 4
+#define CLASS_MEMO_USES 64
+typedef struct class_facts {
+    uint64_t type, flags, basicsize, dictoffset, cached_keys;
+    const char *names[CLASS_MEMO_NAMES]; /* (string literals: the callers') */
+    int64_t index[CLASS_MEMO_NAMES];     /* in the shared keys (-1: not there) */
+    uint32_t name_count, uses;
+} class_facts;
+
 typedef struct objects {
     remote *mem;
     const pytop_layout *L;
     type_memo types;
     key_memo keys;
+    class_facts classes[CLASS_MEMO_SLOTS];
+    uint32_t class_next;
 } objects;
 
 /* What kind of object is at `obj` (from its type's name, remembered per type object). */
@@ -279,7 +297,8 @@ int object_int(objects *o, uint64_t obj, uint64_t *value);
 int object_str_equals(objects *o, uint64_t obj, const char *want, bool *equal);
 /* dict[key] for a str key; *value is 0 when absent. */
 int object_dict_get_str(objects *o, uint64_t dict, const char *key, uint64_t *value);
-/* dict[key] for an int key (found by its hash, which is the int itself below 2**61-1). */
+/* dict[key] for an int key in a dict whose keys are ints (found by its stored hash, which is
+ * the int itself below 2**61-1; the key object is not read: check what is found). */
 int object_dict_get_int(objects *o, uint64_t dict, uint64_t key, uint64_t *value);
 /* Calls `visit` for each (key, value) of a dict, at most `limit` entries; stops when it
  * returns false. */

@@ -155,32 +155,40 @@ static bool is_int(names *n, uint64_t obj, bool *yes) {
     return true;
 }
 
-/* Whether `thread` has the TID `inner_tid` (the target's number), or says none: no
- * `_native_id` (before 3.8) or None (not started yet); 0: not known. The ident alone cannot
- * tell two threads apart: glibc gives an ended thread's pthread_t, the ident, to the next
- * thread, and a request thread seen as it ended was named, a few samples later, after its
- * successor under that ident. */
-static bool has_native_id(names *n, uint64_t thread, int inner_tid) {
+/* How sure it is that `thread` is the Thread of a thread: not (another's ident or TID), maybe
+ * (its ident not set yet, or no TID to compare: before 3.8 a Thread keeps none, None until it
+ * runs, 0 `inner_tid` when ours is not known), or sure (its ident and its TID both). The ident
+ * alone cannot tell two threads apart: glibc gives an ended thread's pthread_t, the ident, to
+ * the next thread, and a request thread seen as it ended was named, a few samples later, after
+ * its successor under that ident. */
+typedef enum thread_match { MATCH_NOT, MATCH_MAYBE, MATCH_SURE } thread_match;
+
+/* Whether `thread` has the TID `inner_tid` (the target's number), or says none. */
+static thread_match match_native_id(names *n, uint64_t thread, int inner_tid) {
     const char *attribute = thread_attributes_of(n->obj.L)->native_id;
     uint64_t id_obj = 0, id = 0;
     bool number = false;
-    if (!attribute || inner_tid <= 0) return true;
-    if (object_attribute(&n->obj, thread, attribute, &id_obj) != PYTOP_OK) return false; /* not vouched for */
-    if (!id_obj) return true;                                           /* absent */
-    if (!is_int(n, id_obj, &number)) return false;
-    if (!number) return true; /* None */
-    return object_int(&n->obj, id_obj, &id) == PYTOP_OK && id == (uint64_t)inner_tid;
+    if (!attribute || inner_tid <= 0) return MATCH_MAYBE;
+    if (object_attribute(&n->obj, thread, attribute, &id_obj) != PYTOP_OK) return MATCH_NOT; /* not vouched for */
+    if (!id_obj) return MATCH_MAYBE;                                                  /* absent */
+    if (!is_int(n, id_obj, &number)) return MATCH_NOT;
+    if (!number) return MATCH_MAYBE; /* None */
+    return object_int(&n->obj, id_obj, &id) == PYTOP_OK && id == (uint64_t)inner_tid ? MATCH_SURE : MATCH_NOT;
 }
 
-static bool is_thread_of(names *n, uint64_t thread, uint64_t thread_id, int inner_tid) {
+static thread_match match_thread(names *n, uint64_t thread, uint64_t thread_id, int inner_tid) {
     uint64_t ident_obj = 0, ident = 0;
     bool number = false;
     if (object_attribute(&n->obj, thread, thread_attributes_of(n->obj.L)->ident, &ident_obj) != PYTOP_OK ||
         !ident_obj || !is_int(n, ident_obj, &number))
-        return false;
-    if (!number) return true; /* None: a Thread not started yet */
-    return object_int(&n->obj, ident_obj, &ident) == PYTOP_OK && ident == thread_id &&
-           has_native_id(n, thread, inner_tid);
+        return MATCH_NOT;
+    if (!number) return MATCH_MAYBE; /* None: a Thread not started yet */
+    if (object_int(&n->obj, ident_obj, &ident) != PYTOP_OK || ident != thread_id) return MATCH_NOT;
+    return match_native_id(n, thread, inner_tid);
+}
+
+static bool is_thread_of(names *n, uint64_t thread, uint64_t thread_id, int inner_tid) {
+    return match_thread(n, thread, thread_id, inner_tid) != MATCH_NOT;
 }
 
 /* The name of `thread`, the Thread of `thread_id` (found in the registry if `registered`),
@@ -188,7 +196,9 @@ static bool is_thread_of(names *n, uint64_t thread, uint64_t thread_id, int inne
  * request ends within a millisecond, its Thread and name are freed, the str's memory goes to
  * another str (an HTTP header's "Server: BaseHTTP/0.6" named a request thread), and the next
  * request's Thread often takes the same address under the same (reused) pthread id. The name's
- * str is then another: its address tells. */
+ * str is then another: its address tells. A Thread that has this thread's ident and TID is
+ * this thread's whatever the registry says (two threads cannot share both while one lives), so
+ * the registry is looked at again only when the Thread cannot say (it saves two pages a name). */
 static char *confirmed_name(names *n, uint64_t thread, uint64_t thread_id, int inner_tid, bool registered,
                             int *status) {
     uint64_t name_obj = 0, name_again = 0;
@@ -196,9 +206,10 @@ static char *confirmed_name(names *n, uint64_t thread, uint64_t thread_id, int i
     if (!name) return NULL;
     fresh_mark mark = remote_begin_fresh(n->obj.mem); /* not the views read on the way here */
     int again = PYTOP_OK;
-    bool still = (!registered || find_thread(n, thread_id, &again) == thread) && again == PYTOP_OK &&
-                 is_thread_of(n, thread, thread_id, inner_tid) && name_object(n, thread, &name_again) == PYTOP_OK &&
-                 name_again == name_obj;
+    thread_match match = match_thread(n, thread, thread_id, inner_tid);
+    bool still = match != MATCH_NOT &&
+                 (!registered || match == MATCH_SURE || find_thread(n, thread_id, &again) == thread) &&
+                 again == PYTOP_OK && name_object(n, thread, &name_again) == PYTOP_OK && name_again == name_obj;
     remote_end_fresh(n->obj.mem, mark);
     if (still) return name;
     free(name);

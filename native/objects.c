@@ -238,10 +238,12 @@ typedef struct key_search {
     int status;
 } key_search;
 
-/* Whether the entry at `e` holds the int `key` (its stored hash, then the int itself): its value if so. */
-static bool entry_holds_int(objects *o, const dict_view *v, const uint8_t *e, uint64_t key, uint64_t *value) {
-    uint64_t k = load_u64(e, v->key_at), number = 0;
-    if (!k || load_u64(e, v->hash_at) != key || object_int(o, k, &number) != PYTOP_OK || number != key) return false;
+/* Whether the entry at `e` holds the int `key`: a key is there and its stored hash is `key` (an
+ * int's hash is itself), its value if so. The key object is not read (a page pinned for each
+ * name): in a table whose keys are ints, only the int itself has that hash, and what the
+ * caller finds is its to check (names.c: the Thread's own ident). */
+static bool entry_holds_int(const dict_view *v, const uint8_t *e, uint64_t key, uint64_t *value) {
+    if (!load_u64(e, v->key_at) || load_u64(e, v->hash_at) != key) return false;
     *value = load_u64(e, v->value_at);
     return true;
 }
@@ -271,7 +273,7 @@ static int probe_int(objects *o, const dict_view *v, uint64_t key, uint64_t *val
             if ((uint64_t)ix >= v->count) return PYTOP_OK; /* torn: not searched */
             const uint8_t *e = remote_view(o->mem, v->entries + (uint64_t)ix * v->entry_size, v->entry_size, 0, &status);
             if (!e) return status;
-            if (entry_holds_int(o, v, e, key, value)) {
+            if (entry_holds_int(v, e, key, value)) {
                 *searched = true;
                 return PYTOP_OK;
             }
@@ -300,9 +302,7 @@ int object_dict_get_int(objects *o, uint64_t dict, uint64_t key, uint64_t *value
     if (!entries || (v.values && !values)) return status;
     for (uint32_t i = 0; i < v.count; i++) {
         const uint8_t *e = entries + (size_t)i * v.entry_size;
-        uint64_t k = load_u64(e, v.key_at), number = 0;
-        if (!k || load_u64(e, v.hash_at) != key) continue;
-        if (object_int(o, k, &number) != PYTOP_OK || number != key) continue;
+        if (!load_u64(e, v.key_at) || load_u64(e, v.hash_at) != key) continue; /* (see entry_holds_int) */
         *value = values ? load_u64(values, (int32_t)(8 * i)) : load_u64(e, v.value_at);
         return PYTOP_OK;
     }
@@ -391,12 +391,41 @@ int object_dict_get_str(objects *o, uint64_t dict, const char *key, uint64_t *va
     return PYTOP_OK;
 }
 
-/* The position of `name` in a type's shared keys, for instances that keep values arrays. */
-static int shared_key_index(objects *o, uint64_t type, const char *name, int64_t *index) {
-    uint64_t keys = 0;
+/* A class's facts (class_facts): remembered, or read now into the slot of `type`, or the
+ * oldest slot. */
+static class_facts *facts_of(objects *o, uint64_t type, int *status) {
+    const pytop_layout *L = o->L;
+    class_facts *c = NULL;
+    *status = PYTOP_OK;
+    for (uint32_t i = 0; i < CLASS_MEMO_SLOTS; i++)
+        if (o->classes[i].type == type) {
+            c = &o->classes[i];
+            if (c->uses < CLASS_MEMO_USES) {
+                c->uses++;
+                return c;
+            }
+        }
+    if (!c) c = &o->classes[o->class_next++ % CLASS_MEMO_SLOTS];
+    class_facts fresh = {.type = type, .uses = 1};
+    *status = read_u64(o, type + (uint64_t)L->tp_flags, &fresh.flags);
+    bool managed = L->tpflags_managed_dict > 0 && (fresh.flags & (uint64_t)L->tpflags_managed_dict);
+    if (*status == PYTOP_OK && managed && L->tpflags_inline_values > 0 && (fresh.flags & (uint64_t)L->tpflags_inline_values))
+        *status = read_u64(o, type + (uint64_t)L->tp_basicsize, &fresh.basicsize);
+    if (*status == PYTOP_OK && managed) *status = read_u64(o, type + (uint64_t)L->ht_cached_keys, &fresh.cached_keys);
+    if (*status == PYTOP_OK && !managed) *status = read_u64(o, type + (uint64_t)L->tp_dictoffset, &fresh.dictoffset);
+    if (*status != PYTOP_OK) {
+        c->type = 0; /* (not half-remembered) */
+        return NULL;
+    }
+    *c = fresh;
+    return c;
+}
+
+/* The position of `name` in shared keys at `keys`, for instances that keep values arrays. */
+static int shared_key_index(objects *o, uint64_t keys, const char *name, int64_t *index) {
+    int status = PYTOP_OK;
     *index = -1;
-    int status = read_u64(o, type + (uint64_t)o->L->ht_cached_keys, &keys);
-    if (status != PYTOP_OK || !keys) return status;
+    if (!keys) return status;
     /* The shared keys are a dict's keys object; view them through a fake dict's fields. */
     const pytop_layout *L = o->L;
     const uint8_t *k = remote_view(o->mem, keys, (size_t)L->dk_indices, 0, &status);
@@ -413,49 +442,61 @@ static int shared_key_index(objects *o, uint64_t type, const char *name, int64_t
     return find_str_key(o, entries_at, entries, (uint32_t)nentries, entry_size, key_at, name, index);
 }
 
+/* The position of `name` in the class's shared keys: remembered with the class, else found. A
+ * name found absent is remembered too (an attribute set later makes the instance's dict). */
+static int class_key_index(objects *o, class_facts *c, const char *name, int64_t *index) {
+    for (uint32_t i = 0; i < c->name_count; i++)
+        if (strcmp(c->names[i], name) == 0) {
+            *index = c->index[i];
+            return PYTOP_OK;
+        }
+    int status = shared_key_index(o, c->cached_keys, name, index);
+    if (status == PYTOP_OK && c->name_count < CLASS_MEMO_NAMES) {
+        c->names[c->name_count] = name;
+        c->index[c->name_count++] = *index;
+    }
+    return status;
+}
+
 /* The attribute from a values array of `capacity` slots (0: unknown) at `values`. */
-static int from_values(objects *o, uint64_t type, uint64_t values, uint64_t capacity, const char *name,
+static int from_values(objects *o, class_facts *c, uint64_t values, uint64_t capacity, const char *name,
                        uint64_t *value) {
     int64_t index;
-    int status = shared_key_index(o, type, name, &index);
+    int status = class_key_index(o, c, name, &index);
     if (status != PYTOP_OK || index < 0 || (capacity && (uint64_t)index >= capacity)) return status;
     return read_u64(o, values + 8 * (uint64_t)index, value);
 }
 
 int object_attribute(objects *o, uint64_t obj, const char *name, uint64_t *value) {
     const pytop_layout *L = o->L;
-    uint64_t type = 0, flags = 0, dict = 0;
+    uint64_t type = 0, dict = 0;
     *value = 0;
     if (!plausible_pointer(obj)) return PYTOP_ERR_CORRUPT;
     int status = read_u64(o, obj + (uint64_t)L->ob_type, &type);
     if (status == PYTOP_OK && !plausible_pointer(type)) status = PYTOP_ERR_CORRUPT;
-    if (status == PYTOP_OK) status = read_u64(o, type + (uint64_t)L->tp_flags, &flags);
-    if (status != PYTOP_OK) return status;
-    if (L->tpflags_managed_dict > 0 && (flags & (uint64_t)L->tpflags_managed_dict)) {
-        if (L->tpflags_inline_values > 0 && (flags & (uint64_t)L->tpflags_inline_values)) { /* 3.13+ */
-            uint64_t basicsize = 0;
-            if ((status = read_u64(o, type + (uint64_t)L->tp_basicsize, &basicsize)) != PYTOP_OK) return status;
-            if (basicsize > 4096) return PYTOP_ERR_CORRUPT;
-            const uint8_t *head = remote_view(o->mem, obj + basicsize, (size_t)L->dict_values_values, 0, &status);
+    class_facts *c = status == PYTOP_OK ? facts_of(o, type, &status) : NULL;
+    if (!c) return status;
+    if (L->tpflags_managed_dict > 0 && (c->flags & (uint64_t)L->tpflags_managed_dict)) {
+        if (L->tpflags_inline_values > 0 && (c->flags & (uint64_t)L->tpflags_inline_values)) { /* 3.13+ */
+            if (c->basicsize > 4096) return PYTOP_ERR_CORRUPT;
+            const uint8_t *head = remote_view(o->mem, obj + c->basicsize, (size_t)L->dict_values_values, 0, &status);
             if (!head) return status;
             if (head[L->dict_values_valid])
-                return from_values(o, type, obj + basicsize + (uint64_t)L->dict_values_values,
+                return from_values(o, c, obj + c->basicsize + (uint64_t)L->dict_values_values,
                                    head[L->dict_values_capacity], name, value);
         } else if (L->managed_values != -1) { /* 3.11: a values pointer before the dict pointer */
             uint64_t values = 0;
             if ((status = read_u64(o, obj + (uint64_t)(int64_t)L->managed_values, &values)) != PYTOP_OK) return status;
-            if (values) return from_values(o, type, values + (uint64_t)L->dict_values_values, 0, name, value);
+            if (values) return from_values(o, c, values + (uint64_t)L->dict_values_values, 0, name, value);
         }
         if ((status = read_u64(o, obj + (uint64_t)(int64_t)L->managed_dict, &dict)) != PYTOP_OK) return status;
         /* 3.12 (managed dict, no inline values, ints with a tag): an odd word is a values
          * pointer stored minus one (_PyDictOrValues_SetValues). */
         if (L->long_tag >= 0 && L->tpflags_inline_values < 0 && (dict & 1))
-            return from_values(o, type, dict + 1 + (uint64_t)L->dict_values_values, 0, name, value);
+            return from_values(o, c, dict + 1 + (uint64_t)L->dict_values_values, 0, name, value);
     } else {
-        uint64_t offset = 0;
-        if ((status = read_u64(o, type + (uint64_t)L->tp_dictoffset, &offset)) != PYTOP_OK) return status;
-        if ((int64_t)offset <= 0 || offset > 4096) return PYTOP_OK; /* no __dict__ we can find */
-        if ((status = read_u64(o, obj + offset, &dict)) != PYTOP_OK) return status;
+        if ((int64_t)c->dictoffset <= 0 || c->dictoffset > 4096) return PYTOP_OK; /* no __dict__ we can find */
+        if ((status = read_u64(o, obj + c->dictoffset, &dict)) != PYTOP_OK) return status;
     }
     return dict ? object_dict_get_str(o, dict, name, value) : PYTOP_OK;
 }
