@@ -137,14 +137,23 @@ static int open_task_file(int pid, int tid, const char *name) {
     return open(path, O_RDONLY | O_CLOEXEC);
 }
 
-/* Where `tid` is, or would go, in the sorted tasks. */
-static uint32_t kthread_slot(const kthreads *o, int tid) {
+/* Where `tid` is, or would go, in the sorted tasks. A sample asks for its threads in the list's
+ * order, which is mostly the order of their TIDs (newest first): the slots beside the last one
+ * found are tried before a search, which on a pool of 2,000 threads missed the cache at each of
+ * its steps for each thread, every sample (12% of the sampling thread's time). */
+static uint32_t kthread_slot(kthreads *o, int tid) {
+    for (uint32_t at = o->finger > 0 ? o->finger - 1 : 0; at <= o->finger + 1 && at < o->count; at++)
+        if (o->items[at].tid == tid) {
+            o->finger = at;
+            return at;
+        }
     uint32_t lo = 0, hi = o->count;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
         if (o->items[mid].tid < tid) lo = mid + 1;
         else hi = mid;
     }
+    if (lo < o->count) o->finger = lo;
     return lo;
 }
 
@@ -370,7 +379,7 @@ void kthreads_report(kthreads *o, int tid, int how, kthread_report *out) {
     t->last = *out;
 }
 
-bool kthreads_task_gone(const kthreads *o, int tid) {
+bool kthreads_task_gone(kthreads *o, int tid) {
     if (o->mode == 0 || tid <= 0) return false;
     char buf[128];
     uint32_t at = kthread_slot(o, tid);
@@ -396,7 +405,7 @@ uint64_t kthreads_defer(kthreads *o, int tid) {
     return delta;
 }
 
-bool kthreads_watched(const kthreads *o, int tid) {
+bool kthreads_watched(kthreads *o, int tid) {
     uint32_t at = kthread_slot(o, tid);
     return at < o->count && o->items[at].tid == tid && o->items[at].watched;
 }

@@ -78,6 +78,7 @@ typedef struct kthreads {
                                round of counts is read (a stack may have moved) */
     kthread *items;         /* sorted by tid */
     uint32_t count, cap;
+    uint32_t finger;        /* the slot of the last task looked up (kthread_slot) */
     uint32_t sample_no;
     uint64_t now;           /* this sample's time, monotonic ns */
     /* Rounds of counts are skipped while the process's CPU time is nearly all explained by
@@ -101,10 +102,10 @@ void kthreads_report(kthreads *o, int tid, int how, kthread_report *out);
 /* Is a thread without the GIL due for a read of its counts this sample? */
 bool kthreads_due(const kthreads *o, int tid);
 /* Was `tid` last found R (running or waiting for a CPU)? Such a thread is read every sample. */
-bool kthreads_watched(const kthreads *o, int tid);
+bool kthreads_watched(kthreads *o, int tid);
 /* Whether the task `tid` has exited (the kernel has no such task): the engine's last sample
  * ends the threads missing from it by this, having no later samples to wait for. */
-bool kthreads_task_gone(const kthreads *o, int tid);
+bool kthreads_task_gone(kthreads *o, int tid);
 /* Hand back what this sample read of `tid`'s figures, as if they had not been read: the next
  * read reports that CPU time again (its stack could not be read again this sample). Returns
  * that time. */
