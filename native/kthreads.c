@@ -164,8 +164,21 @@ static kthread *find_kthread(kthreads *o, int tid) {
     kthread *items = grow_array(o->items, &o->cap, o->count + 1ull, sizeof *items, 16);
     if (!items) return NULL;
     o->items = items;
+    /* A task found gone is not looked for again for a few samples: a thread per request that
+     * ended between the list's read and its files' is met again by the next walk, and the one
+     * after (its thread state read ahead, or not yet unlinked). Its TID is not another's so
+     * soon: the kernel hands TIDs out in turn. */
+    for (uint32_t i = 0; i < GONE_MEMO; i++)
+        if (o->gone_tid[i] == tid && o->sample_no - o->gone_at[i] < GONE_SAMPLES) return NULL;
     int stat_fd = open_task_file(o->pid, tid, "stat");
-    if (stat_fd < 0) return NULL;
+    if (stat_fd < 0) {
+        if (errno == ENOENT) {
+            uint32_t i = o->gone_next++ % GONE_MEMO;
+            o->gone_tid[i] = tid;
+            o->gone_at[i] = o->sample_no;
+        }
+        return NULL;
+    }
     memmove(&o->items[lo + 1], &o->items[lo], (o->count - lo) * sizeof *o->items);
     o->count++;
     kthread *t = &o->items[lo];

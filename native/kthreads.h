@@ -62,6 +62,8 @@ enum task_how {
     KTHREAD_AFTER_GIL = 3      /* figures now, state if they moved (the GIL's holder until lately) */
 };
 
+#define GONE_MEMO 8    /* tasks found gone, remembered for GONE_SAMPLES samples */
+#define GONE_SAMPLES 4
 typedef struct kthreads {
     int pid;
     int mode;               /* PYTOP_OPT_OS_STATE */
@@ -79,6 +81,8 @@ typedef struct kthreads {
     kthread *items;         /* sorted by tid */
     uint32_t count, cap;
     uint32_t finger;        /* the slot of the last task looked up (kthread_slot) */
+    int gone_tid[GONE_MEMO]; /* tasks found gone (their files absent) at sample gone_at */
+    uint32_t gone_at[GONE_MEMO], gone_next;
     uint32_t sample_no;
     uint64_t now;           /* this sample's time, monotonic ns */
     /* Rounds of counts are skipped while the process's CPU time is nearly all explained by
