@@ -38,8 +38,11 @@ CIRCUMSTANCES = Circumstances(window_seconds=0.98, elapsed=12.5, rate_asked=1000
 
 
 def write_recording(path: Path, windows: int) -> None:
-    """A recording of `windows` windows of a second each, the first one's drain naming everything."""
-    recorder = Recorder(str(path), RunRecord(TARGET, 1000.0, 0.05, "cpu", 1.0))
+    """A recording of `windows` windows of a second each, the first one's drain naming everything.
+    Its queue holds them all: added faster than a disk takes them, windows past the recorder's
+    own queue gave up their figures, 29 or 30 of 60 by how the writer's thread was scheduled, and
+    the tests on it saw one recording or another."""
+    recorder = Recorder(str(path), RunRecord(TARGET, 1000.0, 0.05, "cpu", 1.0), queue_windows=windows + 1)
     for n in range(windows):
         recorder.add(drain(n + 1) if n == 0 else Drain(**{**drain(n + 1).__dict__, "functions": (), "nodes": (),
                                                           "retired": (), "evicted": ()}))
