@@ -114,9 +114,20 @@ int pidns_host_tid(pid_namespace *n, int tid, uint32_t sample_no) {
     return 0;
 }
 
+/* The map is sorted by the target's numbers, and both namespaces number tasks in the order they
+ * are made, so ours are in order too but across a wrap of either count: searched as if in order
+ * first, then, not found so, one by one (a new thread's name is checked by it: a pool of 2,000
+ * threads in a container paid ~4 million compares at its first sample). */
 int pidns_inner_tid(const pid_namespace *n, int host) {
     if (!n->other || host <= 0) return host;
-    for (uint32_t i = 0; i < n->count; i++) /* (rare: a thread's name checked once) */
+    uint32_t lo = 0, hi = n->count;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (n->map[mid].host < host) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < n->count && n->map[lo].host == host) return n->map[lo].inner;
+    for (uint32_t i = 0; i < n->count; i++)
         if (n->map[i].host == host) return n->map[i].inner;
     return 0;
 }
