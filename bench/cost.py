@@ -8,9 +8,12 @@ For each target shape it runs, each on the same running target:
   samples a second, late and skipped;
 - the same run under cProfile in every Python thread: the Python functions that cost the most;
 - `py-spy record --rate 100 --duration D --nonblocking` (its defaults but for not pausing the
-  target, which pytop never does): its CPU and samples.
+  target, which pytop never does): its CPU and samples;
+- the live view (in tmux, 160x48, when tmux is here; --no-live: not) for D seconds after 5 to
+  settle: the samples a second its header says, and its CPU split between the sampling thread
+  and the Python threads (the screen, the drains, the session's memory), from /proc.
 
-    python bench/cost.py [--python PATH] [--duration 10] [--output bench/results/cost.md]
+    python bench/cost.py [--python PATH] [--duration 10] [--no-live] [--output bench/results/cost.md]
 
 The shapes: deep random recursion (bench/workloads/deep_random.py), 100 busy threads
 (threads.py), a pool of 2,000 nappers (pool.py), a thread-per-request server
@@ -23,6 +26,8 @@ import argparse
 import json
 import os
 import pstats
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -111,7 +116,7 @@ def top_python(stats_base: Path, count: int = 8) -> list[tuple[str, float]]:
     return [(f"{Path(f).name}:{line} {name}", tt) for (f, line, name), (_, _, tt, _, _) in rows[:count]]
 
 
-def measure(python: str, shape: list[str], duration: float, work: Path) -> dict[str, object]:
+def measure(python: str, shape: list[str], duration: float, work: Path, with_live: bool) -> dict[str, object]:
     pytop = [sys.executable, "-m", "pytop"]
     target = start(python, shape)
     try:
@@ -139,13 +144,56 @@ def measure(python: str, shape: list[str], duration: float, work: Path) -> dict[
             elif raw.exists():
                 spy_samples = sum(int(line.rsplit(" ", 1)[1]) for line in raw.read_text().splitlines()
                                   if line.rsplit(" ", 1)[-1].isdigit())
+        watched = live(target.pid, duration) if with_live else None
         return {"status": status, "cpu": cpu, "sampler_cpu": stats.get("sampler_cpu"), "startup": startup,
                 "samples": stats.get("samples"), "rate": stats.get("rate"), "late": stats.get("late"),
                 "skipped": stats.get("skipped"), "python": top_python(profile),
-                "py_spy_cpu": spy_cpu, "py_spy_samples": spy_samples}
+                "py_spy_cpu": spy_cpu, "py_spy_samples": spy_samples, "live": watched}
     finally:
         target.kill()
         target.wait()
+
+
+def thread_ticks(pid: int) -> dict[str, int]:
+    """CPU ticks so far of each thread of `pid`, summed by the threads' names."""
+    ticks: dict[str, int] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # (a thread that ended meanwhile)
+        ticks[name] = ticks.get(name, 0) + int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks
+
+
+def live(target: int, duration: float) -> dict[str, object] | None:
+    """The live view on `target` (tmux): the rate its header says, and the shares of a core its
+    sampling thread and its other (Python) threads used over `duration` seconds."""
+    if not shutil.which("tmux"):
+        return None
+    session = f"pytop-cost-{os.getpid()}"
+    command = " ".join([sys.executable, "-m", "pytop", str(target)])
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48", f"exec {command}"],
+                   check=True, env=PYTOP_ENV)
+    try:
+        pane = int(subprocess.run(["tmux", "display", "-p", "-t", session, "#{pane_pid}"], capture_output=True,
+                                  text=True, check=True).stdout)
+        time.sleep(5.0)  # attached, settled
+        before = thread_ticks(pane)
+        time.sleep(duration)
+        after = thread_ticks(pane)
+        header = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True,
+                                check=False).stdout
+    finally:
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=False)
+        time.sleep(1.0)
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
+    hz = os.sysconf("SC_CLK_TCK")
+    used = {name: (after.get(name, 0) - before.get(name, 0)) / hz / duration for name in after}
+    rate = re.search(r"\(([\d,]+)/s of", header)
+    return {"rate": int(rate.group(1).replace(",", "")) if rate else None, "sampling": used.get("pytop-sampling", 0.0),
+            "python": sum(v for name, v in used.items() if name != "pytop-sampling")}
 
 
 def report(results: dict[str, dict[str, object]], duration: float, python: str) -> str:
@@ -164,6 +212,16 @@ def report(results: dict[str, dict[str, object]], duration: float, python: str) 
         lines.append(f"| {shape} | {cpu:.2f} s ({100 * cpu / duration:.1f}%) | {sampler:.2f} s | {startup:.2f} s "
                      f"| {max(0.0, cpu - sampler - startup):.2f} s | {float(r['rate'] or 0):.0f} | {late} | {spy} "
                      f"| {spy_rate} |")
+    watched = {shape: r["live"] for shape, r in results.items() if r.get("live")}
+    if watched:
+        lines += ["", f"The live view (tmux 160x48, the defaults, {duration:g} s after 5 to settle): the rate its "
+                  "header says, and its CPU by thread (% of a core):", "",
+                  "| shape | samples/s | sampling thread | Python threads (screen, drains, the session's memory) |",
+                  "| --- | ---: | ---: | ---: |"]
+        for shape, w in watched.items():
+            rate = w["rate"]  # type: ignore[index]
+            lines.append(f"| {shape} | {rate if rate is not None else '-'} | {100 * w['sampling']:.2f}% "  # type: ignore[index]
+                         f"| {100 * w['python']:.2f}% |")  # type: ignore[index]
     lines += ["", "Python functions with the most time of their own in pytop (cProfile, every thread; the "
               "sampling thread's C is not in it):", ""]
     for shape, r in results.items():
@@ -176,11 +234,12 @@ def main() -> int:
     parser.add_argument("--python", default=str(Path.home() / ".pyenv/versions/3.12.1/bin/python"))
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--output")
+    parser.add_argument("--no-live", action="store_true", help="leave the live view out")
     args = parser.parse_args()
     results = {}
     with tempfile.TemporaryDirectory() as work:
         for shape, argv in SHAPES.items():
-            results[shape] = measure(args.python, argv, args.duration, Path(work))
+            results[shape] = measure(args.python, argv, args.duration, Path(work), not args.no_live)
             print(shape, {k: v for k, v in results[shape].items() if k != "python"}, file=sys.stderr, flush=True)
     text = report(results, args.duration, args.python)
     if args.output:
