@@ -96,16 +96,23 @@ static void rescan(pid_namespace *n) {
     n->count = count;
 }
 
+/* The task whose number (ours if `by_host`, else the target's) is `tid`, searched for as if the
+ * map were in that order (it is sorted by the target's: see pidns_inner_tid); NULL if not so found. */
+static const ns_task *search(const pid_namespace *n, int tid, bool by_host) {
+    uint32_t lo = 0, hi = n->count;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if ((by_host ? n->map[mid].host : n->map[mid].inner) < tid) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n->count && (by_host ? n->map[lo].host : n->map[lo].inner) == tid ? &n->map[lo] : NULL;
+}
+
 int pidns_host_tid(pid_namespace *n, int tid, uint32_t sample_no) {
     if (!n->other || tid <= 0) return tid;
     for (int pass = 0; pass < 2; pass++) {
-        uint32_t lo = 0, hi = n->count;
-        while (lo < hi) {
-            uint32_t mid = (lo + hi) / 2;
-            if (n->map[mid].inner < tid) lo = mid + 1;
-            else hi = mid;
-        }
-        if (lo < n->count && n->map[lo].inner == tid) return n->map[lo].host;
+        const ns_task *found = search(n, tid, false);
+        if (found) return found->host;
         if (pass || (n->scanned && n->scanned_in == sample_no)) break;
         rescan(n);
         n->scanned = true;
@@ -120,13 +127,8 @@ int pidns_host_tid(pid_namespace *n, int tid, uint32_t sample_no) {
  * threads in a container paid ~4 million compares at its first sample). */
 int pidns_inner_tid(const pid_namespace *n, int host) {
     if (!n->other || host <= 0) return host;
-    uint32_t lo = 0, hi = n->count;
-    while (lo < hi) {
-        uint32_t mid = (lo + hi) / 2;
-        if (n->map[mid].host < host) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo < n->count && n->map[lo].host == host) return n->map[lo].inner;
+    const ns_task *found = search(n, host, true);
+    if (found) return found->inner;
     for (uint32_t i = 0; i < n->count; i++)
         if (n->map[i].host == host) return n->map[i].inner;
     return 0;
