@@ -127,10 +127,23 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
             P->starting_now++;
             continue;
         }
+        /* Met again after a sample or more without it (the unwinder keeps a missed thread's
+         * serial), it is the same thread, on the same row, unless its task has gone: then this
+         * is its thread state read from freed memory, reached through a stale link of a list
+         * read while it changed. (Taken for the thread, it was a second row of an ended
+         * request thread's name, with the same ids and a garbled stack.) */
+        engine_thread *t = thread_table_find(e, p, false, pt->serial);
+        forgotten_key *forgotten = t ? NULL : thread_table_forgotten(e, p, pt->serial);
+        bool back = t ? t->seen + 1 != P->sample_no : forgotten != NULL;
+        if (back && kthreads_task_gone(&P->u->os, pt->native_id)) continue;
         P->threads_now++;
-        bool created;
-        engine_thread *t = thread_table_get(e, p, false, pt->serial, &created);
-        if (!t) continue;
+        bool created = false;
+        if (!t && (t = thread_table_get(e, p, false, pt->serial, &created)) == NULL) continue;
+        uint32_t revived = forgotten ? forgotten->key : 0;
+        if (revived) {
+            t->key = revived;
+            forgotten->key = 0;
+        }
         bool seen_before = !created && t->seen + 1 == P->sample_no; /* in the previous sample */
         /* (running with the GIL: held, not asleep; see `gil` below) */
         bool ran_before = seen_before && t->running, gil_before = seen_before && t->gil && t->running;
@@ -259,7 +272,7 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         /* Read for the first time: a thread born since the previous sample brings its whole
          * life; one known before (its files were reopened) brings nothing new. */
         if (pt->flags & PYTOP_THREAD_NEW_TASK)
-            cpu = created && (!first_sample || P->whole_life) ? born_cpu(P, pt) : 0;
+            cpu = created && !revived && (!first_sample || P->whole_life) ? born_cpu(P, pt) : 0;
         if (first_sample && (pt->flags & PYTOP_THREAD_NEW_TASK)) P->first_counts_ns += pt->cpu_ns;
         bool gil_wait = pt->flags & PYTOP_THREAD_GIL_WAIT;
         t->gil_waits_here = !gil_wait                                        ? 0

@@ -19,6 +19,7 @@
 #define THREAD_RUNS 16         /* stacks a thread was lately seen running with, for CPU no sample saw */
 _Static_assert(THREAD_RUNS <= PENDING_RUNS, "an ended thread keeps its runs as its pending ones");
 #define MAX_ENDED 4096         /* threads that ended in one period, kept for the remainder */
+#define FORGOTTEN_KEYS 64      /* ended threads dropped from the table whose key a return takes up */
 
 /* Time in which a thread was seen running with one stack (holding the GIL, or on a CPU): each
  * interval between two samples counts half for the stack at either end (see attribute.c). */
@@ -90,6 +91,11 @@ typedef struct ended_thread {
     uint32_t pending_count;
 } ended_thread;
 
+/* A thread ended, handed over and dropped from the table: its serial and its key. */
+typedef struct forgotten_key {
+    uint32_t ident, key, sample_no;
+} forgotten_key;
+
 typedef struct engine_process {
     pytop_unwinder *u;         /* NULL once its process ended: freed by the sampling thread */
     int pid;
@@ -114,6 +120,10 @@ typedef struct engine_process {
     ended_thread *ended;
     uint32_t ended_count, ended_cap;
     uint32_t unseen_thread;    /* key of its "threads that ended unseen" pseudo-thread, 0 if none */
+    /* Threads dropped lately (a ring): the unwinder keeps a missed thread's serial for
+     * TRACKING_RECENT_SAMPLES samples, and a thread that comes back keeps its row. */
+    forgotten_key forgotten[FORGOTTEN_KEYS];
+    uint32_t forgotten_next;
     /* Since the previous drain. */
     uint32_t d_samples, d_failed, d_gil, d_gc, d_gc_known, d_torn, threads_now;
     uint32_t starting_now;     /* thread states in the latest sample not yet taken up by their thread */
@@ -229,6 +239,11 @@ void account_flush(pytop_engine *e, engine_thread *t);
 engine_thread *thread_table_get(pytop_engine *e, uint32_t p, bool native, uint32_t ident, bool *created);
 /* Ended threads whose end a drain has handed over leave the table. */
 void thread_table_forget_ended(pytop_engine *e);
+/* The thread with these ids, or NULL. */
+engine_thread *thread_table_find(pytop_engine *e, uint32_t p, bool native, uint32_t ident);
+/* The Python thread with serial `ident` if it was dropped from the table within
+ * TRACKING_RECENT_SAMPLES samples, else NULL (its key zeroed once it is taken up). */
+forgotten_key *thread_table_forgotten(pytop_engine *e, uint32_t p, uint32_t ident);
 /* ---- upkeep.c -------------------------------------------------------------------------- */
 /* The stack tree's upkeep, after a tick's samples: nodes made name their code objects; past its
  * bound, old nodes are evicted; with `full`, code objects that are gone and that no node names

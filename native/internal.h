@@ -559,6 +559,9 @@ typedef struct recent_thread {
     uint32_t state_serial, serial, seen;
 } recent_thread;
 
+/* Samples in which a thread missed by a sample keeps its serial (then it is a new thread). */
+#define TRACKING_RECENT_SAMPLES 64
+
 typedef struct tracking {
     uint32_t next_serial;
     uint32_t sample_no;

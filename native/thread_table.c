@@ -26,16 +26,21 @@ static int rebuild_slots(pytop_engine *e, uint32_t mask) {
     return PYTOP_OK;
 }
 
+engine_thread *thread_table_find(pytop_engine *e, uint32_t p, bool native, uint32_t ident) {
+    uint64_t key = ident_key(p, native, ident);
+    if (!e->thread_slots) return NULL;
+    for (uint32_t s = hash_slot(key, e->thread_slot_mask); e->thread_slots[s]; s = (s + 1) & e->thread_slot_mask) {
+        engine_thread *t = &e->threads[e->thread_slots[s] - 1];
+        if (ident_key(t->process, t->native, t->ident) == key) return t;
+    }
+    return NULL;
+}
+
 /* Pointers into the table are good until the next call that may add a thread. */
 engine_thread *thread_table_get(pytop_engine *e, uint32_t p, bool native, uint32_t ident, bool *created) {
-    uint64_t key = ident_key(p, native, ident);
     *created = false;
-    if (e->thread_slots) {
-        for (uint32_t s = hash_slot(key, e->thread_slot_mask); e->thread_slots[s]; s = (s + 1) & e->thread_slot_mask) {
-            engine_thread *t = &e->threads[e->thread_slots[s] - 1];
-            if (ident_key(t->process, t->native, t->ident) == key) return t;
-        }
-    }
+    engine_thread *found = thread_table_find(e, p, native, ident);
+    if (found) return found;
     uint32_t mask = e->thread_slots ? e->thread_slot_mask : 255;
     while ((e->thread_count + 1) * 2 > mask) mask = mask * 2 + 1;
     engine_thread *threads = grow_array(e->threads, &e->thread_cap, e->thread_count + 1ull, sizeof *threads, 64);
@@ -58,11 +63,27 @@ engine_thread *thread_table_get(pytop_engine *e, uint32_t p, bool native, uint32
     return t;
 }
 
+static void remember_forgotten(pytop_engine *e, const engine_thread *t) {
+    if (t->native || t->process >= e->process_count) return;
+    engine_process *P = &e->processes[t->process];
+    P->forgotten[P->forgotten_next++ % FORGOTTEN_KEYS] = (forgotten_key){t->ident, t->key, P->sample_no};
+}
+
+forgotten_key *thread_table_forgotten(pytop_engine *e, uint32_t p, uint32_t ident) {
+    engine_process *P = &e->processes[p];
+    for (uint32_t i = 0; i < FORGOTTEN_KEYS; i++) {
+        forgotten_key *f = &P->forgotten[i];
+        if (f->key && f->ident == ident && P->sample_no - f->sample_no <= TRACKING_RECENT_SAMPLES) return f;
+    }
+    return NULL;
+}
+
 void thread_table_forget_ended(pytop_engine *e) {
     uint32_t kept = 0;
     for (uint32_t i = 0; i < e->thread_count; i++) {
         engine_thread *t = &e->threads[i];
         if (t->ended && !t->dirty && !t->closing) {
+            remember_forgotten(e, t);
             free(t->name);
             stack_path_free(&t->path);
             continue;

@@ -6,8 +6,8 @@
  * (glibc reuses pthread structures, so Python thread ids come back often).
  *
  * A sample can miss a thread (a thread list read while it changed, walked around a thread
- * that was ending): a thread seen within RECENT_SAMPLES samples under the same thread state
- * and ids is the same thread when it comes back.
+ * that was ending): a thread seen within TRACKING_RECENT_SAMPLES samples under the same thread
+ * state and ids is the same thread when it comes back.
  *
  * A thread state that its creator has made but the new thread has not yet taken up carries no
  * thread id (3.12+) or its creator's (before), and no frames: it is "unclaimed". It is not a
@@ -17,8 +17,6 @@
 #include <string.h>
 
 #include "internal.h"
-
-#define RECENT_SAMPLES 64
 
 static bool was_unclaimed(const pytop_thread *old) { return old->flags & PYTOP_THREAD_UNCLAIMED; }
 
@@ -50,8 +48,8 @@ static bool in_sample(const sample_buf *b, uint32_t at, uint32_t serial) {
     return false;
 }
 
-/* Threads of the previous sample missing from this one are remembered for RECENT_SAMPLES
- * samples; the others are found through the previous sample. */
+/* Threads of the previous sample missing from this one are remembered for
+ * TRACKING_RECENT_SAMPLES samples; the others are found through the previous sample. */
 void tracking_end_sample(tracking *k, const sample_buf *cur, const sample_buf *prev) {
     k->sample_no++;
     for (uint32_t i = 0; i < prev->thread_count; i++) {
@@ -65,7 +63,7 @@ void tracking_end_sample(tracking *k, const sample_buf *cur, const sample_buf *p
     }
     uint32_t kept = 0;
     for (uint32_t i = 0; i < k->recent_count; i++)
-        if (k->sample_no - k->recent[i].seen <= RECENT_SAMPLES) k->recent[kept++] = k->recent[i];
+        if (k->sample_no - k->recent[i].seen <= TRACKING_RECENT_SAMPLES) k->recent[kept++] = k->recent[i];
     k->recent_count = kept;
 }
 
