@@ -65,6 +65,20 @@ static bool has_news(const engine_thread *t) {
            t->gil != t->sent_gil || (t->name && !t->name_sent);
 }
 
+/* A whole drain leaves out a thread whose only news is time on the stack it was last handed
+ * over with, all of that time in its one weight of this drain, with no CPU, GIL or running
+ * samples there, and its state letter as it was: its update is that weight, handed over apart
+ * (`standing`). A pool of 2,000 napping threads handed all of them over every window, each
+ * decoded, taken in and recorded in Python: most of the live view's own CPU. */
+static bool stands(pytop_engine *e, const engine_thread *t) {
+    if (!t->alive || has_news(t) || t->os_state != t->sent_os_state) return false;
+    weight *w = weights_find(&e->weights, t->stack, t->key);
+    if (!w || w->samples != t->d_samples || w->wall_ns != t->d_wall || w->cpu_ns || w->gil_ns || w->running)
+        return false;
+    w->standing = true;
+    return true;
+}
+
 static void drain_threads(pytop_engine *e, pytop_drain *out, bool whole) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < e->thread_count; i++) {
@@ -72,6 +86,12 @@ static void drain_threads(pytop_engine *e, pytop_drain *out, bool whole) {
         if (!whole && t->dirty && !has_news(t)) continue; /* its time waits in acc_* and d_* */
         account_flush(e, t);
         if (!t->dirty) continue;
+        if (whole && stands(e, t)) {
+            t->d_wall = 0;
+            t->d_samples = 0;
+            t->dirty = false;
+            continue;
+        }
         pytop_drain_thread *o = &e->out_threads[n++];
         *o = (pytop_drain_thread){
             .thread_id = t->thread_id, .cpu_ns = t->d_cpu, .wall_ns = t->d_wall, .wait_ns = t->d_wait,
@@ -91,6 +111,7 @@ static void drain_threads(pytop_engine *e, pytop_drain *out, bool whole) {
         t->dirty = false;
         t->sent_stack = t->stack;
         t->sent_gil = t->gil;
+        t->sent_os_state = t->os_state;
     }
     out->threads = e->out_threads;
     out->thread_count = n;
@@ -169,14 +190,18 @@ static int drain_rows(pytop_engine *e, pytop_drain *out) {
 
 static int drain_weights(pytop_engine *e, pytop_drain *out) {
     weight_map *m = &e->weights;
-    if (!ROOM(e, out_weights, out_weight_cap, m->count)) return PYTOP_ERR_NOMEM;
+    if (!ROOM(e, out_weights, out_weight_cap, m->count) || !ROOM(e, out_standing, out_standing_cap, m->count))
+        return PYTOP_ERR_NOMEM;
+    uint32_t n = 0, standing = 0;
     for (uint32_t i = 0; i < m->count; i++) {
         const weight *w = &m->items[i];
-        e->out_weights[i] = (pytop_drain_weight){w->cpu_ns, w->wall_ns, w->gil_ns, w->stack, w->thread,
-                                                 w->samples, w->running};
+        pytop_drain_weight *o = w->standing ? &e->out_standing[standing++] : &e->out_weights[n++];
+        *o = (pytop_drain_weight){w->cpu_ns, w->wall_ns, w->gil_ns, w->stack, w->thread, w->samples, w->running};
     }
     out->weights = e->out_weights;
-    out->weight_count = m->count;
+    out->weight_count = n;
+    out->standing = e->out_standing;
+    out->standing_count = standing;
     weights_clear(m);
     return PYTOP_OK;
 }

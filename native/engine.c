@@ -507,6 +507,7 @@ int pytop_engine_free(pytop_engine *e) {
     free(e->out_processes);
     free(e->out_threads);
     free(e->out_weights);
+    free(e->out_standing);
     free(e->out_text.bytes);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->wake);

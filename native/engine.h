@@ -81,6 +81,7 @@ typedef struct engine_thread {
     /* As the latest drain that handed it over had them: a change is news (drain.c). */
     uint32_t sent_stack;
     bool sent_gil;
+    char sent_os_state;
 } engine_thread;
 
 /* A thread that ended in the current period: where CPU of threads that ended unseen may go. */
@@ -184,9 +185,9 @@ struct pytop_engine {
     /* The latest drain's output, owned until the next one. */
     pytop_drain_process *out_processes;
     pytop_drain_thread *out_threads;
-    pytop_drain_weight *out_weights;
+    pytop_drain_weight *out_weights, *out_standing;
     growing_text out_text;
-    uint32_t out_process_cap, out_thread_cap, out_weight_cap;
+    uint32_t out_process_cap, out_thread_cap, out_weight_cap, out_standing_cap;
 };
 
 /* ---- attribute.c: under the lock, on the sampling thread -------------------------------- */

@@ -434,11 +434,16 @@ typedef struct pytop_drain {
     const pytop_drain_node *nodes;         /* nodes made since the last drain, parents first */
     const uint32_t *evicted;               /* nodes evicted since the last drain (before `nodes`) */
     const pytop_drain_weight *weights;     /* time added since the last drain, per (stack, thread) */
-    const pytop_function_row *function_rows; /* ... the same time per function */
+    const pytop_drain_weight *standing;    /* whole drains: threads left out of `threads` because
+                                              their only news is time asleep on the stack they were
+                                              last handed over with (their update: these samples
+                                              and wall time; no CPU, GIL or running samples); their
+                                              time is here, not in `weights` */
+    const pytop_function_row *function_rows; /* ... the same time per function (`standing` too) */
     const pytop_function_row *line_rows;   /* ... and per (function, line) */
     const char *text;
     uint32_t process_count, thread_count, function_count, retired_count, node_count, evicted_count;
-    uint32_t weight_count, function_row_count, line_row_count;
+    uint32_t weight_count, standing_count, function_row_count, line_row_count;
     uint32_t text_size;
     uint32_t ticks;          /* since the previous drain: sampling ticks ... */
     uint32_t late;           /* ... that began more than one interval after they were due */

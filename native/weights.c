@@ -39,6 +39,14 @@ static int grow(weight_map *m) {
     return PYTOP_OK;
 }
 
+weight *weights_find(const weight_map *m, uint32_t stack, uint32_t thread) {
+    for (uint32_t s = slot_of(stack, thread, m->slot_mask); m->slots[s]; s = (s + 1) & m->slot_mask) {
+        weight *w = &m->items[m->slots[s] - 1];
+        if (w->stack == stack && w->thread == thread) return w;
+    }
+    return NULL;
+}
+
 weight *weights_at(weight_map *m, uint32_t stack, uint32_t thread) {
     if ((m->count + 1) * 2 > m->slot_mask && grow(m) != PYTOP_OK) return NULL;
     uint32_t s = slot_of(stack, thread, m->slot_mask);

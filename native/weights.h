@@ -9,6 +9,7 @@ typedef struct weight {
     uint32_t stack, thread;
     uint32_t samples, running;
     uint64_t cpu_ns, wall_ns, gil_ns;
+    bool standing;             /* a standing thread's time (drain.c): handed over apart */
 } weight;
 
 typedef struct weight_map {
@@ -22,6 +23,8 @@ int weights_init(weight_map *m);
 void weights_free(weight_map *m);
 /* The entry of (stack, thread), added at zero the first time; NULL when memory runs out. */
 weight *weights_at(weight_map *m, uint32_t stack, uint32_t thread);
+/* The entry of (stack, thread), or NULL if it has none. */
+weight *weights_find(const weight_map *m, uint32_t stack, uint32_t thread);
 void weights_clear(weight_map *m);
 
 #endif

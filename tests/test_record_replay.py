@@ -131,6 +131,36 @@ def test_a_replayed_window_is_the_live_window_figure_by_figure(some_interp: dict
     replay.close()
 
 
+NAPPERS = 200
+
+
+def test_napping_threads_stand_live_and_in_the_recording(some_interp: dict[str, Any], tmp_path: Path) -> None:
+    """A pool of threads asleep, each on its own stack: a drain that closes a window names them
+    under `standing` (their time asleep) instead of handing each over whole, live and in the
+    recording alike. Each napper's row still counts every sample of the run and the same wall
+    time as every other napper, and a replayed window is the live one, wall time and all."""
+    path = tmp_path / "session.pytop"
+    with helpers.running(some_interp, "many_threads.py", str(NAPPERS)) as t:
+        _, kept, recorder = record(t.pid, path, Settings(rate=200, delay=0.3, mode="wall", cpu_budget=0), 400)
+    assert recorder.dropped == 0 and recorder.failing is None
+    recording = open_recording(str(path))
+    with open(path, "rb") as f:
+        drains = [d for w in recording.windows for d in read_window(container.payload(f, w.frame)).drains]
+    stood = [len(d.standing.threads) for d in drains]
+    assert max(stood) >= 0.9 * NAPPERS, stood
+    live = kept.snapshots
+    final = live[-1]
+    nappers = [row for row in final.thread_rows if row.name and row.name.startswith("worker-")]
+    assert len(nappers) == NAPPERS
+    process_samples = sum(p.samples for d in drains for p in d.processes)  # (the first one too)
+    assert {row.samples for row in nappers} == {process_samples}, (process_samples, nappers[:3])
+    assert len({row.own_time for row in nappers}) == 1 and nappers[0].own_time > 0, nappers[:3]
+    replay = Replay(recording)
+    for index, shown in enumerate(live):
+        same_figures(shown, replay.snapshot(index, View(mode="wall", threads=True)))
+    replay.close()
+
+
 def test_a_range_is_the_sum_of_its_windows(some_interp: dict[str, Any], tmp_path: Path) -> None:
     path = tmp_path / "session.pytop"
     with helpers.running(some_interp, "stacks.py") as t:

@@ -36,6 +36,7 @@ from .records import (
     Function,
     FunctionFigures,
     Node,
+    Standing,
     Weight,
 )
 
@@ -252,8 +253,27 @@ class Counts:
             if w.thread not in threads:
                 threads[w.thread] = [w.samples, w.running, w.cpu_ns, w.wall_ns, w.gil_ns]
 
+    def add_standing(self, standing: Standing) -> None:
+        """Threads whose update is time asleep on their stack: a weight each, with no CPU."""
+        stacks, threads = self.stacks, self.threads
+        for thread, stack, samples, wall in zip(standing.threads, standing.stacks, standing.samples,
+                                                standing.wall_ns):
+            tally = stacks.get((thread, stack))
+            if tally is None:
+                stacks[(thread, stack)] = [samples, 0, 0, wall, 0]
+            else:
+                tally[0] += samples
+                tally[3] += wall
+            tally = threads.get(thread)
+            if tally is None:
+                threads[thread] = [samples, 0, 0, wall, 0]
+            else:
+                tally[0] += samples
+                tally[3] += wall
+
     def add_drain(self, drain: Drain) -> None:
         self.add_weights(drain.weights)
+        self.add_standing(drain.standing)
         self.ticks += drain.ticks
         self.late += drain.late
         self.skipped += drain.skipped

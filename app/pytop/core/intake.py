@@ -17,7 +17,7 @@ def take_in(f: Figures, d: Drain) -> None:
     assert f.window_table is not None and f.totals is not None
     f.window_table.add_rows(d.function_rows, d.line_rows)
     f.totals.add_rows(d.function_rows, d.line_rows, bounded=True)
-    _threads(f, d)
+    _threads(f, d, standing=True)
 
 
 def learn(f: Figures, d: Drain) -> None:
@@ -27,8 +27,10 @@ def learn(f: Figures, d: Drain) -> None:
     _threads(f, d)
 
 
-def _threads(f: Figures, d: Drain) -> None:
+def _threads(f: Figures, d: Drain, standing: bool = False) -> None:
     f.threads.update(d.threads, lambda process: f.book.pids.get(process, 0), f.book.has_frames)
+    if standing:
+        f.threads.stand(d.standing)
     for p in d.processes:
         if p.status:
             f.threads.ended_process(p.process)

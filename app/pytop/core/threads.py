@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .records import STATUS_NAMES, ThreadUpdate
+from .records import STATUS_NAMES, Standing, ThreadUpdate
 
 MAX_FINISHED = 200  # finished threads kept as rows of their own
 
@@ -94,6 +94,16 @@ class ThreadBook:
                 self._ended += 1
                 t.ended = self._ended
             t.alive = u.alive
+
+    def stand(self, standing: Standing) -> None:
+        """Threads whose only news is time asleep on the stack they had: its samples and wall
+        time. (Each was handed over before, so it is here: only a bug could make one missing.)"""
+        threads = self.threads
+        for key, samples, wall in zip(standing.threads, standing.samples, standing.wall_ns):
+            t = threads.get(key)
+            if t is not None:
+                t.samples += samples
+                t.wall_ns += wall
 
     def ended_process(self, process: int) -> None:
         """Its process is gone: so are its threads."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from .._native import ffi, lib
 from ..core.records import (
+    NO_STANDING,
     STATUS_NAMES,
     Aggregate,
     Drain,
@@ -23,6 +24,7 @@ from ..core.records import (
     Node,
     NodeRow,
     ProcessUpdate,
+    Standing,
     ThreadUpdate,
     Weight,
 )
@@ -165,6 +167,24 @@ def _weights(out: Any) -> tuple[Weight, ...]:
     return tuple(map(Weight._make, _WEIGHT.rows(_array(out.weights, out.weight_count, _WEIGHT), *_WEIGHT_FIELDS)))
 
 
+def _weight_column(data: memoryview, name: str) -> tuple[int, ...]:
+    """One field of every pytop_drain_weight in `data`, sliced out in C."""
+    width = ffi.sizeof(ffi.typeof("pytop_drain_weight").fields[_WEIGHT_FIELD_AT[name]][1].type)
+    words = data.cast("I" if width == 4 else "Q")
+    return tuple(words[ffi.offsetof("pytop_drain_weight", name) // width::_WEIGHT.size // width])
+
+
+_WEIGHT_FIELD_AT = {name: i for i, (name, _) in enumerate(ffi.typeof("pytop_drain_weight").fields)}
+
+
+def _standing(out: Any) -> Standing:
+    """Most of a pool's threads each whole drain: columns, not a record each."""
+    if not out.standing_count:
+        return NO_STANDING
+    data = memoryview(_array(out.standing, out.standing_count, _WEIGHT))
+    return Standing(*(_weight_column(data, name) for name in ("thread", "stack", "samples", "wall_ns")))
+
+
 class Engine:
     """The native sampling thread. Feed it unwinders, start it, drain it, stop it.
 
@@ -248,7 +268,7 @@ class Engine:
         return Drain(
             processes=_processes(out, text), threads=_threads(out, text), functions=_functions(out, text),
             retired=_ids(out.retired, out.retired_count), evicted=_ids(out.evicted, out.evicted_count),
-            nodes=_nodes(out), weights=_weights(out),
+            nodes=_nodes(out), weights=_weights(out), standing=_standing(out),
             function_rows=function_rows(out.function_rows, out.function_row_count),
             line_rows=function_rows(out.line_rows, out.line_row_count),
             ticks=out.ticks, late=out.late, skipped=out.skipped, slot_seconds=out.slot_seconds,

@@ -26,7 +26,8 @@ from .. import errors, files
 from . import zstd
 
 MAGIC = b"PYTOPREC"
-VERSION = 4  # 2: key frames a reader may start at, a rotated file's note; 3: the session's totals in them; 4: zstd
+VERSION = 5  # 2: key frames a reader may start at, a rotated file's note; 3: the session's totals in them; 4: zstd;
+# 5: window payloads of version 3 (a drain's standing threads)
 HEADER = struct.Struct("<8sHHI")  # magic, version, flags (0), crc32 of the 12 bytes before
 FRAME_MAGIC = b"FRAM"
 FRAME = struct.Struct("<4sBBHIIdd")  # magic, kind, codec, 0, payload length, payload crc32, start, end

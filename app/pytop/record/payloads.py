@@ -19,10 +19,21 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from ..core.model import Circumstances
-from ..core.records import Drain, Function, FunctionFigures, Node, ProcessUpdate, ThreadUpdate, Weight
+from ..core.records import (
+    NO_STANDING,
+    Drain,
+    Function,
+    FunctionFigures,
+    Node,
+    ProcessUpdate,
+    Standing,
+    ThreadUpdate,
+    Weight,
+)
 from .codec import Damaged, Packer, Unpacker, same_length
 
-PAYLOAD_VERSION = 2  # of a window frame's payload: 2 stores a row's figures a column each (1: 12 a row)
+PAYLOAD_VERSION = 3  # of a window frame's payload: 2 stores a row's figures a column each (1: 12 a row);
+# 3 ends each drain with its standing threads (Drain.standing)
 MAX_NODE_ID = 1 << 22  # the engine's tree is ~100,000 nodes at its largest: ids past this are crafted
 MAX_LINE = (1 << 31) - 1
 FIGURES = 12  # per function row: own, total, own with tasks hidden, each (samples, cpu, wall, gil)
@@ -104,7 +115,9 @@ def _take_rows(u: Unpacker, columns: bool) -> list[FunctionFigures]:
             for i, (f, line) in enumerate(zip(functions, lines))]
 
 
-def put_drain(p: Packer, d: Drain) -> None:
+def put_drain(p: Packer, d: Drain, standing: bool = False) -> None:
+    """standing: the drain's standing threads at its end (window payloads from version 3; a key
+    frame's drain, the book's, has none)."""
     p.put_ints(int(getattr(d, name)) for name in _DRAIN_INTS)
     p.put_floats(float(getattr(d, name)) for name in _DRAIN_FLOATS)
     p.put_texts([d.end])
@@ -116,11 +129,24 @@ def put_drain(p: Packer, d: Drain) -> None:
     _put_table(p, d.weights, Weight)
     _put_rows(p, d.function_rows)
     _put_rows(p, d.line_rows)
+    if standing:
+        p.put_ints(d.standing.threads, delta=True)
+        for column in d.standing[1:]:
+            p.put_ints(column)
 
 
-def take_drain(u: Unpacker, columns: bool = True) -> Drain:
+def _take_standing(u: Unpacker) -> Standing:
+    threads, stacks, samples, wall = u.ints(), u.ints(), u.ints(), u.ints()
+    same_length(threads, stacks, samples, wall)
+    if not all(0 <= v < MAX_NODE_ID for v in stacks) or not all(v >= 0 for column in (samples, wall) for v in column):
+        raise Damaged("a standing thread's stack or time is out of bounds")
+    return Standing(tuple(threads), tuple(stacks), tuple(samples), tuple(wall)) if threads else NO_STANDING
+
+
+def take_drain(u: Unpacker, columns: bool = True, standing: bool = False) -> Drain:
     """columns: a table's figures a column each (window payloads of version 2, key payloads of
-    version 3); else as version 1 wrote them."""
+    version 3); else as version 1 wrote them. standing: standing threads at its end (window
+    payloads of version 3)."""
     ints, floats, (end,) = u.ints(), u.floats(), u.texts() or (None,)
     if len(ints) != len(_DRAIN_INTS) or len(floats) != len(_DRAIN_FLOATS):
         raise Damaged("a drain's figures are not those of this version")
@@ -133,13 +159,14 @@ def take_drain(u: Unpacker, columns: bool = True) -> Drain:
     nodes = _take_table(u, Node)
     weights = _take_table(u, Weight)
     function_rows, line_rows = _take_rows(u, columns), _take_rows(u, columns)
+    still = _take_standing(u) if standing else NO_STANDING
     _check_ids(evicted, nodes, weights, threads, function_rows, line_rows)
     fields: dict[str, Any] = dict(zip(_DRAIN_INTS, ints)) | dict(zip(_DRAIN_FLOATS, floats))
     for flag in ("budget_limited", "running", "realtime"):
         fields[flag] = bool(fields[flag])
     return Drain(processes=tuple(processes), threads=tuple(threads), functions=tuple(functions), retired=retired,
                  evicted=evicted, nodes=tuple(nodes), weights=tuple(weights), function_rows=tuple(function_rows),
-                 line_rows=tuple(line_rows), end=end, **fields)
+                 line_rows=tuple(line_rows), end=end, standing=still, **fields)
 
 
 class DrainTables(NamedTuple):
@@ -152,7 +179,7 @@ class DrainTables(NamedTuple):
     line_rows: tuple[FunctionFigures, ...]
 
 
-def take_drain_tables(u: Unpacker, columns: bool = True) -> DrainTables:
+def take_drain_tables(u: Unpacker, columns: bool = True, standing: bool = False) -> DrainTables:
     """A drain's tables and the names they need, the rest passed over undecoded (the stacks,
     the time per (thread, stack), the threads: most of a drain's bytes)."""
     u.skip_ints()
@@ -166,6 +193,9 @@ def take_drain_tables(u: Unpacker, columns: bool = True) -> DrainTables:
     _skip_table(u, Node)
     _skip_table(u, Weight)
     function_rows, line_rows = _take_rows(u, columns), _take_rows(u, columns)
+    if standing:
+        for _ in Standing._fields:
+            u.skip_ints()
     if not all(abs(r.line) <= MAX_LINE for table in (function_rows, line_rows) for r in table):
         raise Damaged("a line is out of bounds")
     return DrainTables(tuple(processes), tuple(functions), retired, tuple(function_rows), tuple(line_rows))
@@ -204,13 +234,13 @@ def window_payload(w: WindowRecord) -> bytes:
     p.put_ints((PAYLOAD_VERSION, int(w.reset), len(w.drains), w.dropped))
     p.put_blob(json.dumps(_plain(w.circumstances), allow_nan=False).encode())
     for d in w.drains:
-        put_drain(p, d)
+        put_drain(p, d, standing=True)
     return p.data()
 
 
 def read_window(data: bytes) -> WindowRecord:
     u, head, circumstances = _window_head(data)
-    drains = tuple(take_drain(u, head[0] >= 2) for _ in range(head[2]))
+    drains = tuple(take_drain(u, head[0] >= 2, head[0] >= 3) for _ in range(head[2]))
     u.end()
     return WindowRecord(drains, circumstances, bool(head[1]), head[3])
 
@@ -220,7 +250,7 @@ def _window_head(data: bytes) -> tuple[Unpacker, Sequence[int], Circumstances]:
     circumstances; the unpacker left at its first drain."""
     u = Unpacker(data)
     head = u.ints()
-    if len(head) != 4 or head[0] not in (1, PAYLOAD_VERSION) or head[2] < 0 or head[3] < 0:
+    if len(head) != 4 or head[0] not in (1, 2, PAYLOAD_VERSION) or head[2] < 0 or head[3] < 0:
         raise Damaged("a window of another making")
     return u, head, _circumstances(u.blob())
 
@@ -237,7 +267,7 @@ def read_window_tables(data: bytes) -> WindowTables:
     """A window frame's circumstances and its drains' function tables, the rest passed over:
     what summing a range's tables needs (record/prefix.py), at a fraction of read_window's work."""
     u, head, circumstances = _window_head(data)
-    drains = tuple(take_drain_tables(u, head[0] >= 2) for _ in range(head[2]))
+    drains = tuple(take_drain_tables(u, head[0] >= 2, head[0] >= 3) for _ in range(head[2]))
     u.end()
     return WindowTables(drains, circumstances, bool(head[1]))
 
