@@ -5,6 +5,7 @@ another exception, never a huge allocation; times parsed as a user writes them. 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,11 +14,11 @@ from hypothesis import strategies as st
 
 from pytop.core.aggregate import timed_stacks
 from pytop.core.model import Circumstances, TargetInfo
-from pytop.core.records import Drain, Node, Weight
+from pytop.core.records import NO_STANDING, Drain, Node, Standing, Weight
 from pytop.core.snapshot import View
 from pytop.record.codec import Damaged, Packer, Unpacker
 from pytop.record.keys import RunRecord, key_payload, read_key
-from pytop.record.payloads import WindowRecord, read_window, window_payload
+from pytop.record.payloads import WindowRecord, read_window, read_window_tables, window_payload
 from pytop.record.ranges import parse_when, window_range
 from pytop.record.recorder import Recorder
 from pytop.record.recording import open_recording
@@ -32,6 +33,37 @@ def test_a_window_comes_back_as_it_was_written() -> None:
     assert again.reset and again.dropped == 3
     # The circumstances, but for how the live run's writing went (not the figures').
     assert again.circumstances == CIRCUMSTANCES.__class__(**{**CIRCUMSTANCES.__dict__, "record": None})
+
+
+def test_standing_threads_come_back_and_a_window_of_version_2_has_none() -> None:
+    standing = Standing((7, 8, 300), (12, 12, 11), (10, 10, 9), (9_000_000, 9_000_000, 8_100_000))
+    record = WindowRecord((replace(drain(1), standing=standing), drain(2)), CIRCUMSTANCES)
+    again = read_window(window_payload(record))
+    assert again.drains[0].standing == standing and again.drains[1].standing == NO_STANDING
+    tables = read_window_tables(window_payload(record))  # passed over, to the next drain
+    assert [t.function_rows for t in tables.drains] == [d.function_rows for d in record.drains]
+    # Version 2 wrote no standing columns: the same drain, its tail and version number aside.
+    plain = window_payload(WindowRecord((drain(1),), CIRCUMSTANCES))
+    tail = Packer()
+    for delta in (True, False, False, False):  # thread ids as differences, then stack, samples, wall
+        tail.put_ints((), delta=delta)
+    head = Packer()
+    head.put_ints((3, 0, 1, 0))
+    assert plain.startswith(head.data()) and plain.endswith(tail.data())
+    older = Packer()
+    older.put_ints((2, 0, 1, 0))
+    version_2 = older.data() + plain[len(head.data()):-len(tail.data())]
+    assert read_window(version_2).drains == (drain(1),)
+
+
+@pytest.mark.parametrize("standing", [
+    Standing((7,), (1 << 30,), (1,), (1,)),  # a stack id the book would grow an array to
+    Standing((7,), (12,), (-1,), (1,)),
+    Standing((7, 8), (12,), (1, 1), (1, 1)),  # columns that do not add up
+])
+def test_standing_threads_out_of_bounds_are_damage(standing: Standing) -> None:
+    with pytest.raises(Damaged):
+        read_window(window_payload(WindowRecord((replace(drain(1), standing=standing),), CIRCUMSTANCES)))
 
 
 def test_a_key_frame_comes_back_as_it_was_written() -> None:
