@@ -243,6 +243,36 @@ def test_a_batch_recording_prints_again_as_the_run_printed_it(some_interp: dict[
     assert collapsed.returncode == 0 and "spinning" in collapsed.stdout
 
 
+def test_a_batch_recordings_windows_each_hold_their_nappers_time(some_interp: dict[str, Any],
+                                                                  tmp_path: Path) -> None:
+    """--batch --record cuts a window every 2 s: each holds the time its nappers slept through
+    it (the drain at a cut hands over every thread, most of them standing), not the first
+    windows none of it and the last all of it."""
+    path = tmp_path / "batch.pytop"
+    with helpers.running(some_interp, "many_threads.py", "50") as t:
+        run = report_of(helpers.run_pytop("--batch", "--json", "--duration", "7", "--rate", "100", "--mode", "wall",
+                                          "--cpu-budget", "0", "--record", str(path), str(t.pid)))
+    assert run["record"]["windows"] >= 3 and run["record"]["dropped"] == 0
+    recording = open_recording(str(path))
+    book: dict[int, str] = {}
+    per_window = []
+    with open(path, "rb") as f:
+        for w in recording.windows:
+            slept: dict[int, int] = {}
+            for d in read_window(container.payload(f, w.frame)).drains:
+                book.update((u.thread, u.name) for u in d.threads if u.name)
+                for weight in d.weights:
+                    slept[weight.thread] = slept.get(weight.thread, 0) + weight.wall_ns
+                for thread, wall in zip(d.standing.threads, d.standing.wall_ns):
+                    slept[thread] = slept.get(thread, 0) + wall
+            per_window.append(slept)
+    nappers = {key for key, name in book.items() if name.startswith("worker-")}
+    assert len(nappers) == 50
+    for index, slept in enumerate(per_window[:-1]):  # (the last may be a moment long)
+        walls = {slept.get(key, 0) for key in nappers}
+        assert len(walls) == 1 and min(walls) > 0, (index, sorted(walls)[:3])
+
+
 @pytest.mark.process
 @pytest.mark.parametrize("args, said", [
     (["--from", "1h"], "nothing of it is in that range"),

@@ -140,8 +140,10 @@ class Windows:
         recorder = self.feed.recorder
         if recorder is None:
             return
-        if self.feed.sampling:  # the threads with news only: every thread of a pool of 2,000
-            self.feed.drain(whole=False)  # each time cost a third of its samples
+        # Whole: each cut's window holds the time its sleepers slept through it (a drain of
+        # the threads with news only left all of it to the run's last window); a pool's nappers
+        # cost little now that they stand (engine drains).
+        self.feed.drain_if_sampling()
         moved = fold_finished(self.feed.figures)  # as a close does: a replay folds at each window
         if moved and self.feed.push_window is not None:
             self.feed.push_window.fold(moved)
