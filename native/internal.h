@@ -715,6 +715,8 @@ struct pytop_unwinder {
     natives native_frames;  /* --native: each thread's C frames in its stack (natives.c) */
     sample_pair samples;
     known_threads known;
+    uint64_t *walked;       /* the thread states met in the list being walked (threads.c) */
+    uint32_t walked_mask, walked_count;
     gil_watch gils[MAX_GILS]; /* each GIL as the previous sample read it, in walk order */
     gil_waits waits;        /* where threads block to take a GIL (gil.c) */
     bool asyncio_tasks;     /* asyncio tasks as pseudo-frames (3.14+) */

@@ -19,6 +19,43 @@ static int read_gc_flag(pytop_unwinder *u, uint64_t addr) {
     return PYTOP_OK;
 }
 
+/* Thread states met in one walk of a list. A state met twice means the walk followed a link
+ * read before the list changed back into it: a state freed while the list was read and made
+ * anew at the same address (3.13+ reuse a freed state's memory for the next thread) reads as
+ * the new one, linked to what follows it. The threads after it came twice in one sample, a new
+ * request thread on two rows (CI, 3.15), or round and round, 8,192 thread reads before the walk
+ * gave up. Each walk starts the set empty; it grows with the list. */
+static void walked_clear(pytop_unwinder *u) {
+    if (u->walked && u->walked_count) memset(u->walked, 0, ((size_t)u->walked_mask + 1) * sizeof *u->walked);
+    u->walked_count = 0;
+}
+
+/* Adds `ts`; false if it was met before in this walk (or no memory is left for the set, when
+ * the walk goes on unchecked, bounded by MAX_THREADS as before). */
+static bool walked_first_time(pytop_unwinder *u, uint64_t ts) {
+    if ((u->walked_count + 1) * 2 > (u->walked ? u->walked_mask + 1 : 0)) {
+        uint32_t old_slots = u->walked ? u->walked_mask + 1 : 0, slots = old_slots ? old_slots * 2 : 256;
+        uint64_t *grown = calloc(slots, sizeof *grown);
+        if (!grown) return true;
+        for (uint32_t i = 0; i < old_slots; i++) {
+            uint64_t a = u->walked[i];
+            if (!a) continue;
+            uint32_t s = hash_slot(a >> 4, slots - 1);
+            while (grown[s]) s = (s + 1) & (slots - 1);
+            grown[s] = a;
+        }
+        free(u->walked);
+        u->walked = grown;
+        u->walked_mask = slots - 1;
+    }
+    uint32_t s = hash_slot(ts >> 4, u->walked_mask);
+    for (; u->walked[s]; s = (s + 1) & u->walked_mask)
+        if (u->walked[s] == ts) return false;
+    u->walked[s] = ts;
+    u->walked_count++;
+    return true;
+}
+
 /* The thread states of one interpreter, from `head`. With `only_holder_tracked`, what is read
  * of threads other than the GIL holder is not remembered for the next prefetch. */
 static int walk_thread_list(const walk_ctx *w, uint64_t head, bool only_holder_tracked) {
@@ -29,9 +66,13 @@ static int walk_thread_list(const walk_ctx *w, uint64_t head, bool only_holder_t
     uint64_t holder = thread_walk_holder_first(w, &holder_next);
     int64_t position = -1;
     uint64_t ts = head;
+    walked_clear(u);
     for (int n = 0; ts; n++) {
         if (u->samples.cur->thread_count >= MAX_THREADS || n >= MAX_THREADS)
             return fail(u->error, PYTOP_ERR_LIMIT, "more than %d threads (or a cycle in the thread list)", MAX_THREADS);
+        if (!walked_first_time(u, ts))
+            return fail(u->error, PYTOP_ERR_CORRUPT, "thread state 0x%llx met twice: the list changed while it was read",
+                        (unsigned long long)ts);
         uint64_t next_ts = 0;
         if (ts == holder && position < 0) {
             position = n;

@@ -278,6 +278,7 @@ void pytop_close(pytop_unwinder *u) {
     image_free(&u->image);
     free(u->known.tstates);
     free(u->known.cframes);
+    free(u->walked);
     free(u->known.checks);
     free(u->stop.tracees);
     free(u);
