@@ -172,6 +172,22 @@ static bool ends_in_another_thread(const pytop_unwinder *u, const pytop_thread *
     return false;
 }
 
+/* Does the thread state, as the view now holds it, still say the ids of `t`'s record? The
+ * record is read from the sample's kept view; a stack read again afresh (it tore) reads the
+ * state anew. Between the two, a state its creator made can be taken up by its thread (3.8-3.10:
+ * the creator's ids, then the thread's own), or an ended thread's freed state made anew: the
+ * fresh frames are then another thread's than the record's ids say. Taken together, a request
+ * thread's handler frames were counted under its creator's ids, as a second row of the
+ * thread-per-request server's "acceptor". */
+static bool same_owner(pytop_unwinder *u, const pytop_thread *t) {
+    const pytop_layout *L = &u->L;
+    uint64_t thread_id = 0, unique_id = 0;
+    if (unwinder_read_u64(u, t->tstate + (uint64_t)L->ts_thread_id, &thread_id) != PYTOP_OK) return false;
+    if (L->ts_unique_id >= 0 && unwinder_read_u64(u, t->tstate + (uint64_t)L->ts_unique_id, &unique_id) != PYTOP_OK)
+        return false;
+    return thread_id == t->thread_id && (uint32_t)unique_id == t->state_serial;
+}
+
 static int read_stack(pytop_unwinder *u, pytop_thread *t) {
     thread_frames tf;
     u->samples.cur->frame_count = t->first_frame; /* drop what an earlier attempt left */
@@ -187,6 +203,9 @@ static int read_stack(pytop_unwinder *u, pytop_thread *t) {
         (void)remote_view_kept(&u->mem, t->tstate, asyncio_state_span(&u->L), &status); /* else read apart */
     }
     status = thread_frames_of(u, t->tstate, &tf);
+    /* Another owner's frames: the record stands as read, a state without frames of its own yet
+     * (unclaimed, tracking.c) or no more (ending). */
+    if (status == PYTOP_OK && u->mem.fresh && !same_owner(u, t)) tf = (thread_frames){0, 0, 0};
     t->top_frame = tf.top_frame;
     uint64_t loop = 0, task = 0, task_frame = 0;
     uint32_t task_id = 0;
