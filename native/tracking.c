@@ -100,7 +100,11 @@ void tracking_mark_unclaimed(const tracking *k, sample_buf *b, const sample_buf 
         if (t->frame_count) continue;
         for (uint32_t j = 0; j < b->thread_count; j++) {
             const pytop_thread *other = &b->threads[j];
-            if (j == i || other->thread_id != t->thread_id) continue;
+            /* One kernel thread is one live thread: a state that says another's TID is being
+             * taken up (3.11: the thread writes its id, then its TID, over its creator's; a
+             * sample between the two saw a new thread on the acceptor's TID). */
+            bool twin = other->thread_id == t->thread_id || (has_tids && other->native_id == t->native_id);
+            if (j == i || !twin) continue;
             /* Two states with one id: the one without frames is the new one, or if neither
              * has frames, the one first seen later. */
             if (other->frame_count || other->serial < t->serial) t->flags |= PYTOP_THREAD_UNCLAIMED;
