@@ -83,6 +83,32 @@ def test_idle_threads_cost_no_reads_while_a_thread_without_the_gil_is_still_coun
     assert 0 <= kernel_now - counts[-1] < 0.5e9, (kernel_now, counts[-1])
 
 
+def test_a_thread_state_taken_up_while_read_lends_no_frames_to_its_creator(interp: dict[str, Any]) -> None:
+    """A thread's ids and its frames come from one reading of its state. Before 3.11 the acceptor
+    makes each request thread's state, with its own ids in it, and the thread writes its own once
+    it runs: a stack read again afresh (it tore) after the ids were read gave the handler's frames
+    under the acceptor's ids, a second "acceptor" with a request's stack (CI, 3.9). In a sample,
+    a kernel thread is one thread of an interpreter: never two records of it."""
+    with helpers.running(interp, "server.py") as t:
+        target = attach(t.pid)
+        samples = twins = 0
+        seen: list[Any] = []
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            try:
+                sample = target.unwinder.sample()
+            except SampleError:
+                continue
+            samples += 1
+            claimed = [(th.interp_id, th.native_id) for th in sample.threads if th.native_id and not th.unclaimed]
+            if len(set(claimed)) != len(claimed):
+                twins += 1
+                seen = seen or [(th.thread_id, th.native_id, th.depth, th.flags) for th in sample.threads]
+        target.close()
+    assert samples > 1000, samples
+    assert twins == 0, (twins, samples, seen)
+
+
 def test_request_threads_are_named_as_themselves(interp: dict[str, Any]) -> None:
     """Before 3.11 a thread state made for a new thread carries its creator's ids until the
     thread takes it up: a name read by those ids was the creator's, and a server's finished
