@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from pytop.core.aggregate import Counts, StackBook
+from pytop.core.counts import Counts
 from pytop.core.records import (
     NODE_FIRST_FUNCTION,
     NODE_FIRST_LINE,
@@ -25,6 +25,7 @@ from pytop.core.records import (
     NodeRow,
     Weight,
 )
+from pytop.core.stack_book import StackBook
 
 PROCESS, PID = 0, 42
 KIND_FUNCTIONS = 1000  # + kind: the function id of a stack kind's row

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from figures_fakes import PID, PROCESS, Tree, counts, row, weight
-from pytop.core.aggregate import CPU, OWN, TOTAL, Counts, FunctionSums, StackBook, mode_column
+from pytop.core.counts import Counts
+from pytop.core.function_sums import FunctionSums
 from pytop.core.records import (
     DRAIN_ALIVE,
     STACK_EMPTY,
@@ -17,6 +18,8 @@ from pytop.core.records import (
     ThreadUpdate,
 )
 from pytop.core.snapshot import Figures, rows_of, thread_rows
+from pytop.core.stack_book import StackBook
+from pytop.core.tally import CPU, OWN, TOTAL, mode_column
 from pytop.core.threads import ThreadBook, fold_key
 
 NAMES = {1: ("main", "app.py"), 2: ("work", "app.py"), 3: ("helper", "lib.py"), 4: ("fib", "app.py")}
@@ -49,9 +52,9 @@ def test_rows_become_keyed_figures(tree: Tree) -> None:
 def test_a_table_of_ever_new_functions_folds_its_smallest_rows(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
     """Generated code with new names all the time: the rows with the least time fold into one,
     whose share stays that small; every second's time is still in the table."""
-    from pytop.core import aggregate
+    from pytop.core import function_sums
 
-    monkeypatch.setitem(aggregate.MAX_ROWS, False, 100)
+    monkeypatch.setitem(function_sums.MAX_ROWS, False, 100)
     names = {n: (f"generated_{n}", "<template>") for n in range(1, 1001)}
     names[5000] = ("busy", "app.py")
     tree = Tree(names)
@@ -61,7 +64,7 @@ def test_a_table_of_ever_new_functions_folds_its_smallest_rows(tree: Tree, monke
                         row(5000, own=(1, S, 0, 0), total=(1, S, 0, 0))], [], bounded=True)
     assert len(table.by_function) <= 100
     busy = table.by_function[("busy", "app.py", 0, PID)]
-    folded = table.by_function[aggregate.FOLDED]
+    folded = table.by_function[function_sums.FOLDED]
     assert busy[OWN + 1] == 1000 * S  # what matters is never folded
     assert sum(r[OWN + 1] for r in table.by_function.values()) == 1000 * S + 1000 * 1000
     assert folded[OWN + 1] / (1000 * S) < 0.01

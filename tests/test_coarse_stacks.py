@@ -17,7 +17,7 @@ from typing import Any
 import helpers
 import kernel
 import self_timing
-from pytop.core.aggregate import FOLDED
+from pytop.core.function_sums import FOLDED
 from pytop.core.records import PSEUDO_FUNCTIONS, STACK_OVERFLOW
 from pytop.process.attach import attach
 from pytop.run import info_of

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 import helpers
-from pytop.core.aggregate import WALL
+from pytop.core.tally import WALL
 from pytop.process.attach import attach
 from pytop.report import export
 from pytop.run import info_of

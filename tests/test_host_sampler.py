@@ -87,7 +87,9 @@ def test_a_windows_heat_is_own_cpu_by_function_against_the_kernels_count() -> No
     """Pure: each process's functions by their own CPU time, hottest first, at most five; the
     rows pytop makes for time between samples or threads without Python are not functions; the
     share is of the kernel's count for the process."""
-    from pytop.core.aggregate import OWN, FunctionSums, StackBook, mode_column, new_row
+    from pytop.core.function_sums import FunctionSums
+    from pytop.core.stack_book import StackBook
+    from pytop.core.tally import OWN, mode_column, new_row
     from pytop.sampling.host import KEEP_FUNCTIONS, heats_of
 
     cpu = OWN + mode_column("cpu")

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pytop.core.aggregate import timed_stacks
+from pytop.core.counts import timed_stacks
 from pytop.core.model import Circumstances, TargetInfo
 from pytop.core.records import NO_STANDING, Drain, Node, Standing, Weight
 from pytop.core.snapshot import View

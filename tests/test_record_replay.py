@@ -19,12 +19,13 @@ import pytest
 
 import helpers
 from pytop.core import commands
-from pytop.core.aggregate import CPU, timed_stacks
+from pytop.core.counts import timed_stacks
 from pytop.core.intake import take_in
 from pytop.core.model import Circumstances, Snapshot, TargetInfo
 from pytop.core.records import Drain
 from pytop.core.snapshot import Figures, View
 from pytop.core.sums import BookSums
+from pytop.core.tally import CPU
 from pytop.native import Engine, EngineConfig
 from pytop.process.attach import attach
 from pytop.record import container

@@ -14,9 +14,9 @@ from test_record_replay import Kept, same_figures
 
 import helpers
 from pytop.core import commands
-from pytop.core.aggregate import StackBook
 from pytop.core.intake import fold_finished, take_in
 from pytop.core.snapshot import Figures, View, rows_of
+from pytop.core.stack_book import StackBook
 from pytop.process.attach import attach
 from pytop.record import container
 from pytop.record.codec import Damaged, Packer, Unpacker

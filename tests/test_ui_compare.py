@@ -133,8 +133,9 @@ async def test_e_writes_the_comparison(tmp_path: Any) -> None:
     import json
     import shutil
 
-    from pytop.core.aggregate import Counts, StackBook
+    from pytop.core.counts import Counts
     from pytop.core.profile import Profile
+    from pytop.core.stack_book import StackBook
     from pytop.report.compare import write_comparison
 
     empty = Profile(Counts(), StackBook(), {}, 1, "python app.py")

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .aggregate import StackBook, mode_column
 from .model import CallGraph, Mode, Neighbour, RowKey
 from .records import NODE_FIRST_FUNCTION, NODE_FIRST_LINE, STACK_COARSE, STACK_INCOMPLETE, NodeRow
+from .stack_book import StackBook
+from .tally import mode_column
 
 ROOT: RowKey = ("(thread start)", "", 0, 0)  # the caller of an outermost frame
 SELF: RowKey = ("(itself)", "", 0, 0)  # the "callee" of samples taken in the function itself

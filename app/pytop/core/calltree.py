@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .aggregate import StackBook, mode_column
 from .model import Mode, RowKey, TreeNode
 from .records import COARSE_FRAME, STACK_COARSE, STACK_INCOMPLETE, NodeRow
+from .stack_book import StackBook
+from .tally import mode_column
 
 ROOT: RowKey = ("(all threads)", "", 0, 0)
 CUT: RowKey = ("(stacks cut short: outer frames unknown)", "", 0, 0)

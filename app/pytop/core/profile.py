@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .aggregate import MODE_INDEX, SAMPLES, Counts, StackBook, StackInfo
+from .counts import Counts
 from .model import Mode
+from .stack_book import StackBook, StackInfo
+from .tally import MODE_INDEX, SAMPLES
 
 
 @dataclass(frozen=True)

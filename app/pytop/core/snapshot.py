@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .aggregate import CPU, HIDDEN, MODE_INDEX, OWN, TOTAL, WALL, Counts, FunctionSums, StackBook, mode_column
+from .counts import Counts
+from .function_sums import FunctionSums
 from .model import (
     CallGraph,
     Circumstances,
@@ -17,6 +18,8 @@ from .model import (
     ThreadRow,
     TreeNode,
 )
+from .stack_book import StackBook
+from .tally import CPU, HIDDEN, MODE_INDEX, OWN, TOTAL, WALL, mode_column
 from .threads import ThreadBook, ThreadState
 
 

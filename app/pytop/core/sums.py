@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .aggregate import StackBook
 from .records import (
     NODE_FIRST_FUNCTION,
     NODE_FIRST_LINE,
@@ -21,6 +20,7 @@ from .records import (
     FunctionFigures,
     NodeRow,
 )
+from .stack_book import StackBook
 
 Tally = tuple[int, int, int, int, int]  # leaf, samples, cpu ns, wall ns, gil ns
 MAX_WALK = 1 << 17  # frames walked up from one node at most: a recording's tree may be crafted into a loop

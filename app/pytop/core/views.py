@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from .aggregate import Counts, FunctionSums
 from .callgraph import call_graph
 from .calltree import call_tree
+from .counts import Counts
+from .function_sums import FunctionSums
 from .model import CallGraph, Circumstances, Snapshot, TargetInfo, TreeNode
 from .records import Aggregate
 from .snapshot import Figures, Tables, View, build

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from typing import BinaryIO, NamedTuple
 
 from .. import files
-from ..core.aggregate import FOLDED, FunctionSums, StackBook
+from ..core.function_sums import FOLDED, FunctionSums
 from ..core.records import Function, ProcessUpdate
+from ..core.stack_book import StackBook
 from . import container
 from .book import SessionClock
 from .codec import Damaged

@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .. import files
-from ..core.aggregate import Counts, FunctionSums
+from ..core.counts import Counts
+from ..core.function_sums import FunctionSums
 from ..core.intake import fold_finished, learn, take_in
 from ..core.model import Circumstances, ReplayPosition, Snapshot
 from ..core.profile import Profile, ThreadIdentity

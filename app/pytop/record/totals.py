@@ -19,8 +19,10 @@ import math
 from array import array
 from typing import NamedTuple
 
-from ..core.aggregate import FOLDED, Counts, FunctionSums, StackBook
+from ..core.counts import Counts
+from ..core.function_sums import FOLDED, FunctionSums
 from ..core.model import RowKey
+from ..core.stack_book import StackBook
 from ..core.threads import ThreadBook, ThreadState
 from .codec import Damaged, Packer, Unpacker, same_length
 

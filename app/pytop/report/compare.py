@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import errors, files
-from ..core.aggregate import MODE_INDEX
 from ..core.compare import Change, Comparison, ordered
 from ..core.model import MODE_HELP, Mode
 from ..core.modules import module_relative
 from ..core.profile import Profile
+from ..core.tally import MODE_INDEX
 from ..core.visible import visible, visible_command
 from . import export
 from . import format as fmt

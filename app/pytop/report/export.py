@@ -18,9 +18,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import __version__, errors, files
-from ..core.aggregate import MODE_INDEX, Counts, StackBook
+from ..core.counts import Counts
 from ..core.model import Mode
 from ..core.profile import Profile
+from ..core.stack_book import StackBook
+from ..core.tally import MODE_INDEX
 from ..core.visible import visible
 
 Frame = tuple[str, str, int]  # function, filename, line

@@ -16,9 +16,11 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..core.aggregate import OWN, FunctionSums, StackBook, mode_column
+from ..core.function_sums import FunctionSums
 from ..core.model import Heat
 from ..core.records import Drain
+from ..core.stack_book import StackBook
+from ..core.tally import OWN, mode_column
 from ..native import Engine, EngineConfig, Unwinder
 from .priority import DEFAULT_CPU_BUDGET
 

@@ -10,10 +10,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from ..core.aggregate import Counts, StackBook
+from ..core.counts import Counts
 from ..core.model import Mode, PushStatus
 from ..core.profile import Sample, Upload, samples_of
 from ..core.records import Drain
+from ..core.stack_book import StackBook
 from ..core.threads import ThreadState
 
 

@@ -26,10 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..core import commands
-from ..core.aggregate import CPU
 from ..core.model import MODES, Mode, Snapshot, TargetInfo
 from ..core.profile import Profile, ThreadIdentity
 from ..core.snapshot import View
+from ..core.tally import CPU
 from ..native import Engine, EngineConfig, Unwinder
 from .feed import STOP_SECONDS, DrainSink, Feed
 from .priority import DEFAULT_CPU_BUDGET

@@ -14,12 +14,14 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..core import views
-from ..core.aggregate import FOLDED, OWN, Counts, FunctionSums, mode_column
+from ..core.counts import Counts
+from ..core.function_sums import FOLDED, FunctionSums
 from ..core.intake import fold_finished
 from ..core.model import Circumstances, PushStatus, Snapshot, TargetInfo
 from ..core.records import PSEUDO_FUNCTIONS, STACK_OVERFLOW
 from ..core.snapshot import MIN_CPU_WINDOW, Figures, Tables, View, build
 from ..core.sticky import StickyShare, skipped_share
+from ..core.tally import OWN, mode_column
 from .feed import Feed
 
 SKIPPING_SHOWN_FROM = 0.1  # share of a window's samples skipped that is worth a banner
