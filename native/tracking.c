@@ -88,6 +88,18 @@ static bool creator_seen_lately(const tracking *k, const sample_buf *prev, const
     return false;
 }
 
+/* Was `t`'s state, in the previous sample, a claimed thread's with the same ids and another
+ * number? */
+static bool ending_in_place(const sample_buf *prev, const pytop_thread *t) {
+    for (uint32_t i = 0; i < prev->thread_count; i++) {
+        const pytop_thread *old = &prev->threads[i];
+        if (old->tstate == t->tstate)
+            return old->thread_id == t->thread_id && old->native_id == t->native_id &&
+                   old->state_serial != t->state_serial && !(old->flags & PYTOP_THREAD_UNCLAIMED);
+    }
+    return false;
+}
+
 void tracking_mark_unclaimed(const tracking *k, sample_buf *b, const sample_buf *prev, bool has_tids) {
     for (uint32_t i = 0; i < b->thread_count; i++) {
         pytop_thread *t = &b->threads[i];
@@ -98,6 +110,13 @@ void tracking_mark_unclaimed(const tracking *k, sample_buf *b, const sample_buf 
             continue;
         }
         if (t->frame_count) continue;
+        /* Its state read as its thread frees it (3.8-3.10): the ids of the thread ending in it,
+         * its number already garbage. One more sighting of that thread, not a new one: taken for
+         * one, each was a thread of its own for three samples, on its TID. */
+        if (has_tids && ending_in_place(prev, t)) {
+            t->flags |= PYTOP_THREAD_UNCLAIMED;
+            continue;
+        }
         for (uint32_t j = 0; j < b->thread_count; j++) {
             const pytop_thread *other = &b->threads[j];
             /* One kernel thread is one live thread: a state that says another's TID is being
