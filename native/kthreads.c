@@ -334,7 +334,11 @@ static bool read_figures(kthreads *o, kthread *t, bool with_state, bool letter_i
     /* Without a fresh letter: R as last read, and counts that moved lately. */
     out->running = state_read ? t->on_cpu : t->state == 'R' && o->now - t->now.changed_at < RUNNING_NS;
     out->on_cpu = state_read && t->on_cpu;
-    out->asleep = state_read && (state == 'S' || state == 'D');
+    /* T: stopped by a signal (SIGSTOP, a shell's Ctrl-Z): it does not run either. (Not t, a
+     * tracer's stop: --blocking reads its letters before it stops the threads.) A holder found
+     * stopped at its sleep's line while the process was frozen was taken for running there, in
+     * sample after sample: those runs drew its loop's CPU to the sleep when it went on. */
+    out->asleep = state_read && (state == 'S' || state == 'D' || state == 'T');
     out->ran = moved;
     t->now.read_at = o->now;
     return true;

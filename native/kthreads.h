@@ -19,7 +19,7 @@ typedef struct kthread_report {
     bool running;           /* its letter says it runs (read this sample, or R and counts that
                                moved lately: see kthreads.c) */
     bool on_cpu;            /* its letter, read this sample, says it is on a CPU now */
-    bool asleep;            /* its letter, read this sample, says it sleeps (S) or waits in the kernel (D) */
+    bool asleep;            /* its letter, read this sample, says it sleeps (S), waits in the kernel (D) or is stopped (T) */
     bool ran;               /* its counts moved since the previous check: it has run */
     uint64_t futex;         /* when its counts last moved, the word it then waited on in futex(2),
                                blocked; 0: not blocked there, or not known */

@@ -103,7 +103,8 @@ enum pytop_thread_flags {
                                     taking the GIL (not napping, nor waiting for another lock) */
     PYTOP_THREAD_GIL_ASLEEP = 2048 /* it holds the GIL, and its letter, read in this sample, says it
                                     sleeps (S) or waits in the kernel (D): C code that blocks
-                                    without letting the GIL go; it does not run there */
+                                    without letting the GIL go; or it is stopped (T). It does not
+                                    run there */
 };
 
 /* One frame: which code object (an id, stable while the object lives) and which line. */

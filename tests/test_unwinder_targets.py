@@ -131,6 +131,36 @@ def test_a_thread_asleep_holding_the_gil_is_told(interp: dict[str, Any]) -> None
     assert found["sleeps_holding_gil"]["sleeper"] >= 10 and found["gil"]["spinner"] >= 30, found
 
 
+def test_a_stopped_process_holder_of_the_gil_is_not_running(interp: dict[str, Any]) -> None:
+    """A process stopped by a signal (SIGSTOP, a shell's Ctrl-Z; the truth tests' frozen
+    windows): its GIL's holder does not run where it is found. It is told like a holder asleep
+    (its letter, T, read with the GIL); taken for running there in sample after sample, those
+    samples drew the sleeper's CPU to its sleep once the process went on (CI, 3.15: 27% of it
+    on a sleep whose clock said 2%)."""
+    holders = asleep = 0
+    with helpers.running(interp, "gil_sleeper.py", "spinner") as t:
+        target = attach(t.pid)
+        try:
+            # (stopped while the GIL changes hands, no thread holds it: stopped again later)
+            for _ in range(20):
+                with kernel.frozen(t.pid):
+                    for _ in range(20):
+                        try:
+                            sample = target.unwinder.sample()
+                        except SampleError:
+                            continue
+                        held = [th for th in sample.threads if th.gil]
+                        holders += len(held)
+                        asleep += sum(th.sleeps_holding_gil for th in held)
+                if holders >= 20:
+                    break
+                time.sleep(0.05)
+        finally:
+            target.close()
+    assert holders >= 20, holders
+    assert asleep == holders, (asleep, holders)
+
+
 def test_ten_thousand_frames(interp: dict[str, Any]) -> None:
     with helpers.running(interp, "deep.py", "10000") as t:
         target = attach(t.pid)
