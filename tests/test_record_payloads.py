@@ -16,10 +16,11 @@ from pytop.core.counts import timed_stacks
 from pytop.core.model import Circumstances, TargetInfo
 from pytop.core.records import NO_STANDING, Drain, Node, Standing, Weight
 from pytop.core.snapshot import View
+from pytop.core.when import parse_when
 from pytop.record.codec import Damaged, Packer, Unpacker
 from pytop.record.keys import RunRecord, key_payload, read_key
 from pytop.record.payloads import WindowRecord, read_window, read_window_tables, window_payload
-from pytop.record.ranges import parse_when, window_range
+from pytop.record.ranges import window_range
 from pytop.record.recorder import Recorder
 from pytop.record.recording import open_recording
 from pytop.record.replay import Replay, TreeCheck

@@ -47,7 +47,7 @@ def pid_or_recording(text: str) -> int | str:
 
 def when(text: str) -> object:
     """--from, --to: a time in a recording (record/ranges.py)."""
-    from .record.ranges import parse_when
+    from .core.when import parse_when
 
     try:
         return parse_when(text)

@@ -14,11 +14,12 @@ from .core.compare import CannotCompare, Span
 from .core.compare import compare as compared
 from .core.profile import Profile
 from .core.snapshot import View, rows_of
+from .core.when import When
 from .delivery import deliver
 from .record.host_payloads import HOST
 from .record.host_replay import HostRecording, HostReplay, open_host_recording, recording_kind
 from .record.prefix import range_tables
-from .record.ranges import When, parse_span, window_range
+from .record.ranges import parse_span, window_range
 from .record.recording import Recording, open_recording
 from .record.replay import Replay
 from .record.source import ReplaySource
