@@ -3,10 +3,16 @@ whose thread spins in one function (tests of the replay's reading and of its scr
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
+from unittest import mock
 
 from pytop.core.model import Circumstances, RecordStatus, TargetInfo
 from pytop.core.records import Drain, Function, FunctionFigures, Node, ProcessUpdate, ThreadUpdate, Weight
+from pytop.record import recorder as recorder_module
 from pytop.record.keys import RunRecord
 from pytop.record.recorder import Recorder
 
@@ -37,14 +43,40 @@ CIRCUMSTANCES = Circumstances(window_seconds=0.98, elapsed=12.5, rate_asked=1000
 
 
 
-def write_recording(path: Path, windows: int) -> None:
+def write_recording(path: Path, windows: int, cpu_ns: Sequence[int] = (), started: float | None = None) -> None:
     """A recording of `windows` windows of a second each, the first one's drain naming everything.
     Its queue holds them all: added faster than a disk takes them, windows past the recorder's
     own queue gave up their figures, 29 or 30 of 60 by how the writer's thread was scheduled, and
-    the tests on it saw one recording or another."""
+    the tests on it saw one recording or another. cpu_ns: the process's CPU in each window (5 ms
+    in each if not given). started: the wall clock the recording starts at, its windows a second
+    of it apart (else each is stamped with the moment it is written: all within milliseconds)."""
+    with _clock(started):
+        _write(path, windows, cpu_ns)
+
+
+@contextlib.contextmanager
+def _clock(started: float | None) -> Iterator[None]:
+    if started is None:
+        yield
+        return
+    ticks = itertools.count()
+
+    class Clock:
+        @staticmethod
+        def time() -> float:  # the recorder's opening, then each window's end
+            return started + next(ticks)
+
+    with mock.patch.object(recorder_module, "time", Clock):
+        yield
+
+
+def _write(path: Path, windows: int, cpu_ns: Sequence[int]) -> None:
     recorder = Recorder(str(path), RunRecord(TARGET, 1000.0, 0.05, "cpu", 1.0), queue_windows=windows + 1)
     for n in range(windows):
-        recorder.add(drain(n + 1) if n == 0 else Drain(**{**drain(n + 1).__dict__, "functions": (), "nodes": (),
-                                                          "retired": (), "evicted": ()}))
+        made = drain(n + 1)
+        if cpu_ns:
+            made = replace(made, processes=(made.processes[0]._replace(cpu_ns=cpu_ns[n]),))
+        recorder.add(made if n == 0 else Drain(**{**made.__dict__, "functions": (), "nodes": (), "retired": (),
+                                                  "evicted": ()}))
         recorder.window(Circumstances(window_seconds=1.0, elapsed=n + 1.0, rate_asked=1000.0, window_number=n + 1))
     recorder.close()

@@ -120,6 +120,9 @@ class ReplayPosition:
     gap: bool = False  # the window's frame was damaged: nothing of it is shown
     live: bool = False  # the past of a live view (--record): > goes back to its present
     private: bool = False  # ... kept by the view itself (no --record): its file is not the user's
+    # The target's CPU (100 = a core) over the recording, oldest first: a point a window, or the
+    # mean of several in a long one (record/timeline.py); -1 where not read yet.
+    timeline: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ class HistorySource:
                 past.send(command)
         elif isinstance(command, commands.Seek):
             if past is None:
-                if command.windows < 0 or command.seconds < 0 or command.edge < 0:
+                if command.back:
                     self._enter(command)
             elif command.edge > 0 or (past.cursor >= len(past.replay) - 1 and (command.windows > 0
                                                                               or command.seconds > 0)):

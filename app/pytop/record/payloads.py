@@ -30,6 +30,7 @@ from ..core.records import (
     ThreadUpdate,
     Weight,
 )
+from ..core.snapshot import MIN_CPU_WINDOW
 from .codec import Damaged, Packer, Unpacker, same_length
 
 PAYLOAD_VERSION = 3  # of a window frame's payload: 2 stores a row's figures a column each (1: 12 a row);
@@ -193,12 +194,50 @@ def take_drain_tables(u: Unpacker, columns: bool = True, standing: bool = False)
     _skip_table(u, Node)
     _skip_table(u, Weight)
     function_rows, line_rows = _take_rows(u, columns), _take_rows(u, columns)
-    if standing:
-        for _ in Standing._fields:
-            u.skip_ints()
+    _skip_standing(u, standing)
     if not all(abs(r.line) <= MAX_LINE for table in (function_rows, line_rows) for r in table):
         raise Damaged("a line is out of bounds")
     return DrainTables(tuple(processes), tuple(functions), retired, tuple(function_rows), tuple(line_rows))
+
+
+def _skip_standing(u: Unpacker, standing: bool) -> None:
+    if standing:
+        for _ in Standing._fields:
+            u.skip_ints()
+
+
+def _skip_rows(u: Unpacker, columns: bool) -> None:
+    for _ in range(2 + (FIGURES if columns else 1)):  # function, line, then the figures (a column each, or one)
+        u.skip_ints()
+
+
+class DrainLoad(NamedTuple):
+    """What a drain says of how busy the target was: the kernel's CPU of its processes, and the
+    samples taken over the schedule's time."""
+
+    cpu_ns: int
+    ticks: int
+    slot_seconds: float
+
+
+def take_drain_load(u: Unpacker, columns: bool = True, standing: bool = False) -> DrainLoad:
+    """A drain's load, everything else passed over undecoded (a timeline point a window)."""
+    ints, floats = u.ints(), u.floats()
+    if len(ints) != len(_DRAIN_INTS) or len(floats) != len(_DRAIN_FLOATS) or not all(map(math.isfinite, floats)):
+        raise Damaged("a drain's figures are not those of this version")
+    u.skip_texts()
+    cpu_ns = sum(p.cpu_ns for p in _take_table(u, ProcessUpdate))
+    _skip_table(u, ThreadUpdate)
+    _skip_table(u, Function)
+    u.skip_ints()  # retired
+    u.skip_ints()  # evicted
+    _skip_table(u, Node)
+    _skip_table(u, Weight)
+    _skip_rows(u, columns)
+    _skip_rows(u, columns)
+    _skip_standing(u, standing)
+    figures = dict(zip(_DRAIN_INTS, ints)) | dict(zip(_DRAIN_FLOATS, floats))
+    return DrainLoad(cpu_ns, int(figures["ticks"]), float(figures["slot_seconds"]))
 
 
 def _check_ids(evicted: Sequence[int], nodes: Sequence[Node], weights: Sequence[Weight],
@@ -270,6 +309,38 @@ def read_window_tables(data: bytes) -> WindowTables:
     drains = tuple(take_drain_tables(u, head[0] >= 2, head[0] >= 3) for _ in range(head[2]))
     u.end()
     return WindowTables(drains, circumstances, bool(head[1]))
+
+
+class WindowLoad(NamedTuple):
+    """A window's point on the view's timeline: the target's CPU and pytop's rate over it, as
+    the live view showed them for it."""
+
+    cpu_pct: float | None  # 100 = one core (None: a window too short to say, as live)
+    rate: float  # samples a second
+
+
+def load_of(circumstances: Circumstances, drains: Sequence[DrainLoad]) -> WindowLoad:
+    """As core/snapshot.py makes the window's figures: CPU over its circumstances' seconds,
+    samples over the schedule's."""
+    seconds, slots = circumstances.window_seconds, sum(d.slot_seconds for d in drains)
+    cpu_ns = sum(d.cpu_ns for d in drains)
+    return WindowLoad(100.0 * cpu_ns / (seconds * 1e9) if seconds >= MIN_CPU_WINDOW else None,
+                      sum(d.ticks for d in drains) / slots if slots > 0 else 0.0)
+
+
+def window_load(w: WindowRecord) -> WindowLoad:
+    """The load of a window decoded whole (a replay's, which learns the timeline on its way)."""
+    return load_of(w.circumstances, [DrainLoad(sum(p.cpu_ns for p in d.processes), d.ticks, d.slot_seconds)
+                                     for d in w.drains])
+
+
+def read_window_load(data: bytes) -> WindowLoad:
+    """A window frame's load alone: its head, circumstances and each drain's processes decoded,
+    the rest passed over (a tenth of read_window's work)."""
+    u, head, circumstances = _window_head(data)
+    drains = [take_drain_load(u, head[0] >= 2, head[0] >= 3) for _ in range(head[2])]
+    u.end()
+    return load_of(circumstances, drains)
 
 
 def json_fields(data: bytes) -> dict[str, Any]:

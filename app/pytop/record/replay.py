@@ -28,8 +28,9 @@ from . import container, zstd
 from .codec import Damaged
 from .gcpause import no_collection
 from .keys import KeyState, read_key_state
-from .payloads import WindowRecord, read_window
+from .payloads import WindowRecord, read_window, read_window_load, window_load
 from .recording import Recording, StoredKey, open_recording
+from .timeline import Timeline
 
 CHECKPOINT_EVERY = 30  # windows between two checkpoints of a range's state (a step back replays at most these)
 MAX_CHECKPOINTS = 64  # per range: a long recording's are thinned, not grown without end
@@ -132,6 +133,7 @@ class Replay:
         self._front_totals: bool | None = None  # a rotated file's first key holds totals (None: not read yet)
         self.damaged = 0  # windows that did not decode (shown as gaps)
         self.windows_read = 0  # decoded so far (what seeking cost)
+        self.timeline = Timeline(len(recording.windows))  # the target's CPU, window by window
 
     def close(self) -> None:
         self._file.close()
@@ -145,6 +147,7 @@ class Replay:
         if again.inode != self.recording.inode or again.windows[:len(known)] != known:
             return False
         self.recording = again
+        self.timeline.grow(len(again.windows))
         return True
 
     def __len__(self) -> int:
@@ -226,14 +229,28 @@ class Replay:
                         f.book.pids.setdefault(p.process, p.pid)
                     (take_in if i >= first else learn)(f, d)
                 self._records = {i: record}
+                self.timeline.learn(i, window_load(record).cpu_pct)
             else:
                 self._records = {}
+                self.timeline.gap(i)
             fold_finished(f)  # as the window closed live, before its snapshot
             if i > first and (i - first) % every == 0 and i not in self._checkpoints:
                 self._at = i
                 self._keep(i)
         self._at = index
         return f
+
+    def fill_timeline(self, stop: Callable[[], bool]) -> bool:
+        """Work ahead while the view waits: the timeline's unknown points, each window's load
+        read alone (~1 ms a window of churn), until `stop`; whether any is left. (A frame that
+        does not decode is a gap there: counted as damaged when a seek reads it, not here.)"""
+        def read(index: int) -> float | None:
+            try:
+                return read_window_load(container.payload(self._file, self.recording.windows[index].frame)).cpu_pct
+            except zlib.error as exc:
+                raise Damaged(str(exc)) from None
+
+        return self.timeline.fill(read, stop)
 
     def warm(self, index: int, first: int = 0, stop: Callable[[], bool] | None = None) -> bool:
         """Work ahead while the view waits: checkpoints of range `first` every third of
@@ -406,7 +423,7 @@ class Replay:
         range_start = self.recording.run.started if rotated else windows[first].start
         position = ReplayPosition(self.recording.path, index, len(windows), windows[index].start, windows[index].end,
                                   range_start, self.recording.start, self.recording.end,
-                                  first=first, gap=record is None)
+                                  first=first, gap=record is None, timeline=self.timeline.series())
         c = replace(c, elapsed=max(self._clock - self._range_from, 1e-9), replay=position,
                     exited=False, exit_reason=None, failure=None, exit_status=None)
         if whole:

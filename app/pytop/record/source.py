@@ -8,8 +8,10 @@ While no key is pressed, the thread works ahead: checkpoints behind the cursor, 
 
 from __future__ import annotations
 
+import bisect
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -17,9 +19,11 @@ from ..core import commands
 from ..core.model import Mode, Snapshot
 from ..core.profile import Profile
 from ..core.snapshot import View
+from ..core.when import When
 from .replay import Replay
 
 Exporter = Callable[[str, Profile, Mode], tuple[str, ...]]
+TIMELINE_SLICE = 0.5  # seconds of reading the timeline's points between two showings of it
 
 
 class ReplaySource:
@@ -81,10 +85,16 @@ class ReplaySource:
                                                          exit_reason=self.failure)))
 
     def _warm(self) -> None:
-        """While no key is pressed: checkpoints behind the cursor (Replay.warm), so that a step
-        back is a restore and a few windows, not the five minutes since a key frame. A key
-        pressed stops it between two windows."""
+        """While no key is pressed: first the timeline's points (shown as soon as a pass over
+        the recording is done, then when all are), then checkpoints behind the cursor
+        (Replay.warm), so that a step back is a restore and a few windows, not the five
+        minutes since a key frame. A key pressed stops either between two windows."""
         waiting = self._inbox.empty
+        timeline = self.replay.timeline
+        while waiting() and not timeline.complete:
+            self.replay.fill_timeline(stop=_interrupted_or_after(waiting, time.monotonic() + TIMELINE_SLICE))
+            if waiting():
+                self._publish(self.current())  # (the state is still the cursor's: a view built again)
         while waiting() and self.replay.warm(self.cursor, self.first, stop=lambda: not waiting()):
             pass
 
@@ -112,7 +122,12 @@ class ReplaySource:
             return 0 if seek.edge < 0 else last
         if seek.windows:
             return max(0, min(last, self.cursor + seek.windows))
+        if seek.index is not None:
+            return max(0, min(last, seek.index))
         windows = self.replay.recording.windows
+        if seek.to is not None:  # the window the moment falls in (the nearest end's, outside the recording)
+            moment = When(seek.to, seek.clock).at(self.replay.recording.start)
+            return min(bisect.bisect_left([w.end for w in windows], moment), last)
         goal = windows[self.cursor].end + seek.seconds
         if seek.seconds > 0:
             return next((i for i in range(self.cursor, last + 1) if windows[i].end >= goal), last)
@@ -123,3 +138,7 @@ class ReplaySource:
         if self._exported:
             snapshot = replace(snapshot, run=replace(snapshot.run, exported=self._exported))
         return snapshot
+
+
+def _interrupted_or_after(waiting: Callable[[], bool], deadline: float) -> Callable[[], bool]:
+    return lambda: not waiting() or time.monotonic() >= deadline

@@ -29,22 +29,27 @@ def keep(rows: tuple[FunctionRow, ...], pattern: re.Pattern[str] | None) -> tupl
     return tuple(row for row in rows if pattern.search(f"{row.function} {row.filename}"))
 
 
-class FilterBar(Input):
-    """The `/` prompt. Enter applies the filter, Escape leaves it as it was."""
+class PromptBar(Input):
+    """A line of input at the bottom, shown when a key asks for it: Enter submits, Escape
+    cancels (each kind says what that does: on_input_submitted, action_cancel)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+
+    def open(self, text: str) -> None:
+        """Show the prompt with `text`, to edit."""
+        self.value = text
+        self.display = True
+        self.focus()
+
+
+class FilterBar(PromptBar):
+    """The `/` prompt. Enter applies the filter, Escape leaves it as it was."""
 
     class Done(Message):
         def __init__(self, text: str | None) -> None:
             super().__init__()
             self.text = text
             """The new filter text, or None when cancelled."""
-
-    def open(self, text: str) -> None:
-        """Show the prompt with the filter as it is, to edit."""
-        self.value = text
-        self.display = True
-        self.focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

@@ -24,6 +24,7 @@ from ..report import format as fmt
 from .filter import FilterBar, compile_filter
 from .hosts import HostTable, Line
 from .linetable import LineTable
+from .time_bar import TimeBar
 from .time_keys import TIME_ACTIONS, TIME_KEYS
 
 PRIMING_SECONDS = 0.3
@@ -109,7 +110,7 @@ class PickerApp(App[int]):
     HostTable > .linetable--cursor { background: $accent 60%; }
     HostTable > .linetable--cursor-blurred { background: $accent 30%; }
     HostTable > .linetable--even { background: $surface-lighten-1 40%; }
-    FilterBar { display: none; }
+    FilterBar, TimeBar { display: none; }
     """
     TITLE = "pytop"
     ENABLE_COMMAND_PALETTE = False
@@ -171,6 +172,7 @@ class PickerApp(App[int]):
         yield HostTable()
         yield FilterBar(placeholder="filter: text or regular expression over pid, user, version and command; "
                                     "Enter applies")
+        yield TimeBar(placeholder="go to: a time of day (14:05:30) or from the start (5m30s); Enter goes there")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -351,6 +353,19 @@ class PickerApp(App[int]):
 
     def action_seek_edge(self, edge: int) -> None:
         self._go(0 if edge < 0 else len(self.replay or ()) - 1)
+
+    def action_go_to(self) -> None:
+        self.query_one(TimeBar).open("")
+
+    def on_time_bar_chosen(self, message: TimeBar.Chosen) -> None:
+        """The look taken at the time asked for, or the first after it (the last, past the end)."""
+        self.query_one(HostTable).focus()
+        replay = self.replay
+        if message.problem is not None:
+            self.notify(message.problem, title="Go to", severity="warning", timeout=6, markup=False)
+        elif message.when is not None and replay is not None and len(replay):
+            moment = message.when.at(replay.start)
+            self._go(next((i for i in range(len(replay)) if replay.end_of(i) >= moment), len(replay) - 1))
 
     def _hottest_note(self, line: Line) -> str:
         """What a recording says of a row's hottest functions at the look shown."""

@@ -32,6 +32,7 @@ from .screen_keys import SCREEN_KEYS
 from .source import SnapshotSource, StacksNow
 from .stacks_panel import StacksPanel
 from .threads import ThreadTable
+from .time_bar import TimeBar
 from .trends import Trends
 from .widgets import SORT_COLUMNS, Banner, FunctionTable, KeyBar, ProcessHeader
 
@@ -107,6 +108,8 @@ class MainScreen(Screen[None]):
         yield ThreadTable(id="threads")
         yield FilterBar(placeholder="filter: text or regular expression over function and file; Enter applies",
                         id="filter")
+        yield TimeBar(placeholder="go to: a time of day (14:05:30) or from the start (5m30s); Enter goes there",
+                      id="time-bar")
         yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
@@ -415,6 +418,19 @@ class MainScreen(Screen[None]):
 
     def action_seek_edge(self, edge: int) -> None:
         self.source.send(commands.Seek(edge=edge))
+
+    def on_process_header_time_chosen(self, message: ProcessHeader.TimeChosen) -> None:
+        self.source.send(commands.Seek(index=message.index))
+
+    def action_go_to(self) -> None:
+        self.query_one(TimeBar).open("")
+
+    def on_time_bar_chosen(self, message: TimeBar.Chosen) -> None:
+        self.main_table().focus()
+        if message.problem is not None:
+            self.notify(message.problem, title="Go to", severity="warning", timeout=6, markup=False)
+        elif message.when is not None:
+            self.source.send(commands.Seek(to=message.when.seconds, clock=message.when.clock))
 
     def action_refresh_rate(self, step: int) -> None:
         """One step along REFRESH_STEPS (from a --delay between steps, to the next one)."""

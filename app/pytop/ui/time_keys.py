@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
-# (the actions each screen defines: seek(looks or windows), seek_seconds(s), seek_edge(-1 or 1))
+# (the actions each screen defines: seek(looks or windows), seek_seconds(s), seek_edge(-1 or 1), go_to)
 TIME_KEYS = [
     Binding("left_square_bracket", "seek(-1)", "Back", key_display="[",
             tooltip="a recording: one window back in time ([ and ] step, { and } by a minute)"),
@@ -19,5 +19,7 @@ TIME_KEYS = [
             tooltip="a recording: its first window"),
     Binding("greater_than_sign", "seek_edge(1)", "End", key_display=">", show=False,
             tooltip="a recording: its last window"),
+    Binding("g", "go_to", "Go to", show=False,
+            tooltip="a recording: go to a time, as 14:05:30 (the clock) or 5m30s (from its start)"),
 ]
-TIME_ACTIONS = frozenset({"seek", "seek_seconds", "seek_edge"})
+TIME_ACTIONS = frozenset({"seek", "seek_seconds", "seek_edge", "go_to"})

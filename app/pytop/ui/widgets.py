@@ -6,11 +6,14 @@ from typing import Any
 
 from rich.cells import cell_len
 from rich.text import Text
+from textual.events import Click
+from textual.message import Message
 from textual.widgets import Static
 
-from ..core.model import FunctionRow, RowKey, Snapshot
+from ..core.model import FunctionRow, ReplayPosition, RowKey, Snapshot
 from ..report import format as fmt
 from .linetable import Cell, Column, LineTable, Part, Row
+from .timeline import timeline_line, window_at
 from .trends import Trends
 
 SORT_COLUMNS = {
@@ -43,6 +46,23 @@ def flow(facts: list[Fact], width: int) -> list[list[Fact]]:
 class ProcessHeader(Static):
     """What is sampled, how sampling goes, and how the process does."""
 
+    class TimeChosen(Message):
+        """A click on the timeline: the window under it."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    _axis: tuple[int, ReplayPosition, int] | None = None  # the timeline's line, its position, its width
+
+    def on_click(self, event: Click) -> None:
+        at = event.get_content_offset(self)
+        if at is None or self._axis is None or at.y != self._axis[0]:
+            return
+        index = window_at(self._axis[1], self._axis[2], at.x)
+        if index is not None:
+            self.post_message(self.TimeChosen(index))
+
     def show_header(self, s: Snapshot, notes: list[str], trends: Trends | None = None) -> None:
         """Facts flowed onto as many lines as the width needs, none cut: every figure shows at 80
         columns (at 120 the error rate and pytop's own CPU once fell off the end). The command
@@ -59,14 +79,22 @@ class ProcessHeader(Static):
         if trends is not None and len(trends.times) > 1:  # the last minute
             groups[-1] += [[("  CPU ", ""), (trends.cpu_line(), "cyan")],
                           [(" Rate ", ""), (trends.rate_line(s.run.rate_asked or max(trends.rate)), "cyan")]]
-        for group in filter(None, groups):  # (a live view has no replay line)
-            for line in flow(group, width):
+        for number, group in enumerate(groups):
+            for line in flow(group, width) if group else []:  # (a live view has no replay line)
                 text.append("\n")
                 for k, fact in enumerate(line):
                     if k:
                         text.append(" ")
                     for piece, style in fact:
                         text.append(piece, style=style)
+            axis = timeline_line(s.run.replay, width) if number == 0 and s.run.replay is not None else None
+            if axis is not None:  # under the replay's line: where in the recording the cursor is
+                text.append("\n")
+                assert s.run.replay is not None
+                self._axis = (text.plain.count("\n"), s.run.replay, width)
+                text.append_text(axis)
+            elif number == 0:
+                self._axis = None
         if notes:
             text.append("\n")
             for note in notes:
