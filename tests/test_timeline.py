@@ -70,6 +70,16 @@ def test_the_points_fill_coarse_to_fine_each_window_read_once_and_a_stop_loses_n
             assert read[:2] == [windows - 1, windows - 65]
         if windows > 3:
             assert timeline.cpu[3] == GAP
+        # The shape first: after a window in 64 (from the last), and only then, it is shaped.
+        coarse = len(range(windows - 1, -1, -64))
+        shaping = Timeline(windows)
+        shaping.fill(lambda index: 1.0, stop=iter([False] * (coarse - 1) + [False, True]).__next__)
+        assert shaping.shaped and shaping.complete == (coarse == windows)
+        unshaped = Timeline(windows)
+        unshaped.fill(lambda index: 1.0, stop=iter([False] * (coarse - 1) + [True]).__next__)
+        assert not unshaped.shaped or windows == 0
+        unshaped.grow(windows + 10)  # (a recording still written: its new windows are unknown)
+        assert not unshaped.shaped and not unshaped.complete
 
 
 def test_a_long_recordings_points_are_means_of_equal_runs_of_windows() -> None:

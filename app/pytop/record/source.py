@@ -85,18 +85,23 @@ class ReplaySource:
                                                          exit_reason=self.failure)))
 
     def _warm(self) -> None:
-        """While no key is pressed: first the timeline's points (shown as soon as a pass over
-        the recording is done, then when all are), then checkpoints behind the cursor
-        (Replay.warm), so that a step back is a restore and a few windows, not the five
-        minutes since a key frame. A key pressed stops either between two windows."""
+        """While no key is pressed: the timeline's shape (a window in 64: ~30 ms an hour),
+        then checkpoints behind the cursor (Replay.warm), so that a step back is a restore and a
+        few windows, not the five minutes since a key frame, then the timeline's every point
+        (shown each TIMELINE_SLICE). A key pressed stops any of them between two windows."""
         waiting = self._inbox.empty
         timeline = self.replay.timeline
-        while waiting() and not timeline.complete:
-            self.replay.fill_timeline(stop=_interrupted_or_after(waiting, time.monotonic() + TIMELINE_SLICE))
-            if waiting():
-                self._publish(self.current())  # (the state is still the cursor's: a view built again)
+        self._fill_timeline(lambda: timeline.shaped)
         while waiting() and self.replay.warm(self.cursor, self.first, stop=lambda: not waiting()):
             pass
+        self._fill_timeline(lambda: timeline.complete)
+
+    def _fill_timeline(self, done: Callable[[], bool]) -> None:
+        waiting = self._inbox.empty
+        while waiting() and not done():
+            self.replay.fill_timeline(stop=_until(time.monotonic() + TIMELINE_SLICE, lambda: not waiting() or done()))
+            if waiting():
+                self._publish(self.current())  # (the state is the cursor's, or a checkpoint away)
 
     def apply(self, command: commands.Command) -> bool:
         """One command; True if the view or the cursor changed."""
@@ -140,5 +145,5 @@ class ReplaySource:
         return snapshot
 
 
-def _interrupted_or_after(waiting: Callable[[], bool], deadline: float) -> Callable[[], bool]:
-    return lambda: not waiting() or time.monotonic() >= deadline
+def _until(deadline: float, stop: Callable[[], bool]) -> Callable[[], bool]:
+    return lambda: stop() or time.monotonic() >= deadline

@@ -25,6 +25,7 @@ class Timeline:
         self._order = self._passes()
         self._changed = True  # since the last series()
         self._series: tuple[float, ...] = ()
+        self._count_unknown()
 
     def __len__(self) -> int:
         return len(self.cpu)
@@ -36,6 +37,11 @@ class Timeline:
             self.cpu.extend([UNKNOWN] * (windows - len(self.cpu)))
             self._order = self._passes()
             self._changed = True
+            self._count_unknown()
+
+    def _count_unknown(self) -> None:
+        self._unknown = self.cpu.count(UNKNOWN)
+        self._coarse_unknown = self.cpu[::-1][::FIRST_STRIDE].count(UNKNOWN)
 
     def learn(self, index: int, cpu_pct: float | None) -> None:
         """Window `index`'s CPU (None: too short a window to say, as its live view said none)."""
@@ -48,10 +54,18 @@ class Timeline:
         if 0 <= index < len(self.cpu) and self.cpu[index] == UNKNOWN:
             self.cpu[index] = value
             self._changed = True
+            self._unknown -= 1
+            self._coarse_unknown -= (len(self.cpu) - 1 - index) % FIRST_STRIDE == 0
 
     @property
     def complete(self) -> bool:
-        return UNKNOWN not in self.cpu
+        return not self._unknown
+
+    @property
+    def shaped(self) -> bool:
+        """Is the coarsest pass read (every FIRST_STRIDE-th window from the last: the whole
+        recording's shape)?"""
+        return not self._coarse_unknown
 
     def fill(self, read: Callable[[int], float | None], stop: Callable[[], bool]) -> bool:
         """Read unknown windows' points (read(index) -> its CPU %; raises ValueError for a frame
