@@ -470,6 +470,18 @@ async def test_the_live_view_steps_back_into_its_own_recording_and_comes_back(so
 
                 await header_says("recorded ")
                 helpers.wait_samples(sampler, 300)
+                # The session so far as a time axis, the present at its cursor: a click on its
+                # first bar goes into the past there.
+                live = (await header_says("CPU to ")).splitlines()
+                axis = next(i for i, text in enumerate(live) if text.startswith("CPU to "))
+                await pilot.click("#header", offset=(1 + live[axis].index(": ") + 2 + 9, axis))
+                past = await header_says("The past (> back to live)")
+                assert int(past.split("window ")[1].split()[0]) <= 3 and "CPU to " in past, past
+                await pilot.press("greater_than_sign")
+                for _ in range(200):
+                    await pilot.pause(0.02)
+                    if not source.in_past:
+                        break
                 await pilot.press("left_square_bracket")
                 past = await header_says("The past (> back to live)")
                 assert source.in_past and "window " in past

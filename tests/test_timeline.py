@@ -6,6 +6,7 @@ the axis to the window under it."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,21 @@ from pytop.record.replay import Replay
 from pytop.record.source import ReplaySource
 from pytop.record.timeline import GAP, MAX_POINTS, UNKNOWN, Timeline
 from pytop.ui.app import PytopApp
-from pytop.ui.timeline import CURSOR_STYLE, RANGE_STYLE, bar_spans, layout, point_of, timeline_line, window_at
+from pytop.ui.session_axis import MAX_POINTS as SESSION_POINTS
+from pytop.ui.session_axis import SessionAxis
+from pytop.ui.timeline import (
+    CURSOR_STYLE,
+    RANGE_STYLE,
+    Axis,
+    axis_of,
+    bar_spans,
+    layout,
+    point_of,
+    timeline_line,
+    window_at,
+)
 from record_fakes import write_recording
+from ui_fakes import snapshot
 
 SIZE = (120, 30)
 CPU_NS = [5_000_000 * (1 + (n % 7)) for n in range(40)]  # 0.5% to 3.5% of a core, window by window
@@ -98,9 +112,9 @@ def test_a_long_recordings_points_are_means_of_equal_runs_of_windows() -> None:
     assert Timeline(4).series() == (UNKNOWN,) * 4
 
 
-def position(windows: int, index: int, first: int, timeline: tuple[float, ...]) -> ReplayPosition:
-    return ReplayPosition("run.pytop", index, windows, 1000.0 + index, 1001.0 + index, 1000.0 + first, 1000.0,
-                          1000.0 + windows, first=first, timeline=timeline)
+def position(windows: int, index: int, first: int, timeline: tuple[float, ...]) -> Axis:
+    return axis_of(ReplayPosition("run.pytop", index, windows, 1000.0 + index, 1001.0 + index, 1000.0 + first,
+                                  1000.0, 1000.0 + windows, first=first, timeline=timeline))
 
 
 @pytest.mark.parametrize("windows, width", [(5, 60), (40, 60), (400, 80), (3000, 120)])
@@ -171,3 +185,22 @@ async def shown(app: PytopApp, pilot: object, text: str) -> str:
         if text in header:
             return header
     raise AssertionError(f"the header never said {text!r}: {header}")
+
+
+def test_a_live_views_session_is_an_axis_with_the_present_at_its_cursor() -> None:
+    session = SessionAxis()
+    shot = snapshot()
+    for n in range(3 * SESSION_POINTS + 1):
+        window = replace(shot, cpu_pct=float(n % 50), run=replace(shot.run, window_number=n + 1, window_seconds=1.0))
+        session.record(window, 2000.0 + n)
+        session.record(window, 2000.5 + n)  # (a view of the same window again adds nothing)
+    axis = session.axis(since_reset=10.0)
+    assert axis is not None and len(axis.series) <= SESSION_POINTS
+    assert sum(session.weights) == 3 * SESSION_POINTS + 1  # every window in some point, once
+    assert axis.start == 1999.0 and axis.end == axis.ends[-1] == 2000.0 + 3 * SESSION_POINTS
+    assert axis.cursor == axis.windows - 1  # the present
+    assert axis.ends[axis.first] > axis.end - 10.0 >= axis.ends[axis.first - 1]  # the range since the reset
+    assert sum(c * w for c, w in zip(session.cpu, session.weights)) == pytest.approx(
+        sum(float(n % 50) for n in range(3 * SESSION_POINTS + 1)))  # merged by weight: nothing lost
+    line = timeline_line(axis, 100)
+    assert line is not None and [span.style for span in line.spans][-2] == CURSOR_STYLE

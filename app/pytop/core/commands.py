@@ -100,15 +100,14 @@ class Export:
 @dataclass(frozen=True)
 class Seek:
     """A recording shown again: move its time cursor by `windows`, or by `seconds`, or to its
-    first (edge -1) or last (edge 1) window, or to the window of a time (`to`: seconds after the
-    recording's start, or of the day, local time, with `clock`: core/when.py), or to window
-    `index` (a click on the timeline). The live view has no cursor: it ignores this."""
+    first (edge -1) or last (edge 1) window, or to the window of a moment (`to`: wall-clock
+    seconds), or to window `index` (a click on a recording's time axis). The live view has no
+    cursor: it ignores this."""
 
     windows: int = 0
     seconds: float = 0.0
     edge: int = 0
     to: float | None = None
-    clock: bool = False
     index: int | None = None
 
     @property

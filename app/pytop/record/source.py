@@ -19,7 +19,6 @@ from ..core import commands
 from ..core.model import Mode, Snapshot
 from ..core.profile import Profile
 from ..core.snapshot import View
-from ..core.when import When
 from .replay import Replay
 
 Exporter = Callable[[str, Profile, Mode], tuple[str, ...]]
@@ -131,8 +130,7 @@ class ReplaySource:
             return max(0, min(last, seek.index))
         windows = self.replay.recording.windows
         if seek.to is not None:  # the window the moment falls in (the nearest end's, outside the recording)
-            moment = When(seek.to, seek.clock).at(self.replay.recording.start)
-            return min(bisect.bisect_left([w.end for w in windows], moment), last)
+            return min(bisect.bisect_left([w.end for w in windows], seek.to), last)
         goal = windows[self.cursor].end + seek.seconds
         if seek.seconds > 0:
             return next((i for i in range(self.cursor, last + 1) if windows[i].end >= goal), last)

@@ -14,7 +14,7 @@ from array import array
 from collections.abc import Callable, Iterator
 
 UNKNOWN = -1.0  # a window not read yet
-GAP = -2.0  # a window whose frame did not decode: nothing to show there
+GAP = -2.0  # nothing to show there: a frame that did not decode, or a window too short to say its CPU
 MAX_POINTS = 1024  # a snapshot carries at most these: a day's windows are averaged down to them
 FIRST_STRIDE = 64  # the coarsest pass reads every 64th window
 
@@ -44,8 +44,9 @@ class Timeline:
         self._coarse_unknown = self.cpu[::-1][::FIRST_STRIDE].count(UNKNOWN)
 
     def learn(self, index: int, cpu_pct: float | None) -> None:
-        """Window `index`'s CPU (None: too short a window to say, as its live view said none)."""
-        self._set(index, max(0.0, cpu_pct or 0.0))
+        """Window `index`'s CPU (None: too short a window to say, as its live view said none:
+        left out of its point's mean, not taken for an idle target)."""
+        self._set(index, GAP if cpu_pct is None else max(0.0, cpu_pct))
 
     def gap(self, index: int) -> None:
         self._set(index, GAP)

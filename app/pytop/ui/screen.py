@@ -29,10 +29,12 @@ from .filter import FilterBar, compile_filter, keep
 from .help import HelpScreen
 from .linetable import LineTable
 from .screen_keys import SCREEN_KEYS
+from .session_axis import SessionAxis
 from .source import SnapshotSource, StacksNow
 from .stacks_panel import StacksPanel
 from .threads import ThreadTable
 from .time_bar import TimeBar
+from .timeline import Axis, axis_of
 from .trends import Trends
 from .widgets import SORT_COLUMNS, Banner, FunctionTable, KeyBar, ProcessHeader
 
@@ -89,6 +91,7 @@ class MainScreen(Screen[None]):
         self._announced: tuple[str, ...] = ()
         self._panel_wanted = False  # Enter on a function: move into its callers once they show
         self.trends = Trends()
+        self.session = SessionAxis()  # the live view's session so far, for its time axis
         self.baseline = baseline  # the table shows each function's change against it (ui/baseline.py)
         self.change_sort = "own_change"
 
@@ -133,6 +136,7 @@ class MainScreen(Screen[None]):
             self.trends.record(snapshot, now=place.end)
         elif not snapshot.run.exited or self.snapshot is None or not self.snapshot.run.exited:
             self.trends.record(snapshot)  # after the end, views of the same figures
+            self.session.record(snapshot, time.time())
         # (a snapshot may come before the screen's widgets are there, or while they are taken
         # down at the end: shown once they are, by on_mount)
         if not self.paused and self.query(FunctionTable):
@@ -160,7 +164,7 @@ class MainScreen(Screen[None]):
             notes.append(f"[the top {len(shown):,} of {len(rows):,} rows: / finds the others]")
         if self.baseline is not None:
             notes.append(f"[against the baseline: {self.baseline.label}]")
-        self.query_one(ProcessHeader).show_header(s, notes, self.trends)
+        self.query_one(ProcessHeader).show_header(s, notes, self.trends, self.axis(s))
         self.show_changes(s)
         self.query_one("#error-banner", Banner).say(fmt.error_banner(s))
         self.query_one("#behind-banner", Banner).say(fmt.behind_banner(s))
@@ -188,6 +192,12 @@ class MainScreen(Screen[None]):
             self._announced = s.run.exported
             self.notify("\n".join(s.run.exported), title="Exported" if len(s.run.exported) > 1 else "Export",
                         markup=False)  # paths are the user's: "[/]" in one froze the screen
+
+    def axis(self, s: Snapshot) -> Axis | None:
+        """A recording's time axis, or the live view's session's while it has a past to go to."""
+        if s.run.replay is not None:
+            return axis_of(s.run.replay) if s.run.replay.timeline else None
+        return self.session.axis(s.run.elapsed) if self.replay is None else None
 
     def show_changes(self, s: Snapshot) -> None:
         """With a baseline, its comparison in place of the function table."""
@@ -420,7 +430,8 @@ class MainScreen(Screen[None]):
         self.source.send(commands.Seek(edge=edge))
 
     def on_process_header_time_chosen(self, message: ProcessHeader.TimeChosen) -> None:
-        self.source.send(commands.Seek(index=message.index))
+        self.source.send(commands.Seek(index=message.index) if message.moment is None
+                         else commands.Seek(to=message.moment))
 
     def action_go_to(self) -> None:
         self.query_one(TimeBar).open("")
@@ -429,8 +440,10 @@ class MainScreen(Screen[None]):
         self.main_table().focus()
         if message.problem is not None:
             self.notify(message.problem, title="Go to", severity="warning", timeout=6, markup=False)
-        elif message.when is not None:
-            self.source.send(commands.Seek(to=message.when.seconds, clock=message.when.clock))
+        elif message.when is not None:  # (from the recording's start; a live view's: its session's)
+            place = self.snapshot.run.replay if self.snapshot is not None else None
+            start = place.recording_start if place is not None else self.session.start
+            self.source.send(commands.Seek(to=message.when.at(start)))
 
     def action_refresh_rate(self, step: int) -> None:
         """One step along REFRESH_STEPS (from a --delay between steps, to the next one)."""

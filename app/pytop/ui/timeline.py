@@ -1,6 +1,7 @@
 """The header's time axis for a recording shown again (or a live view's past): the target's CPU
 over the whole recording as bars, the range the totals cover marked, the cursor's window
-reversed, the clock at either end. Pure: a ReplayPosition in, a line of text out."""
+reversed, the clock at either end; and the live view's session so far the same way (its cursor
+the present). Pure: an Axis in, a line of text out."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .trends import BARS
 
 MIN_BARS = 8
 RANGE_STYLE, OUTSIDE_STYLE, CURSOR_STYLE = "bold yellow", "cyan", "bold reverse yellow"
-NOT_READ, NOTHING = "·", " "  # a point not read yet; a window whose frame did not decode
+NOT_READ, NOTHING = "·", " "  # a point not read yet; nothing to show (a damaged frame, a window too short)
 UNREAD_POINT = -1.0  # (ReplayPosition.timeline's mark of a point not read yet; -2 a gap)
 
 
@@ -35,6 +36,22 @@ def point_of(index: int, windows: int, points: int) -> int:
     return points - 1
 
 
+class Axis(NamedTuple):
+    """What the axis draws: a point a run of windows, where the cursor and the range are."""
+
+    series: tuple[float, ...]  # the target's CPU (100 = a core); UNREAD_POINT, or -2 for a gap
+    windows: int  # the points stand for these, in equal runs
+    cursor: int  # the cursor's window
+    first: int  # the range's first window
+    start: float  # wall-clock seconds at the first window's start
+    end: float  # ... at the last window's end
+    ends: tuple[float, ...] = ()  # (a live view's session) each window's end: where a click goes
+
+
+def axis_of(place: ReplayPosition) -> Axis:
+    return Axis(place.timeline, place.windows, place.index, place.first, place.recording_start, place.recording_end)
+
+
 class Layout(NamedTuple):
     label: str  # what the bars stand for, and the first window's clock
     bars: int
@@ -42,26 +59,23 @@ class Layout(NamedTuple):
     top: float  # the CPU a full bar stands for
 
 
-def layout(place: ReplayPosition, width: int) -> Layout | None:
-    """None when the position has no timeline (a recording of no window) or the width is too
-    small for one."""
-    series = place.timeline
-    if not series or place.windows <= 0:
+def layout(axis: Axis, width: int) -> Layout | None:
+    """None when there is nothing to draw (a recording of no window) or the width is too small."""
+    if not axis.series or axis.windows <= 0:
         return None
-    top = max([1.0, *(v for v in series if v >= 0)])  # (to the highest point: a spike stands out of a steady load)
-    label = f"CPU to {fmt.percent(top)}: {fmt.wall_clock(place.recording_start)} "
-    end = f" {fmt.wall_clock(place.recording_end)}"
+    top = max([1.0, *(v for v in axis.series if v >= 0)])  # (to the highest point: a spike stands out of a steady load)
+    label = f"CPU to {fmt.percent(top)}: {fmt.wall_clock(axis.start)} "
+    end = f" {fmt.wall_clock(axis.end)}"
     bars = width - len(label) - len(end)
     return Layout(label, bars, end, top) if bars >= MIN_BARS else None
 
 
-def timeline_line(place: ReplayPosition, width: int) -> Text | None:
-    shape = layout(place, width)
+def timeline_line(axis: Axis, width: int) -> Text | None:
+    shape = layout(axis, width)
     if shape is None:
         return None
-    series = place.timeline
-    cursor, first = point_of(place.index, place.windows, len(series)), point_of(place.first, place.windows,
-                                                                                  len(series))
+    series = axis.series
+    cursor, first = point_of(axis.cursor, axis.windows, len(series)), point_of(axis.first, axis.windows, len(series))
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(shape.label, style="dim")
     for lo, hi in bar_spans(len(series), shape.bars):
@@ -82,13 +96,13 @@ def timeline_line(place: ReplayPosition, width: int) -> Text | None:
     return text
 
 
-def window_at(place: ReplayPosition, width: int, column: int) -> int | None:
-    """The window a click on the timeline drawn `width` wide at `column` (from its line's start)
+def window_at(axis: Axis, width: int, column: int) -> int | None:
+    """The window a click on the axis drawn `width` wide at `column` (from its line's start)
     points at: the first of its bar's; None off the bars."""
-    shape = layout(place, width)
+    shape = layout(axis, width)
     bar = column - len(shape.label) if shape is not None else -1
     if shape is None or not 0 <= bar < shape.bars:
         return None
-    points = len(place.timeline)
+    points = len(axis.series)
     lo, _ = bar_spans(points, shape.bars)[bar]
-    return min(place.windows - 1, lo * place.windows // points)
+    return min(axis.windows - 1, lo * axis.windows // points)

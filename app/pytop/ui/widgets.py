@@ -10,10 +10,10 @@ from textual.events import Click
 from textual.message import Message
 from textual.widgets import Static
 
-from ..core.model import FunctionRow, ReplayPosition, RowKey, Snapshot
+from ..core.model import FunctionRow, RowKey, Snapshot
 from ..report import format as fmt
 from .linetable import Cell, Column, LineTable, Part, Row
-from .timeline import timeline_line, window_at
+from .timeline import Axis, timeline_line, window_at
 from .trends import Trends
 
 SORT_COLUMNS = {
@@ -47,26 +47,31 @@ class ProcessHeader(Static):
     """What is sampled, how sampling goes, and how the process does."""
 
     class TimeChosen(Message):
-        """A click on the timeline: the window under it."""
+        """A click on the time axis: the window under it (of a recording), or its moment (the
+        live view's session: wall-clock seconds at its end)."""
 
-        def __init__(self, index: int) -> None:
+        def __init__(self, index: int, moment: float | None) -> None:
             super().__init__()
             self.index = index
+            self.moment = moment
 
-    _axis: tuple[int, ReplayPosition, int] | None = None  # the timeline's line, its position, its width
+    _axis: tuple[int, Axis, int] | None = None  # the time axis's line, what it drew, its width
 
     def on_click(self, event: Click) -> None:
         at = event.get_content_offset(self)
         if at is None or self._axis is None or at.y != self._axis[0]:
             return
-        index = window_at(self._axis[1], self._axis[2], at.x)
+        line, axis, width = self._axis
+        index = window_at(axis, width, at.x)
         if index is not None:
-            self.post_message(self.TimeChosen(index))
+            self.post_message(self.TimeChosen(index, axis.ends[index] if axis.ends else None))
 
-    def show_header(self, s: Snapshot, notes: list[str], trends: Trends | None = None) -> None:
+    def show_header(self, s: Snapshot, notes: list[str], trends: Trends | None = None, axis: Axis | None = None
+                    ) -> None:
         """Facts flowed onto as many lines as the width needs, none cut: every figure shows at 80
         columns (at 120 the error rate and pytop's own CPU once fell off the end). The command
-        line comes last on the first line, being the longest, and only it is cut."""
+        line comes last on the first line, being the longest, and only it is cut. The time axis
+        (ui/timeline.py) comes under the replay's line (a live view's: under the first)."""
         t = s.target
         width = max(self.size.width - 2, 20) if self.size.width else 10_000
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -87,14 +92,13 @@ class ProcessHeader(Static):
                         text.append(" ")
                     for piece, style in fact:
                         text.append(piece, style=style)
-            axis = timeline_line(s.run.replay, width) if number == 0 and s.run.replay is not None else None
-            if axis is not None:  # under the replay's line: where in the recording the cursor is
-                text.append("\n")
-                assert s.run.replay is not None
-                self._axis = (text.plain.count("\n"), s.run.replay, width)
-                text.append_text(axis)
-            elif number == 0:
+            if number == 0:
+                drawn = timeline_line(axis, width) if axis is not None else None
                 self._axis = None
+                if axis is not None and drawn is not None:
+                    text.append("\n")
+                    self._axis = (text.plain.count("\n"), axis, width)
+                    text.append_text(drawn)
         if notes:
             text.append("\n")
             for note in notes:
