@@ -26,6 +26,7 @@ from pytop.core.compare import compare
 from pytop.core.snapshot import View
 from pytop.process.launch import Child, attach_when_ready, demo_command
 from pytop.process.stacks import stacks_now
+from pytop.record.history import HistorySource
 from pytop.record.host_recorder import HostRecorder
 from pytop.record.host_replay import HostReplay, open_host_recording
 from pytop.record.keys import RunRecord
@@ -34,7 +35,7 @@ from pytop.record.recording import open_recording
 from pytop.record.replay import Replay
 from pytop.record.source import ReplaySource
 from pytop.replaying import recorded_span
-from pytop.run import attach_child, info_of
+from pytop.run import attach_child, info_of, start_history
 from pytop.sampling.host import HostSampler
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.ui.app import PytopApp
@@ -62,7 +63,12 @@ async def shoot() -> None:
     try:
         target = attach_when_ready(child)
         settings = Settings(delay=1.0)
-        app = PytopApp(Sampler(target.unwinder, info_of(target), settings), sort="own_pct", stacks_now=stacks_now)
+        info = info_of(target)
+        history = start_history(info, settings, None)  # as `pytop PID` remembers its session: its time axis
+        assert not isinstance(history, str), history
+        sampler = Sampler(target.unwinder, info, settings, recorder=history.recorder)
+        app = PytopApp(HistorySource(sampler, history.path, private=True), sort="own_pct", stacks_now=stacks_now,
+                       replay=None)
         async with app.run_test(size=HOSTS_SIZE) as pilot:
             await asyncio.sleep(5)
             app.save_screenshot("main.svg", str(OUT))
@@ -98,6 +104,7 @@ async def shoot() -> None:
             await pilot.pause()
             app.save_screenshot("exited.svg", str(OUT))
         target.close()
+        history.close()
     finally:
         child.end()
 
