@@ -2,6 +2,7 @@
 `--batch` runs on the same target with and without recording, the recording's size per hour,
 how long opening it takes to its first table, and how long stepping the time cursor back takes
 (each replayed from the start of the file); beside py-spy `record -f raw` over the same time.
+With --open FILE: only the replay's times on FILE (the cursor's steps, the time axis, ranges).
 
     python bench/record.py [--python PATH] [--duration 60] [--runs 3] [--targets churn,pool,server]
 
@@ -86,6 +87,27 @@ def stepping(path: str, steps: int = 40, pace: float = 0.0) -> tuple[float, floa
     return first, back, ranged, statistics.median(times)
 
 
+def time_axis(path: str) -> tuple[float, float]:
+    """Seconds to the time axis's shape (a window in 64 read for its load), and to its every
+    point, as the view's replay thread reads them while no key is pressed (the cursor at the
+    end, its windows taken in first)."""
+    sys.path.insert(0, str(ROOT / "app"))
+    from pytop.core.snapshot import View
+    from pytop.record.recording import open_recording
+    from pytop.record.replay import Replay
+
+    replay = Replay(open_recording(path))
+    replay.snapshot(len(replay) - 1, View())
+    timeline = replay.timeline
+    started = time.monotonic()
+    replay.fill_timeline(stop=lambda: timeline.shaped)
+    shaped = time.monotonic() - started
+    replay.fill_timeline(stop=lambda: False)
+    whole = time.monotonic() - started
+    replay.close()
+    return shaped, whole
+
+
 def comparing(path: str, pairs: int = 12) -> tuple[float, float, float]:
     """Seconds to start a range at the cursor (the `R` key, a second after the cursor came
     there), at worst over a few cursors a minute apart; and the median and worst of comparing
@@ -153,6 +175,8 @@ def main() -> None:
             how = "keys back to back" if not pace else f"a key every {pace:g} s, the replay working ahead between"
             print(f"{args.open}: opened to the last window {first:.2f} s; the time cursor back p95 {back:.3f} s "
                   f"(median {back_median:.3f} s; {how}); the second half as one range {ranged:.2f} s")
+        shaped, whole = time_axis(args.open)
+        print(f"{args.open}: the time axis's shape in {shaped:.3f} s, its every point in {whole:.2f} s")
         at_cursor, compare, compare_worst = comparing(args.open)
         print(f"{args.open}: a range begun at the cursor at worst {at_cursor:.3f} s; two 10-minute ranges "
               f"compared by difference: median {compare:.2f} s, at worst {compare_worst:.2f} s")

@@ -19,7 +19,14 @@ from pytop.core.snapshot import View
 from pytop.core.when import parse_when
 from pytop.record.codec import Damaged, Packer, Unpacker
 from pytop.record.keys import RunRecord, key_payload, read_key
-from pytop.record.payloads import WindowRecord, read_window, read_window_tables, window_payload
+from pytop.record.payloads import (
+    WindowRecord,
+    read_window,
+    read_window_load,
+    read_window_tables,
+    window_load,
+    window_payload,
+)
 from pytop.record.ranges import window_range
 from pytop.record.recorder import Recorder
 from pytop.record.recording import open_recording
@@ -43,6 +50,7 @@ def test_standing_threads_come_back_and_a_window_of_version_2_has_none() -> None
     assert again.drains[0].standing == standing and again.drains[1].standing == NO_STANDING
     tables = read_window_tables(window_payload(record))  # passed over, to the next drain
     assert [t.function_rows for t in tables.drains] == [d.function_rows for d in record.drains]
+    assert read_window_load(window_payload(record)) == window_load(record)  # (likewise)
     # Version 2 wrote no standing columns: the same drain, its tail and version number aside.
     plain = window_payload(WindowRecord((drain(1),), CIRCUMSTANCES))
     tail = Packer()
@@ -102,7 +110,7 @@ def test_a_column_that_claims_more_than_its_payload_is_damage() -> None:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=600))
 def test_any_bytes_are_a_window_or_damage(data: bytes) -> None:
-    for reader in (read_window, read_key):
+    for reader in (read_window, read_key, read_window_tables, read_window_load):
         try:
             reader(data)
         except Damaged:
@@ -119,7 +127,17 @@ def test_a_sound_window_with_one_byte_changed_or_cut_is_a_window_or_damage(at: i
     else:
         data[at] = value
     try:
-        read_window(bytes(data))
+        whole = window_load(read_window(bytes(data)))
+    except Damaged:
+        whole = None
+    try:  # (the load alone reads less of the frame: it may find no damage where the whole read does)
+        alone = read_window_load(bytes(data))
+    except Damaged:
+        assert whole is None
+    else:
+        assert whole is None or alone == whole
+    try:
+        read_window_tables(bytes(data))
     except Damaged:
         pass
 
