@@ -471,10 +471,12 @@ async def test_the_live_view_steps_back_into_its_own_recording_and_comes_back(so
                 await header_says("recorded ")
                 helpers.wait_samples(sampler, 300)
                 # The session so far as a time axis, the present at its cursor: a click on its
-                # first bar goes into the past there.
+                # first bar goes into the past there (once the recording holds a few windows:
+                # before, there is no past to go to).
+                helpers.wait_until(lambda: len(open_recording(str(path)).windows) >= 3)
                 live = (await header_says("CPU to ")).splitlines()
                 axis = next(i for i, text in enumerate(live) if text.startswith("CPU to "))
-                await pilot.click("#header", offset=(1 + live[axis].index(": ") + 2 + 9, axis))
+                await pilot.click("#header", offset=(1 + live[axis].index(": ") + 2 + 9 + 2, axis))
                 past = await header_says("The past (> back to live)")
                 assert int(past.split("window ")[1].split()[0]) <= 3 and "CPU to " in past, past
                 await pilot.press("greater_than_sign")

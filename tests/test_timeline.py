@@ -34,6 +34,7 @@ from pytop.ui.timeline import (
     timeline_line,
     window_at,
 )
+from pytop.ui.trends import BARS
 from record_fakes import write_recording
 from ui_fakes import snapshot
 
@@ -159,7 +160,7 @@ async def test_g_goes_to_a_time_and_a_click_on_the_axis_to_its_window(tmp_path: 
     app = PytopApp(ReplaySource(Replay(open_recording(str(path))), View()), replay=True)
     async with app.run_test(size=SIZE) as pilot:
         header = await shown(app, pilot, "window 40 of 40")
-        header = await shown(app, pilot, "CPU to 3.5%")  # all read: the highest window's CPU is the top
+        header = await shown(app, pilot, "CPU to   3.5%")  # all read: the highest window's CPU is the top
         assert "·" not in header
         start = app.main.snapshot.run.replay.recording_start  # type: ignore[union-attr]
         await pilot.press("g", *"10s", "enter")
@@ -173,7 +174,7 @@ async def test_g_goes_to_a_time_and_a_click_on_the_axis_to_its_window(tmp_path: 
         await pilot.pause(0.2)
         assert "window 25 of 40" in str(app.main.query_one("#header").render())  # not a time: the cursor stays
         axis = next(i for i, text in enumerate(header.splitlines()) if text.startswith("CPU to"))
-        label = len(header.splitlines()[axis]) - len(header.splitlines()[axis].split(" ", 4)[-1])
+        label = next(i for i, c in enumerate(header.splitlines()[axis]) if c in BARS)
         await pilot.click("#header", offset=(1 + label, axis))  # (the header's padding, then the first bar)
         await shown(app, pilot, "window 1 of 40")
 

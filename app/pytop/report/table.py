@@ -7,7 +7,7 @@ import dataclasses
 import json
 from typing import Any
 
-from ..core.model import MODE_HELP, FunctionRow, Snapshot, ThreadRow
+from ..core.model import MODE_HELP, FunctionRow, ReplayPosition, Snapshot, ThreadRow
 from ..core.profile import Profile
 from ..core.visible import visible_command
 from . import export
@@ -56,6 +56,14 @@ def as_text(s: Snapshot, sort: str, full_filenames: bool, limit: int | None = No
                      f"{fmt.seconds(row.own_time):>9} {fmt.seconds(row.total_time):>10}  "
                      f"{whose}{row.function} ({fmt.where(row, t.cwd, full_filenames)})")
     return "\n".join(lines) + "\n"
+
+
+def replay_record(p: ReplayPosition) -> dict[str, object]:
+    """Where a replay stands, as --json says it: not the view's time axis (its points are what
+    the view has read so far, not figures of the range)."""
+    record = dataclasses.asdict(p)
+    del record["timeline"]
+    return record
 
 
 def replay_summary(s: Snapshot) -> str | None:
@@ -142,7 +150,7 @@ def as_json(s: Snapshot, sort: str) -> str:
         "gc_pct": None if s.gc_pct is None else round(s.gc_pct, 3),
         "push": None if s.run.push is None else dataclasses.asdict(s.run.push),
         "record": None if s.run.record is None else dataclasses.asdict(s.run.record),
-        "replay": None if s.run.replay is None else dataclasses.asdict(s.run.replay),
+        "replay": None if s.run.replay is None else replay_record(s.run.replay),
         "functions": functions,
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

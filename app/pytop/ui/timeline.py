@@ -64,7 +64,8 @@ def layout(axis: Axis, width: int) -> Layout | None:
     if not axis.series or axis.windows <= 0:
         return None
     top = max([1.0, *(v for v in axis.series if v >= 0)])  # (to the highest point: a spike stands out of a steady load)
-    label = f"CPU to {fmt.percent(top)}: {fmt.wall_clock(axis.start)} "
+    # (as wide whatever the top: the bars stay put under the mouse as it changes)
+    label = f"CPU to {fmt.percent(top):>6}: {fmt.wall_clock(axis.start)} "
     end = f" {fmt.wall_clock(axis.end)}"
     bars = width - len(label) - len(end)
     return Layout(label, bars, end, top) if bars >= MIN_BARS else None
