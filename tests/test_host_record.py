@@ -242,12 +242,17 @@ async def test_the_time_keys_step_through_a_recorded_table(tmp_path: Path) -> No
                 await pilot.press(key)
             await pilot.pause()
             seen.append((app.at, sorted(app.pids)))
-        await pilot.press("right_square_bracket")
+        for typed in ("0s", "1h", "soon"):  # g: the look at a time (the last past the end; not a time: none)
+            await pilot.press("g", *typed, "enter")
+            await pilot.pause()
+            seen.append((app.at, sorted(app.pids)))
+        await pilot.press("left_square_bracket", "right_square_bracket")
         app.query_one(HostTable).move_cursor(app.pids.index(300))
         await pilot.press("enter")
         await pilot.pause()
         intro = str(app.query_one("#intro", Static).render())
-    assert seen == [(2, [300]), (1, [199, 300]), (0, [199]), (2, [300]), (1, [199, 300])], seen
+    assert seen == [(2, [300]), (1, [199, 300]), (0, [199]), (2, [300]), (1, [199, 300]),
+                    (0, [199]), (2, [300]), (2, [300])], seen
     # The last look had no heats of its own: the ones written with the look before show.
     assert "300, hottest at this look: handle 75%, log 12%" in intro and "3 of 3" in intro, intro
 
