@@ -61,7 +61,7 @@ class ProcessHeader(Static):
         at = event.get_content_offset(self)
         if at is None or self._axis is None or at.y != self._axis[0]:
             return
-        line, axis, width = self._axis
+        _, axis, width = self._axis
         index = window_at(axis, width, at.x)
         if index is not None:
             self.post_message(self.TimeChosen(index, axis.ends[index] if axis.ends else None))
@@ -92,8 +92,8 @@ class ProcessHeader(Static):
                         text.append(" ")
                     for piece, style in fact:
                         text.append(piece, style=style)
-            if number == 0:
-                drawn = timeline_line(axis, width) if axis is not None else None
+            if number == 0:  # (not before the header has a width: an axis 10,000 bars wide)
+                drawn = timeline_line(axis, width) if axis is not None and self.size.width else None
                 self._axis = None
                 if axis is not None and drawn is not None:
                     text.append("\n")
