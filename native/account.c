@@ -205,6 +205,11 @@ void account_sample(pytop_engine *e, uint32_t p, const pytop_sample *s, uint64_t
         }
         gil = gil && !waking;
         t->running = !waking && (gil || (pt->flags & PYTOP_THREAD_ON_CPU));
+        if (!holds && !t->running && !(pt->flags & PYTOP_THREAD_GIL_WAIT)) { /* napping (attribute.c) */
+            t->napped_stack = stack;
+            t->napped_seen = P->sample_no;
+            t->napped_epoch = e->stacks.epoch;
+        }
         /* exact: the count's last read was at the previous sample; counted: and it is read again now
          * (not a first read), so the interval's CPU is known. */
         bool exact = t->checked_at + 1 == P->sample_no && !created;

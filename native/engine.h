@@ -41,6 +41,8 @@ typedef struct engine_thread {
     bool running;              /* its latest sample saw it run: the GIL, or on a CPU */
     bool computing_sighted;    /* ... on a CPU in the call it had waited for the GIL in (account.c) */
     uint32_t asleep_stack;     /* where a sample last found it asleep holding the GIL (0: never) */
+    uint32_t napped_stack;     /* where one last found it asleep without it, not waiting for it (0: never) */
+    uint32_t napped_seen, napped_epoch; /* ... its process's sample number then, the tree's epoch */
     uint32_t asleep_seen, asleep_epoch; /* ... its process's sample number then, the tree's epoch */
     bool name_sent;
     uint64_t thread_id;
