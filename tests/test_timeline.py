@@ -36,7 +36,7 @@ from pytop.ui.timeline import (
 )
 from pytop.ui.trends import BARS
 from record_fakes import write_recording
-from ui_fakes import snapshot
+from ui_fakes import shown, snapshot
 
 SIZE = (120, 30)
 CPU_NS = [5_000_000 * (1 + (n % 7)) for n in range(40)]  # 0.5% to 3.5% of a core, window by window
@@ -177,15 +177,6 @@ async def test_g_goes_to_a_time_and_a_click_on_the_axis_to_its_window(tmp_path: 
         label = next(i for i, c in enumerate(header.splitlines()[axis]) if c in BARS)
         await pilot.click("#header", offset=(1 + label, axis))  # (the header's padding, then the first bar)
         await shown(app, pilot, "window 1 of 40")
-
-
-async def shown(app: PytopApp, pilot: object, text: str) -> str:
-    for _ in range(200):
-        await pilot.pause(0.02)  # type: ignore[attr-defined]
-        header = str(app.main.query_one("#header").render())
-        if text in header:
-            return header
-    raise AssertionError(f"the header never said {text!r}: {header}")
 
 
 def test_a_live_views_session_is_an_axis_with_the_present_at_its_cursor() -> None:

@@ -18,19 +18,9 @@ from pytop.report import format as fmt
 from pytop.ui.app import PytopApp
 from pytop.ui.screen import MainScreen
 from record_fakes import write_recording
-from ui_fakes import FakeSource, snapshot
+from ui_fakes import FakeSource, shown, snapshot
 
 SIZE = (120, 30)
-
-
-async def shown(app: PytopApp, pilot: object, text: str) -> str:
-    """The header, once it says `text` (the replay's thread answers a key in a moment)."""
-    for _ in range(200):
-        await pilot.pause(0.02)  # type: ignore[attr-defined]
-        header = str(app.main.query_one("#header").render())
-        if text in header:
-            return header
-    raise AssertionError(f"the header never said {text!r}: {header}")
 
 
 async def test_the_time_keys_move_through_a_recording(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from pytop.core import commands
 from pytop.core.model import (
@@ -180,3 +181,13 @@ class FakeSource:
     def _send(self, s: Snapshot) -> None:
         if self.publish is not None:
             self.publish(s)
+
+
+async def shown(app: Any, pilot: Any, text: str) -> str:
+    """The header, once it says `text` (a replay's thread answers a key in a moment)."""
+    for _ in range(200):
+        await pilot.pause(0.02)
+        header = str(app.main.query_one("#header").render())
+        if text in header:
+            return header
+    raise AssertionError(f"the header never said {text!r}: {header}")
