@@ -9,7 +9,9 @@ import time
 
 from report import ready
 
-WORK = 0.04
+# Longer than the stalls of a saturated machine's sampler (0.1 s), so that none hides a round
+# whole (see the test). Up to 0.12 s a round, 3.11's objects still come back at one address.
+WORK = 0.12
 SOURCE = """
 def work_{n}():
     start = time.process_time()
