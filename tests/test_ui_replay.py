@@ -63,6 +63,28 @@ async def test_a_live_view_offers_no_time_keys_and_a_recording_no_live_ones() ->
     assert bound == {"[", "]", "{", "}", "<", ">"}
 
 
+async def test_a_live_view_with_no_window_kept_yet_says_there_is_no_past() -> None:
+    """Its memory of the session holds no window before the first refresh: a step back, a jump
+    or a click says so instead of doing nothing; once a window is kept, the step goes to the
+    source."""
+    shot = snapshot()
+    empty = replace(shot, run=replace(shot.run, record=RecordStatus("/tmp/pytop-session", 0, 0, private=True)))
+    source = FakeSource(empty)
+    app = PytopApp(source, replay=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("left_square_bracket")
+        await pilot.pause()
+        assert source.seeks == []
+        assert any("nothing to go back to yet" in str(n.message) for n in app._notifications)
+        kept = replace(shot, run=replace(shot.run, record=RecordStatus("/tmp/pytop-session", 6000, 1, private=True)))
+        assert source.publish is not None
+        source.publish(kept)
+        await pilot.pause()
+        await pilot.press("left_square_bracket")
+        await pilot.pause()
+        assert [s.windows for s in source.seeks] == [-1]
+
+
 async def test_a_recording_that_loses_windows_says_so_in_a_banner() -> None:
     shot = snapshot()
     failing = RecordStatus("/var/tmp/run.pytop", 5 << 20, 120, waiting=0, dropped=3, failing="No space left on device")

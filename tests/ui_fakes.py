@@ -122,6 +122,7 @@ class FakeSource:
         self.looked: int | None = None
         self.threads_shown = True
         self.tasks = False
+        self.seeks: list[commands.Seek] = []
 
     def stacks_now(self, pid: int, stopped: Callable[[], bool]) -> tuple[ProcessStacks, str | None]:
         """A process of one thread, asleep in wait(timeout=5) under main()."""
@@ -164,6 +165,9 @@ class FakeSource:
             return
         elif isinstance(command, commands.ShowTasks):
             self.tasks = command.shown
+            return
+        elif isinstance(command, commands.Seek):
+            self.seeks.append(command)
             return
         elif isinstance(command, commands.Export):
             self.exports.append(command.directory)

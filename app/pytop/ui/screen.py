@@ -421,17 +421,31 @@ class MainScreen(Screen[None]):
         return self.shown_in(action, self.replay)
 
     def action_seek(self, windows: int) -> None:
-        self.source.send(commands.Seek(windows=windows))
+        self.seek(commands.Seek(windows=windows))
 
     def action_seek_seconds(self, seconds: float) -> None:
-        self.source.send(commands.Seek(seconds=seconds))
+        self.seek(commands.Seek(seconds=seconds))
 
     def action_seek_edge(self, edge: int) -> None:
-        self.source.send(commands.Seek(edge=edge))
+        self.seek(commands.Seek(edge=edge))
 
     def on_process_header_time_chosen(self, message: ProcessHeader.TimeChosen) -> None:
-        self.source.send(commands.Seek(index=message.index) if message.moment is None
-                         else commands.Seek(to=message.moment))
+        self.seek(commands.Seek(index=message.index) if message.moment is None else commands.Seek(to=message.moment))
+
+    def seek(self, command: commands.Seek) -> None:
+        """To the source; a live view whose memory holds no window yet says so (its first is
+        written at the first refresh) rather than leave a key without an answer."""
+        if command.back and self.replay is None and self.no_past_yet():
+            self.notify("nothing to go back to yet: the session's first window is kept at the first refresh",
+                        title="The past", timeout=4)
+            return
+        self.source.send(command)
+
+    def no_past_yet(self) -> bool:
+        s = self.snapshot
+        if s is not None and s.run.replay is not None:
+            return False  # in the past already
+        return s is None or s.run.record is None or s.run.record.windows == 0
 
     def action_go_to(self) -> None:
         self.query_one(TimeBar).open("")
@@ -443,7 +457,7 @@ class MainScreen(Screen[None]):
         elif message.when is not None:  # (from the recording's start; a live view's: its session's)
             place = self.snapshot.run.replay if self.snapshot is not None else None
             start = place.recording_start if place is not None else self.session.start
-            self.source.send(commands.Seek(to=message.when.at(start)))
+            self.seek(commands.Seek(to=message.when.at(start)))
 
     def action_refresh_rate(self, step: int) -> None:
         """One step along REFRESH_STEPS (from a --delay between steps, to the next one)."""
