@@ -257,6 +257,34 @@ async def test_the_time_keys_step_through_a_recorded_table(tmp_path: Path) -> No
     assert "300, hottest at this look: handle 75%, log 12%" in intro and "3 of 3" in intro, intro
 
 
+@pytest.mark.ui
+async def test_a_recorded_table_draws_its_time_axis_and_a_click_goes_to_a_look(tmp_path: Path) -> None:
+    """Under the intro: each look's Python CPU (its processes' summed), the look shown reversed;
+    a click on a bar shows that look."""
+    from pytop.ui.axis_line import AxisLine
+
+    path = tmp_path / "host.pytop"
+    recorded(path, [WEB, [*WEB, CRON], [CRON]])
+    replay = HostReplay(open_host_recording(str(path)))
+    app = PickerApp(replay=replay)
+    async with app.run_test(size=(100, 20)) as pilot:
+        axis = app.query_one(AxisLine)
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if "CPU to" in str(axis.render()):
+                break
+        drawn = str(axis.render())
+        assert replay.timeline_series() == pytest.approx((30.0, 129.5, 99.5))
+        assert drawn.startswith("CPU to") and "129.5%" in drawn and axis.axis is not None and axis.axis.cursor == 2
+        await pilot.click(AxisLine, offset=(drawn.index(": ") + 2 + 9 + 1, 0))  # the first bar, after the clock
+        await pilot.pause()
+        assert app.at == 0 and axis.axis.cursor == 0
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        assert app.at == 1 and axis.axis.cursor == 1
+    replay.close()
+
+
 @pytest.mark.process  # a Python to list
 async def test_the_live_table_records_its_looks(tmp_path: Path) -> None:
     path = tmp_path / "host.pytop"

@@ -39,6 +39,7 @@ from pytop.run import attach_child, info_of, start_history
 from pytop.sampling.host import HostSampler
 from pytop.sampling.sampler import Sampler, Settings
 from pytop.ui.app import PytopApp
+from pytop.ui.axis_line import AxisLine
 from pytop.ui.compare import ComparisonApp
 from pytop.ui.hosts import HostTable
 from pytop.ui.picker import PickerApp
@@ -141,7 +142,10 @@ async def shoot_hosts_replay(record: str) -> None:
     replay = HostReplay(open_host_recording(record))
     app = PickerApp(replay=replay)
     async with app.run_test(size=HOSTS_SIZE) as pilot:
-        await pilot.pause()
+        for _ in range(200):  # its time axis read (a worker thread)
+            await pilot.pause(0.05)
+            if "CPU to" in str(app.query_one(AxisLine).render()):
+                break
         for _ in range(3):
             await pilot.press("left_square_bracket")
         demo = next((key for key in app.keys if "pytop.demo" in app.lines[key].row.described), None)

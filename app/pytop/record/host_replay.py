@@ -9,7 +9,9 @@ session), so that any look can then be read alone."""
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from .. import errors, files
 from ..core.model import Heat, PythonProcess
@@ -19,6 +21,7 @@ from .codec import Damaged
 from .host_payloads import HostKey, HostWindow, key_kind, learn_texts, read_host_key_texts, read_host_window
 from .payloads import Rotation, read_note
 from .recording import StoredWindow
+from .timeline import Timeline
 
 HEATS_BACK = 30  # looks a look without heats of its own looks back for the last ones written
 
@@ -92,9 +95,15 @@ class HostReplay:
         self._file = files.open_regular(recording.path)
         self._last: tuple[int, HostWindow | None] | None = None
         self.damaged = 0  # looks that did not decode (a text lost with a damaged window)
+        # The time axis: the CPU of the host's Python processes at each look, read on the
+        # view's worker thread (with a file of its own: the table reads looks meanwhile).
+        self.timeline = Timeline(len(recording.windows))
+        self._timeline_file: BinaryIO | None = None
 
     def close(self) -> None:
         self._file.close()
+        if self._timeline_file is not None:
+            self._timeline_file.close()
 
     def __len__(self) -> int:
         return len(self.recording.windows)
@@ -117,11 +126,30 @@ class HostReplay:
 
     def _read(self, index: int) -> HostWindow | None:
         try:
-            return read_host_window(container.payload(self._file, self.recording.windows[index].frame),
-                                    self.recording.texts)
+            return self._decode(self._file, index)
         except (Damaged, ValueError, zlib.error):
             self.damaged += 1
             return None
+
+    def _decode(self, f: BinaryIO, index: int) -> HostWindow:
+        return read_host_window(container.payload(f, self.recording.windows[index].frame), self.recording.texts)
+
+    def fill_timeline(self, stop: Callable[[], bool]) -> bool:
+        """Read looks' points for the axis (coarsely first: record/timeline.py) until `stop` says
+        so; returns whether any is left. A look's point: its processes' CPU summed (100 = a core)."""
+        if self._timeline_file is None:
+            self._timeline_file = files.open_regular(self.recording.path)
+        f = self._timeline_file
+
+        def cpu_of(index: int) -> float:
+            try:
+                return sum(p.cpu_pct for p in self._decode(f, index).processes)
+            except zlib.error:
+                raise ValueError("a look that does not expand") from None
+        return self.timeline.fill(cpu_of, stop)
+
+    def timeline_series(self) -> tuple[float, ...]:
+        return self.timeline.series()
 
     def look(self, index: int) -> HostWindow | None:
         """Look `index` as the table showed it (None if it does not decode): with the heats last

@@ -21,13 +21,16 @@ from ..core.pools import HostRow, busiest, fold, merged_heat
 from ..core.visible import visible
 from ..process.pythons import MAPS_PER_LOOK, PythonScan
 from ..report import format as fmt
+from .axis_line import AxisLine
 from .filter import FilterBar, compile_filter
 from .hosts import HostTable, Line
 from .linetable import LineTable
 from .time_bar import TimeBar
 from .time_keys import TIME_ACTIONS, TIME_KEYS
+from .timeline import Axis
 
 PRIMING_SECONDS = 0.3
+AXIS_SLICE = 0.5  # seconds of reading a recording's looks for its time axis between two drawings
 LOOK_SHARE = 0.025  # of a core, that looks at /proc may take on average (pytop's budget is 5%)
 # The orders a key (or a click on the column's header) gives: busiest, biggest first.
 SORTS: dict[str, tuple[str, Callable[[HostRow], Any]]] = {
@@ -77,6 +80,8 @@ class RecordedTable(Protocol):
     def __len__(self) -> int: ...
     def look(self, index: int) -> RecordedLook | None: ...
     def end_of(self, index: int) -> float: ...
+    def fill_timeline(self, stop: Callable[[], bool]) -> bool: ...
+    def timeline_series(self) -> tuple[float, ...]: ...
 
 
 def _row_key(row: HostRow) -> str:
@@ -128,6 +133,11 @@ class PickerApp(App[int]):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
+    class AxisRead(Message):
+        def __init__(self, series: tuple[float, ...]):
+            super().__init__()
+            self.series = series
+
     class Heats(Message):
         """The host sampler's latest window (posted from its thread)."""
 
@@ -165,10 +175,12 @@ class PickerApp(App[int]):
         self._make_sampler = sampler
         self._sampler: HostSampling | None = None
         self._look_missing = False
+        self._series: tuple[float, ...] = ()  # the recording's time axis, as far as it is read
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Which Python process? Enter watches the one under the cursor.", style="bold"),
                      id="intro")
+        yield AxisLine()
         yield HostTable()
         yield FilterBar(placeholder="filter: text or regular expression over pid, user, version and command; "
                                     "Enter applies")
@@ -177,8 +189,11 @@ class PickerApp(App[int]):
 
     def on_mount(self) -> None:
         self.query_one(HostTable).focus()
+        self.query_one(AxisLine).display = False
         if self.replay is not None:
             self._show_look()
+            if len(self.replay):
+                self.run_worker(self._read_axis, thread=True, exclusive=True, group="axis")
             return
         if self._make_sampler is not None:
             self._sampler = self._make_sampler(self._heats_came)
@@ -318,6 +333,35 @@ class PickerApp(App[int]):
 
     # ---- a recording's keys ----------------------------------------------------------------
 
+    def _read_axis(self) -> None:
+        """(a worker thread) The recording's time axis: its looks read coarsely first, drawn
+        every AXIS_SLICE seconds of reading, until all are read or the app goes."""
+        assert self.replay is not None
+        worker = get_current_worker()
+        until = 0.0
+
+        def stop() -> bool:
+            return worker.is_cancelled or time.monotonic() > until
+        more = True
+        while more and not worker.is_cancelled:
+            until = time.monotonic() + AXIS_SLICE
+            more = self.replay.fill_timeline(stop)
+            self.post_message(self.AxisRead(self.replay.timeline_series()))
+
+    def on_picker_app_axis_read(self, message: PickerApp.AxisRead) -> None:
+        self._series = message.series
+        self._show_axis()
+
+    def _show_axis(self) -> None:
+        replay = self.replay
+        if replay is None or not len(replay) or not self._series:
+            return
+        self.query_one(AxisLine).show_axis(Axis(self._series, len(replay), self.at, self.at,
+                                                replay.start, replay.end_of(len(replay) - 1)))
+
+    def on_axis_line_chosen(self, message: AxisLine.Chosen) -> None:
+        self._go(message.index)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The time keys only in a recording."""
         return self.replay is not None or action not in TIME_ACTIONS
@@ -336,6 +380,7 @@ class PickerApp(App[int]):
             self.at = max(0, min(index, len(self.replay) - 1))
             self.note = None
             self._show_look()
+            self._show_axis()
 
     def action_seek(self, looks: int) -> None:
         self._go(self.at + looks)
