@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.screen import Screen
 from textual.widgets import Static
 
 from ..core import commands
@@ -29,12 +28,12 @@ from .filter import FilterBar, compile_filter, keep
 from .help import HelpScreen
 from .linetable import LineTable
 from .screen_keys import SCREEN_KEYS
+from .screen_time import TimeTravel
 from .session_axis import SessionAxis
 from .source import SnapshotSource, StacksNow
 from .stacks_panel import StacksPanel
 from .threads import ThreadTable
 from .time_bar import TimeBar
-from .timeline import Axis, axis_of
 from .trends import Trends
 from .widgets import SORT_COLUMNS, Banner, FunctionTable, KeyBar, ProcessHeader
 
@@ -54,7 +53,7 @@ def top_rows(rows: tuple[FunctionRow, ...], column: str) -> tuple[FunctionRow, .
     return tuple(sorted(rows, key=lambda r: (-getattr(r, column), -getattr(r, other), r.function))[:MAX_TABLE_ROWS])
 
 
-class MainScreen(Screen[None]):
+class MainScreen(TimeTravel):
     BINDINGS = SCREEN_KEYS  # (ui/screen_keys.py: with the help's lines)
     key_help = staticmethod(screen_keys.key_help)
     shown_in = staticmethod(screen_keys.shown_in)
@@ -192,12 +191,6 @@ class MainScreen(Screen[None]):
             self._announced = s.run.exported
             self.notify("\n".join(s.run.exported), title="Exported" if len(s.run.exported) > 1 else "Export",
                         markup=False)  # paths are the user's: "[/]" in one froze the screen
-
-    def axis(self, s: Snapshot) -> Axis | None:
-        """A recording's time axis, or the live view's session's while it has a past to go to."""
-        if s.run.replay is not None:
-            return axis_of(s.run.replay) if s.run.replay.timeline else None
-        return self.session.axis(s.run.elapsed) if self.replay is None else None
 
     def show_changes(self, s: Snapshot) -> None:
         """With a baseline, its comparison in place of the function table."""
@@ -419,45 +412,6 @@ class MainScreen(Screen[None]):
         if action == "back":
             return self.back is not None
         return self.shown_in(action, self.replay)
-
-    def action_seek(self, windows: int) -> None:
-        self.seek(commands.Seek(windows=windows))
-
-    def action_seek_seconds(self, seconds: float) -> None:
-        self.seek(commands.Seek(seconds=seconds))
-
-    def action_seek_edge(self, edge: int) -> None:
-        self.seek(commands.Seek(edge=edge))
-
-    def on_process_header_time_chosen(self, message: ProcessHeader.TimeChosen) -> None:
-        self.seek(commands.Seek(index=message.index) if message.moment is None else commands.Seek(to=message.moment))
-
-    def seek(self, command: commands.Seek) -> None:
-        """To the source; a live view whose memory holds no window yet says so (its first is
-        written at the first refresh) rather than leave a key without an answer."""
-        if command.back and self.replay is None and self.no_past_yet():
-            self.notify("nothing to go back to yet: the session's first window is kept at the first refresh",
-                        title="The past", timeout=4)
-            return
-        self.source.send(command)
-
-    def no_past_yet(self) -> bool:
-        s = self.snapshot
-        if s is not None and s.run.replay is not None:
-            return False  # in the past already
-        return s is None or s.run.record is None or s.run.record.windows == 0
-
-    def action_go_to(self) -> None:
-        self.query_one(TimeBar).open("")
-
-    def on_time_bar_chosen(self, message: TimeBar.Chosen) -> None:
-        self.main_table().focus()
-        if message.problem is not None:
-            self.notify(message.problem, title="Go to", severity="warning", timeout=6, markup=False)
-        elif message.when is not None:  # (from the recording's start; a live view's: its session's)
-            place = self.snapshot.run.replay if self.snapshot is not None else None
-            start = place.recording_start if place is not None else self.session.start
-            self.seek(commands.Seek(to=message.when.at(start)))
 
     def action_refresh_rate(self, step: int) -> None:
         """One step along REFRESH_STEPS (from a --delay between steps, to the next one)."""
