@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -468,12 +468,21 @@ async def test_the_live_view_steps_back_into_its_own_recording_and_comes_back(so
                             return header
                     raise AssertionError(f"the header never said {text!r}: {header}")
 
+                async def until(done: Callable[[], bool]) -> None:
+                    # (waiting on the app's loop, not blocking it: the screen takes in each window
+                    # meanwhile, as it would for a user)
+                    for _ in range(1000):
+                        if done():
+                            return
+                        await pilot.pause(0.02)
+                    raise AssertionError("never came")
+
                 await header_says("recorded ")
-                helpers.wait_samples(sampler, 300)
+                await until(lambda: sampler.samples_taken >= 300)
                 # The session so far as a time axis, the present at its cursor: a click on its
                 # first bar goes into the past there (once the recording holds a few windows:
                 # before, there is no past to go to).
-                helpers.wait_until(lambda: len(open_recording(str(path)).windows) >= 3)
+                await until(lambda: len(open_recording(str(path)).windows) >= 3)
                 live = (await header_says("CPU to ")).splitlines()
                 axis = next(i for i, text in enumerate(live) if text.startswith("CPU to "))
                 await pilot.click("#header", offset=(1 + live[axis].index(": ") + 2 + 9 + 2, axis))

@@ -196,3 +196,16 @@ def test_a_live_views_session_is_an_axis_with_the_present_at_its_cursor() -> Non
         sum(float(n % 50) for n in range(3 * SESSION_POINTS + 1)))  # merged by weight: nothing lost
     line = timeline_line(axis, 100)
     assert line is not None and [span.style for span in line.spans][-2] == CURSOR_STYLE
+
+
+def test_a_live_views_windows_that_came_together_stand_at_their_own_ends() -> None:
+    """Snapshots that waited for a busy screen come in a burst: each window's point is at the
+    moment its window closed, so a click on the first goes to the first, not to the burst's."""
+    session = SessionAxis()
+    shot = snapshot()
+    for n in range(4):
+        window = replace(shot, cpu_pct=50.0, run=replace(shot.run, window_number=n + 1, window_seconds=0.25,
+                                                           window_end=1000.0 + 0.25 * n))
+        session.record(window, 2000.0)  # (all received at once)
+    axis = session.axis(since_reset=10.0)
+    assert axis is not None and axis.ends == (1000.0, 1000.25, 1000.5, 1000.75) and axis.start == 999.75

@@ -189,6 +189,7 @@ class Circumstances:
     replay: ReplayPosition | None = None  # a recording shown again (pytop FILE): where in it
     window_number: int = 0  # which window the window's figures are of: a view asked for at once shows
     # the last whole window again (same number) rather than a window of a few milliseconds
+    window_end: float = 0.0  # wall-clock seconds at the window's close (0: not known, a recording made before)
 
 
 @dataclass(frozen=True)

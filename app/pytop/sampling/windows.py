@@ -116,7 +116,7 @@ class Windows:
             start_up_cpu=news.start_up_cpu,
             stacks_dropped=news.stacks_dropped, stacks_coarsened=news.stacks_coarsened,
             last_error=self.feed.last_error, failure=self.failure,
-            exit_status=self.exit_status, window_number=self._number,
+            exit_status=self.exit_status, window_number=self._number, window_end=time.time(),
             work_elsewhere=None if exited else processes.hint, push=self.push_status(),
             record=self.feed.recorder.status() if self.feed.recorder is not None else None)
         self._number += 1
@@ -161,7 +161,7 @@ class Windows:
             rate_held=news.rate_now if news.budget_limited else None, cpu_budget=self.cpu_budget,
             processes=processes.alive, sampler_cpu=news.sampler_cpu, start_up_cpu=news.start_up_cpu,
             stacks_dropped=news.stacks_dropped, stacks_coarsened=news.stacks_coarsened,
-            last_error=self.feed.last_error, window_number=self._number), reset=self._reset,
+            last_error=self.feed.last_error, window_number=self._number, window_end=time.time()), reset=self._reset,
             figures=self.feed.figures)
         self._reset = False
         self._cut_at = now

@@ -21,7 +21,10 @@ class SessionAxis:
         self.window_number = 0
 
     def record(self, s: Snapshot, now: float) -> None:
-        """A live snapshot's window (one shown again, as a view changed, adds nothing)."""
+        """A live snapshot's window (one shown again, as a view changed, adds nothing), at the
+        wall-clock moment it closed (`now`, when it came, if it does not say: snapshots that
+        waited for a busy screen came together, and stood for one moment)."""
+        now = s.run.window_end or now
         if s.run.window_number and s.run.window_number == self.window_number:
             return
         self.window_number = s.run.window_number
