@@ -53,6 +53,7 @@ typedef struct engine_thread {
     uint32_t stack;            /* its stack in its latest sample (the stack tree's leaf) */
     uint32_t read_stack;       /* ... when its CPU count was last read */
     bool gil_wait, read_gil_wait; /* blocked taking the GIL at its latest count read; at the one before */
+    bool read_napped;             /* found napping (attribute.c) at its count read before the latest */
     uint32_t gil_waits_here;   /* ... at the samples in a row, up to the latest, that read it so at its stack */
     stack_path path;           /* ... as a path, for interning the next one from where they differ */
     uint32_t seen;             /* its process's sample number when last seen */
