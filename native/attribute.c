@@ -289,7 +289,7 @@ static uint32_t anchor_of(const stack_table *s, const engine_thread *t, bool *na
      * that call all along, not a nap left and made again. 2.7's GIL waiters, found runnable
      * more often than in the GIL's futex, were taken for nappers, and their CPU went like their
      * runs through the caller: query_orders's to encode_orders beside it, whose long marshal
-     * calls weigh more (2.7 idle at 1 kHz, query_orders's error -0.130 s -> -0.080 s). */
+     * calls weigh more (2.7 idle at 1 kHz: query_orders's mean error -0.105 s -> -0.086 s). */
     bool not_napping = *napped_in && !napping_now(s, t) && !t->read_napped;
     if (((t->read_gil_wait && (t->gil_wait || t->gil)) || not_napping) && !woken_twice) {
         *napped_in = false;
