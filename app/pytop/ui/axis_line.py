@@ -29,7 +29,7 @@ class AxisLine(Static):
 
     def _draw(self) -> None:
         drawn = timeline_line(self.axis, self.size.width) if self.axis is not None and self.size.width else None
-        self.display = drawn is not None or (self.axis is not None and not self.size.width)
+        self.display = self.axis is not None  # (kept in the layout when too narrow: a wider terminal redraws it)
         self.update(drawn if drawn is not None else "")
 
     def on_resize(self, event: Resize) -> None:
