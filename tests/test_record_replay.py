@@ -448,6 +448,7 @@ async def test_the_live_view_steps_back_into_its_own_recording_and_comes_back(so
     # > comes back to the present, whose samples kept counting meanwhile.
     from pytop.record.history import HistorySource
     from pytop.ui.app import PytopApp
+    from ui_fakes import shown as header_shown
 
     path = tmp_path / "live.pytop"
     with helpers.running(some_interp, "stacks.py") as t:
@@ -461,12 +462,7 @@ async def test_the_live_view_steps_back_into_its_own_recording_and_comes_back(so
         try:
             async with app.run_test(size=(120, 30)) as pilot:
                 async def header_says(text: str) -> str:
-                    for _ in range(500):
-                        await pilot.pause(0.02)
-                        header = str(app.main.query_one("#header").render())
-                        if text in header:
-                            return header
-                    raise AssertionError(f"the header never said {text!r}: {header}")
+                    return await header_shown(app, pilot, text, seconds=10.0)
 
                 async def until(done: Callable[[], bool]) -> None:
                     # (waiting on the app's loop, not blocking it: the screen takes in each window

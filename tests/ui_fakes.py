@@ -187,9 +187,10 @@ class FakeSource:
             self.publish(s)
 
 
-async def shown(app: Any, pilot: Any, text: str) -> str:
-    """The header, once it says `text` (a replay's thread answers a key in a moment)."""
-    for _ in range(200):
+async def shown(app: Any, pilot: Any, text: str, seconds: float = 4.0) -> str:
+    """The header, once it says `text` (a replay's thread answers a key in a moment; a live
+    target's sampler, in a few windows)."""
+    for _ in range(round(seconds / 0.02)):
         await pilot.pause(0.02)
         header = str(app.main.query_one("#header").render())
         if text in header:
