@@ -12,7 +12,7 @@ from .timeline import Axis, timeline_line, window_at
 
 
 class AxisLine(Static):
-    DEFAULT_CSS = "AxisLine { height: 1; }"
+    DEFAULT_CSS = "AxisLine { height: 1; display: none; }"  # (until it has an axis)
 
     class Chosen(Message):
         """A click on the axis: the window (a look) under it."""

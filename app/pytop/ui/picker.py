@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Footer, Static
@@ -25,12 +25,11 @@ from .axis_line import AxisLine
 from .filter import FilterBar, compile_filter
 from .hosts import HostTable, Line
 from .linetable import LineTable
+from .picker_replay import RecordedLooks, RecordedTable
 from .time_bar import TimeBar
-from .time_keys import TIME_ACTIONS, TIME_KEYS
-from .timeline import Axis
+from .time_keys import TIME_KEYS
 
 PRIMING_SECONDS = 0.3
-AXIS_SLICE = 0.5  # seconds of reading a recording's looks for its time axis between two drawings
 LOOK_SHARE = 0.025  # of a core, that looks at /proc may take on average (pytop's budget is 5%)
 # The orders a key (or a click on the column's header) gives: busiest, biggest first.
 SORTS: dict[str, tuple[str, Callable[[HostRow], Any]]] = {
@@ -60,30 +59,6 @@ class LookRecorder(Protocol):
     def status(self) -> RecordStatus: ...
 
 
-class RecordedLook(Protocol):
-    @property
-    def processes(self) -> tuple[PythonProcess, ...]: ...
-    @property
-    def heats(self) -> tuple[tuple[int, Heat], ...]: ...
-
-
-class RecordedTable(Protocol):
-    """A recording of the table, shown again (record/host_replay.py's HostReplay)."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def host(self) -> str: ...
-    @property
-    def start(self) -> float: ...
-
-    def __len__(self) -> int: ...
-    def look(self, index: int) -> RecordedLook | None: ...
-    def end_of(self, index: int) -> float: ...
-    def fill_timeline(self, stop: Callable[[], bool]) -> bool: ...
-    def timeline_series(self) -> tuple[float, ...]: ...
-
-
 def _row_key(row: HostRow) -> str:
     """Stays the same from look to look. A pool of one parent's workers is known by its root; a
     pool of siblings by their parent and command line (one parent may start several programs,
@@ -105,7 +80,7 @@ class PickerState:
     note: str | None = None  # why the last view ended (the process exited, could not be read)
 
 
-class PickerApp(App[int]):
+class PickerApp(RecordedLooks):
     """Returns the chosen pid (None when the user quits)."""
 
     CSS = """
@@ -132,11 +107,6 @@ class PickerApp(App[int]):
         Binding("q,escape", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
-
-    class AxisRead(Message):
-        def __init__(self, series: tuple[float, ...]):
-            super().__init__()
-            self.series = series
 
     class Heats(Message):
         """The host sampler's latest window (posted from its thread)."""
@@ -189,7 +159,6 @@ class PickerApp(App[int]):
 
     def on_mount(self) -> None:
         self.query_one(HostTable).focus()
-        self.query_one(AxisLine).display = False
         if self.replay is not None:
             self._show_look()
             if len(self.replay):
@@ -330,87 +299,6 @@ class PickerApp(App[int]):
             intro.append(self.filter_text, style="reverse")
             intro.append(" (c clears).")
         return intro
-
-    # ---- a recording's keys ----------------------------------------------------------------
-
-    def _read_axis(self) -> None:
-        """(a worker thread) The recording's time axis: its looks read coarsely first, drawn
-        every AXIS_SLICE seconds of reading, until all are read or the app goes."""
-        assert self.replay is not None
-        worker = get_current_worker()
-        until = 0.0
-
-        def stop() -> bool:
-            return worker.is_cancelled or time.monotonic() > until
-        more = True
-        while more and not worker.is_cancelled:
-            until = time.monotonic() + AXIS_SLICE
-            more = self.replay.fill_timeline(stop)
-            self.post_message(self.AxisRead(self.replay.timeline_series()))
-
-    def on_picker_app_axis_read(self, message: PickerApp.AxisRead) -> None:
-        self._series = message.series
-        self._show_axis()
-
-    def _show_axis(self) -> None:
-        replay = self.replay
-        if replay is None or not len(replay) or not self._series:
-            return
-        self.query_one(AxisLine).show_axis(Axis(self._series, len(replay), self.at, self.at,
-                                                replay.start, replay.end_of(len(replay) - 1)))
-
-    def on_axis_line_chosen(self, message: AxisLine.Chosen) -> None:
-        self._go(message.index)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The time keys only in a recording."""
-        return self.replay is not None or action not in TIME_ACTIONS
-
-    def _show_look(self) -> None:
-        assert self.replay is not None
-        window = self.replay.look(self.at) if len(self.replay) else None
-        self._look_missing = window is None and len(self.replay) > 0
-        self.latest = list(window.processes) if window is not None else []
-        self.heats = dict(window.heats) if window is not None else {}
-        self._show()
-
-    def _go(self, index: int) -> None:
-        assert self.replay is not None
-        if len(self.replay):
-            self.at = max(0, min(index, len(self.replay) - 1))
-            self.note = None
-            self._show_look()
-            self._show_axis()
-
-    def action_seek(self, looks: int) -> None:
-        self._go(self.at + looks)
-
-    def action_seek_seconds(self, seconds: float) -> None:
-        """The look nearest `seconds` from the one shown (at least one look away)."""
-        replay = self.replay
-        assert replay is not None
-        if not len(replay):
-            return
-        goal = replay.end_of(self.at) + seconds
-        nearest = min(range(len(replay)), key=lambda i: abs(replay.end_of(i) - goal))
-        step = 1 if seconds > 0 else -1
-        self._go(nearest if (nearest - self.at) * step > 0 else self.at + step)
-
-    def action_seek_edge(self, edge: int) -> None:
-        self._go(0 if edge < 0 else len(self.replay or ()) - 1)
-
-    def action_go_to(self) -> None:
-        self.query_one(TimeBar).open("")
-
-    def on_time_bar_chosen(self, message: TimeBar.Chosen) -> None:
-        """The look taken at the time asked for, or the first after it (the last, past the end)."""
-        self.query_one(HostTable).focus()
-        replay = self.replay
-        if message.problem is not None:
-            self.notify(message.problem, title="Go to", severity="warning", timeout=6, markup=False)
-        elif message.when is not None and replay is not None and len(replay):
-            moment = message.when.at(replay.start)
-            self._go(next((i for i in range(len(replay)) if replay.end_of(i) >= moment), len(replay) - 1))
 
     def _hottest_note(self, line: Line) -> str:
         """What a recording says of a row's hottest functions at the look shown."""
