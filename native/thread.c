@@ -10,34 +10,41 @@
 
 #define STACK_RETRIES 2 /* a stack torn twice in a row is reported as such */
 
-/* Where the thread's frames start, from its PyThreadState at `ts`. */
-static int thread_frames_of(pytop_unwinder *u, uint64_t ts, thread_frames *tf) {
+/* The fields of the PyThreadState at `ts` that a record is made of, as one copy of them. Each
+ * field is taken from this copy, never read on its own: a read of one field looks for it in
+ * whatever the sample holds, and under churn a state's bytes can be held twice, at two times
+ * (a region read ahead for an object that was at that address before, and the state itself).
+ * Taken from both, a record had its creator's ids and its new thread's frames (3.9's
+ * thread-per-request server: a second "acceptor" with a handler's stack). */
+static const uint8_t *state_view(pytop_unwinder *u, uint64_t ts, int *status) {
+    return remote_view_kept(&u->mem, ts, thread_state_span(u), status);
+}
+
+/* Where the thread's frames start, from the copy `state` of its PyThreadState. */
+static int thread_frames_of(pytop_unwinder *u, const uint8_t *state, thread_frames *tf) {
     const pytop_layout *L = &u->L;
     int status = PYTOP_OK;
     *tf = (thread_frames){0, 0, 0};
     if (L->ts_cframe >= 0) { /* 3.11-3.12: tstate->cframe->current_frame */
-        uint64_t cframe = 0;
-        status = unwinder_read_u64(u, ts + (uint64_t)L->ts_cframe, &cframe);
-        if (status == PYTOP_OK && cframe)
-            status = unwinder_read_u64(u, cframe + (uint64_t)L->cf_current_frame, &tf->top_frame);
+        uint64_t cframe = load_u64(state, L->ts_cframe);
+        if (cframe) status = unwinder_read_u64(u, cframe + (uint64_t)L->cf_current_frame, &tf->top_frame);
     } else {
-        status = unwinder_read_u64(u, ts + (uint64_t)L->ts_frame, &tf->top_frame);
+        tf->top_frame = load_u64(state, L->ts_frame);
     }
-    if (status == PYTOP_OK && L->ts_datastack_chunk >= 0 && L->ts_datastack_top >= 0) {
-        status = unwinder_read_u64(u, ts + (uint64_t)L->ts_datastack_chunk, &tf->chunk);
-        if (status == PYTOP_OK) status = unwinder_read_u64(u, ts + (uint64_t)L->ts_datastack_top, &tf->stack_top);
+    if (L->ts_datastack_chunk >= 0 && L->ts_datastack_top >= 0) {
+        tf->chunk = load_u64(state, L->ts_datastack_chunk);
+        tf->stack_top = load_u64(state, L->ts_datastack_top);
     }
     return status;
 }
 
-static int native_id_of(pytop_unwinder *u, pytop_thread *t) {
+static int native_id_of(pytop_unwinder *u, pytop_thread *t, const uint8_t *state) {
     const pytop_layout *L = &u->L;
     t->native_id = 0;
     if (L->ts_native_thread_id >= 0) {
-        uint64_t v = 0;
-        int status = unwinder_read_u64(u, t->tstate + (uint64_t)L->ts_native_thread_id, &v);
-        if (status == PYTOP_OK && v <= INT32_MAX) t->native_id = pidns_host_tid(&u->pidns, (int)v, u->os.sample_no);
-        return status;
+        uint64_t v = load_u64(state, L->ts_native_thread_id);
+        if (v <= INT32_MAX) t->native_id = pidns_host_tid(&u->pidns, (int)v, u->os.sample_no);
+        return PYTOP_OK;
     }
     /* Before 3.11 only the pthread_t is known; the libc keeps the TID inside struct pthread,
      * on a page of its own. A thread keeps its TID: take last sample's while /proc still knew
@@ -172,24 +179,21 @@ static bool ends_in_another_thread(const pytop_unwinder *u, const pytop_thread *
     return false;
 }
 
-/* Does the thread state, as the view now holds it, still say the ids of `t`'s record? The
- * record is read from the sample's kept view; a stack read again afresh (it tore) reads the
- * state anew. Between the two, a state its creator made can be taken up by its thread (3.8-3.10:
- * the creator's ids, then the thread's own), or an ended thread's freed state made anew: the
- * fresh frames are then another thread's than the record's ids say. Taken together, a request
- * thread's handler frames were counted under its creator's ids, as a second row of the
- * thread-per-request server's "acceptor". */
-static bool same_owner(pytop_unwinder *u, const pytop_thread *t) {
+/* Does the copy `state` of the thread state say the ids of `t`'s record? The record is made
+ * from the sample's kept copy; a stack read again afresh (it tore) reads the state anew. Between
+ * the two, a state its creator made can be taken up by its thread (3.8-3.10: the creator's ids,
+ * then the thread's own), or an ended thread's freed state made anew: the fresh frames are then
+ * another thread's than the record's ids say. Taken together, a request thread's handler frames
+ * were counted under its creator's ids, as a second row of the thread-per-request server's
+ * "acceptor". */
+static bool same_owner(const pytop_unwinder *u, const pytop_thread *t, const uint8_t *state) {
     const pytop_layout *L = &u->L;
-    uint64_t thread_id = 0, unique_id = 0;
-    if (unwinder_read_u64(u, t->tstate + (uint64_t)L->ts_thread_id, &thread_id) != PYTOP_OK) return false;
-    if (L->ts_unique_id >= 0 && unwinder_read_u64(u, t->tstate + (uint64_t)L->ts_unique_id, &unique_id) != PYTOP_OK)
-        return false;
-    return thread_id == t->thread_id && (uint32_t)unique_id == t->state_serial;
+    uint64_t unique_id = L->ts_unique_id >= 0 ? load_u64(state, L->ts_unique_id) : 0;
+    return load_u64(state, L->ts_thread_id) == t->thread_id && (uint32_t)unique_id == t->state_serial;
 }
 
 static int read_stack(pytop_unwinder *u, pytop_thread *t) {
-    thread_frames tf;
+    thread_frames tf = {0, 0, 0};
     u->samples.cur->frame_count = t->first_frame; /* drop what an earlier attempt left */
     t->status = PYTOP_OK;
     t->outer_frame = 0;
@@ -202,10 +206,11 @@ static int read_stack(pytop_unwinder *u, pytop_thread *t) {
         mark = remote_begin_fresh(&u->mem);
         (void)remote_view_kept(&u->mem, t->tstate, asyncio_state_span(&u->L), &status); /* else read apart */
     }
-    status = thread_frames_of(u, t->tstate, &tf);
+    const uint8_t *state = state_view(u, t->tstate, &status);
+    status = state ? thread_frames_of(u, state, &tf) : status;
     /* Another owner's frames: the record stands as read, a state without frames of its own yet
      * (unclaimed, tracking.c) or no more (ending). */
-    if (status == PYTOP_OK && u->mem.fresh && !same_owner(u, t)) tf = (thread_frames){0, 0, 0};
+    if (status == PYTOP_OK && !same_owner(u, t, state)) tf = (thread_frames){0, 0, 0};
     t->top_frame = tf.top_frame;
     uint64_t loop = 0, task = 0, task_frame = 0;
     uint32_t task_id = 0;
@@ -256,13 +261,13 @@ static int new_record(const walk_ctx *w, uint64_t ts, uint64_t *next, pytop_thre
     uint64_t thread_id = 0, owner = 0, unique_id = 0;
     if (!plausible_pointer(ts)) return PYTOP_ERR_CORRUPT;
     int status;
-    if (!remote_view_kept(&u->mem, ts, thread_state_span(u), &status)) return status;
-    status = unwinder_read_u64(u, ts + (uint64_t)L->ts_next, next);
-    if (status == PYTOP_OK) status = unwinder_read_u64(u, ts + (uint64_t)L->ts_thread_id, &thread_id);
-    if (status == PYTOP_OK) status = unwinder_read_u64(u, ts + (uint64_t)L->ts_interp, &owner);
-    if (status == PYTOP_OK && L->ts_unique_id >= 0) status = unwinder_read_u64(u, ts + (uint64_t)L->ts_unique_id, &unique_id);
-    if (status == PYTOP_OK && (owner != w->interp || (*next && !plausible_pointer(*next)))) status = PYTOP_ERR_CORRUPT;
-    if (status != PYTOP_OK) return status;
+    const uint8_t *state = state_view(u, ts, &status);
+    if (!state) return status;
+    *next = load_u64(state, L->ts_next);
+    thread_id = load_u64(state, L->ts_thread_id);
+    owner = load_u64(state, L->ts_interp);
+    if (L->ts_unique_id >= 0) unique_id = load_u64(state, L->ts_unique_id);
+    if (owner != w->interp || (*next && !plausible_pointer(*next))) return PYTOP_ERR_CORRUPT;
     pytop_thread *t = samples_push_thread(&u->samples);
     if (!t) return fail(u->error, PYTOP_ERR_NOMEM, "out of memory for threads");
     t->thread_id = thread_id;
@@ -270,7 +275,7 @@ static int new_record(const walk_ctx *w, uint64_t ts, uint64_t *next, pytop_thre
     t->tstate = ts;
     t->interp_id = w->id;
     t->first_frame = u->samples.cur->frame_count;
-    if ((status = native_id_of(u, t)) != PYTOP_OK) return status;
+    if ((status = native_id_of(u, t, state)) != PYTOP_OK) return status;
     tracking_assign(&u->track, &u->samples, t);
     if (gil_holds(w->g, ts)) t->flags |= PYTOP_THREAD_GIL;
     *out = t;
