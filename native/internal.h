@@ -693,6 +693,8 @@ typedef struct gil_waits {
     uint64_t start[MAX_GILS], end[MAX_GILS];
     int count;
     uint64_t lock_27;       /* 2.7: its lock's address, once the interpreter made it */
+    uint32_t waiters_27;    /* 2.7: threads in its lock's wait, as the lock counted them this sample */
+    uint64_t holder_27;     /* 2.7: the thread state holding it when the sample began (0: none) */
 } gil_waits;
 
 struct pytop_unwinder {
@@ -767,6 +769,11 @@ int gil_read(pytop_unwinder *u, uint64_t base, int32_t locked_off, int32_t holde
 int gil_note_waits(pytop_unwinder *u, uint64_t base, bool interpreter);
 /* Is `futex` (a word a thread is blocked on) one a thread waits on to take a GIL? */
 bool gil_waited_on(const pytop_unwinder *u, uint64_t futex);
+/* 2.7: how many threads wait in its lock now (u->waits.waiters_27), once the lock is known;
+ * `g`: the GIL as this sample read it. */
+int gil_count_waiters_27(pytop_unwinder *u, const gil_holders *g);
+/* 2.7: the threads of the sample racing for its lock, found running, marked as waiting for it. */
+void gil_mark_racing_waiters_27(pytop_unwinder *u);
 
 /* ---- thread.c --------------------------------------------------------------------------- */
 /* What every walker of one interpreter's threads shares. */

@@ -190,6 +190,7 @@ int threads_walk(pytop_unwinder *u) {
     uint64_t interp = 0, generation_sum = 0;
     int status = gil_read(u, u->runtime, L->rt_gil_locked, L->rt_gil_holder, L->rt_gil_switches, &g);
     if (status == PYTOP_OK) status = gil_note_waits(u, u->runtime, false);
+    if (status == PYTOP_OK) status = gil_count_waiters_27(u, &g);
     if (status == PYTOP_OK && L->rt_gc_collecting >= 0)
         status = read_gc_flag(u, u->runtime + (uint64_t)L->rt_gc_collecting);
     if (status == PYTOP_OK)
@@ -213,6 +214,7 @@ int threads_walk(pytop_unwinder *u) {
     /* TIDs are known from thread states (3.11+) or from struct pthread, which the kernel zeroes
      * when the thread exits: either way, a state without one has no live thread. */
     tracking_mark_unclaimed(&u->track, u->samples.cur, u->samples.prev, u->L.ts_native_thread_id >= 0 || u->L.pthread_tid >= 0);
+    gil_mark_racing_waiters_27(u);
     if ((status = threads_part_shared_stacks(u)) != PYTOP_OK) return status;
     if (u->native_frames.dwfl && u->stop.stopped) { /* --native: the threads that run no Python too */
         status = natives_read_others(&u->native_frames, &u->codes, &u->stop, u->samples.cur, monotonic_ns());
