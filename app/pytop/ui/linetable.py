@@ -6,15 +6,14 @@ is a row, kept on its key when the rows change; Enter or a click on the cursor's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
-from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
@@ -33,6 +32,16 @@ class Column:
     right: bool = False  # right-justified (numbers)
     key: str = ""  # what a click on its label says (HeaderClicked)
     style: str = ""  # the label's own style, on top of the header's
+
+
+class _Pass(NamedTuple):
+    """What a pass of drawing lines looks up once."""
+
+    styles: dict[str, Style]  # the component classes' styles; "": the widget's
+    columns: tuple[Column, ...]
+    widths: list[int]
+    width: int
+    top: int  # the first row in sight
 
 
 @dataclass(frozen=True)
@@ -101,8 +110,8 @@ class LineTable(CursorView):
         self.columns = list(columns)
         self.rows: list[Row] = []
         self.cursor = 0
-        self._lines: LRUCache[tuple[Any, ...], Strip] = LRUCache(LINE_CACHE)
-        self._styles: dict[str, Style] = {}  # set while a pass draws (render_lines)
+        self._lines: dict[tuple[Any, ...], Strip] = {}
+        self._pass: _Pass | None = None  # while a pass draws (render_lines)
 
     # ---- content -----------------------------------------------------------------------------
 
@@ -125,13 +134,21 @@ class LineTable(CursorView):
             self.post_message(self.Highlighted(self, self.cursor_key))
 
     def _refresh_changed(self, old: list[Row], was: int) -> None:
-        """The lines in sight whose row is not what it was (or that the cursor left or reached)."""
+        """The lines in sight whose row is not what it was (or that the cursor left or reached),
+        a run of them at a time (a refresh is region arithmetic and the screen's bookkeeping:
+        one a line cost as much as drawing it, in a live table whose figures all move)."""
         top = self.scroll_offset.y
-        for index in range(top, top + max(0, self.size.height - self.HEADER_LINES)):
+        run_from = None
+        end = top + max(0, self.size.height - self.HEADER_LINES)
+        for index in range(top, end + 1):
             before = old[index] if index < len(old) else None
             now = self.rows[index] if index < len(self.rows) else None
-            if before != now or (was != self.cursor and index in (was, self.cursor)):
-                self.refresh_line(index + self.HEADER_LINES)
+            changed = index < end and (before != now or (was != self.cursor and index in (was, self.cursor)))
+            if changed and run_from is None:
+                run_from = index
+            elif not changed and run_from is not None:
+                self.refresh_lines(run_from + self.HEADER_LINES, index - run_from)
+                run_from = None
 
     def set_columns(self, columns: Sequence[Column]) -> None:
         if list(columns) != self.columns:
@@ -164,65 +181,73 @@ class LineTable(CursorView):
         rest = max(8, self.size.width - fixed)
         return [c.width or rest for c in self.columns]
 
-    def _line(self, cells: Sequence[Cell], style: Style, cell_styles: Sequence[str] = ()) -> list[Segment]:
+    def _line(self, p: _Pass, cells: Sequence[Cell], style: Style, cell_styles: Sequence[str] = ()) -> Strip:
+        """The line as a strip of the widget's width: its cells are cut or padded to their
+        columns' widths, which fill the width unless it is too narrow for them (then it is cut)."""
         segments = []
-        for i, (column, width, cell) in enumerate(zip(self.columns, self.widths(), cells)):
+        space = Segment(" ", style)
+        for i, (column, width, cell) in enumerate(zip(p.columns, p.widths, cells)):
             extra = cell_styles[i] if i < len(cell_styles) else ""
             cell_style = style + Style.parse(extra) if extra else style
+            if i:
+                segments.append(space)
             for text, part_style in cell_parts(cell, width, column.right):
                 if text:
                     segments.append(Segment(text, cell_style + Style.parse(part_style) if part_style else cell_style))
-            segments.append(Segment(" ", style))
-        return segments
+        length = sum(p.widths) + len(p.widths) - 1
+        # (a strip costs a few caches of its own: one made to the width, not one made and cut)
+        return Strip(segments, length) if length == p.width else Strip(segments, length).crop_extend(0, p.width, style)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._lines.clear()  # a new theme: the lines drawn are the old one's
 
+    def _new_pass(self) -> _Pass:
+        """What every line of a pass uses, looked up once: each style look-up walks the DOM, and
+        the widget's size and scroll are properties that compute (per line, most of a redraw's
+        time)."""
+        styles = {name: self.get_component_rich_style(name) for name in self.COMPONENT_CLASSES}
+        styles[""] = self.rich_style
+        return _Pass(styles, tuple(self.columns), self.widths(), self.size.width, self.scroll_offset.y)
+
     def render_lines(self, crop: Region) -> list[Strip]:
-        """The styles every line uses, looked up once a pass (each look-up walks the DOM: per
-        line, most of a redraw's time)."""
-        self._styles = {name: self.get_component_rich_style(name) for name in self.COMPONENT_CLASSES}
-        self._styles[""] = self.rich_style
+        self._pass = self._new_pass()
         try:
             return super().render_lines(crop)
         finally:
-            self._styles = {}
-
-    def _style(self, name: str) -> Style:
-        style = self._styles.get(name)
-        if style is None:  # a line drawn outside a pass
-            style = self.get_component_rich_style(name) if name else self.rich_style
-        return style
+            self._pass = None
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        base = self._style("")
+        p = self._pass or self._new_pass()  # (a line drawn outside a pass)
+        base = p.styles[""]
         if y == 0:
-            header = base + self._style("linetable--header")
-            key: tuple[Any, ...] = ("header", tuple(self.columns), width, header)
-            cells: Sequence[Cell] = [c.label for c in self.columns]
-            return self._cached(key, lambda: Strip(self._line(cells, header, [c.style for c in self.columns])),
-                                width, header)
-        index = self.scroll_offset.y + y - 1
+            header = base + p.styles["linetable--header"]
+            key: tuple[Any, ...] = ("header", p.columns, p.width, header)
+            cells: Sequence[Cell] = [c.label for c in p.columns]
+            return self._cached(key, lambda: self._line(p, cells, header, [c.style for c in p.columns]))
+        index = p.top + y - 1
         if not 0 <= index < len(self.rows):
-            return Strip.blank(width, base)
+            return Strip.blank(p.width, base)
         row = self.rows[index]
-        style = base + self._style("linetable--even") if index % 2 else base
+        style = base + p.styles["linetable--even"] if index % 2 else base
         if row.style:
             style += Style.parse(row.style)
         if index == self.cursor and self.has_focus:
-            style += self._style("linetable--cursor")
+            style += p.styles["linetable--cursor"]
         elif index == self.cursor and self.show_blurred_cursor:
-            style += self._style("linetable--cursor-blurred")
-        key = (row, tuple(self.columns), width, style)
-        return self._cached(key, lambda: Strip(self._line(row.cells, style, row.cell_styles)), width, style)
+            style += p.styles["linetable--cursor-blurred"]
+        key = (row, p.columns, p.width, style)
+        return self._cached(key, lambda: self._line(p, row.cells, style, row.cell_styles))
 
-    def _cached(self, key: tuple[Any, ...], draw: Any, width: int, style: Style) -> Strip:
+    def _cached(self, key: tuple[Any, ...], draw: Callable[[], Strip]) -> Strip:
+        """A line drawn before with the same look (a plain dict, emptied when full: a live
+        table's rows change every refresh, and keeping the cache in recency order cost a
+        quarter of drawing a line)."""
         strip = self._lines.get(key)
         if strip is None:
-            strip = draw().crop_extend(0, width, style)
-            self._lines.set(key, strip)
+            if len(self._lines) >= LINE_CACHE:
+                self._lines.clear()
+            strip = self._lines[key] = draw()
         return strip
 
     # ---- moving and choosing ---------------------------------------------------------------
