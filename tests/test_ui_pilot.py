@@ -226,6 +226,14 @@ async def test_a_refresh_draws_again_only_the_lines_that_changed() -> None:
         source.publish(snapshot(rows=(*rows[:3], moved, *rows[4:])))  # type: ignore[misc]
         await pilot.pause()
         assert drawn == []  # nothing changed: nothing drawn
+        # Lines that changed side by side are asked for as one region (a refresh a line cost as
+        # much as drawing it): rows 3-4 and 6, below the header line.
+        more = [replace(row, total_time=row.total_time + 2) if i in (3, 4, 6) else row for i, row in enumerate(rows)]
+        source.publish(snapshot(rows=tuple(more)))  # type: ignore[misc]
+        await pilot.pause()
+        assert [[(r.y, r.height) for r in regions] for regions, _ in drawn] == [[(4, 2)], [(7, 1)]]  # type: ignore[attr-defined]
+        assert [table.row_text(i)[3] for i in (3, 4, 5, 6)] == [
+            f"{rows[i].total_time + (2 if i != 5 else 0):.2f}s" for i in (3, 4, 5, 6)]
 
 
 async def test_a_small_terminal_keeps_the_table_in_sight() -> None:
