@@ -233,9 +233,10 @@ class Both:
     def schedule(self) -> tuple[int, int, float, float, float]:
         return self.whole.schedule()
 
-    def window(self, circumstances: Circumstances, reset: bool = False, figures: Any = None) -> None:
-        self.bounded.window(circumstances, reset, figures)
-        self.whole.window(circumstances, reset, figures)
+    def window(self, circumstances: Circumstances, reset: bool = False, figures: Any = None,
+               last: bool = False) -> None:
+        self.bounded.window(circumstances, reset, figures, last)
+        self.whole.window(circumstances, reset, figures, last)
 
     def status(self) -> RecordStatus:
         return self.whole.status()

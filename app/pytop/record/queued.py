@@ -52,6 +52,7 @@ class QueuedWriter(Generic[Item]):
         self._lock = threading.Condition()
         self._closing = False
         self.written = 0  # windows written
+        self._last_written = 0.0  # the end of the last window taken from the queue
         self.dropped = 0  # windows whose figures were lost (the disk could not keep up, or failed)
         self.failing: str | None = None  # why the last write failed, if it did
         self.last_failure: str | None = None  # ... kept once writes succeed again (what was lost, and why)
@@ -129,8 +130,18 @@ class QueuedWriter(Generic[Item]):
             self._queue.clear()
         self.dropped += unsent
         if not self._thread.is_alive():
+            if not unsent and self.key_at_close():
+                try:  # (the writer's thread has ended: this one writes, at the last window's end)
+                    self._writer.write(container.KEY, self.key(), self._last_written, self._last_written)
+                except OSError as exc:  # a full disk: the recording reads as it was
+                    self.failing = self.last_failure = exc.strerror or str(exc)
             self._writer.close()
         return self.status()
+
+    def key_at_close(self) -> bool:
+        """Once every window is written: whether a key frame ends the file (so that a reader
+        opening it at its end reads its last window alone, not every window since the last key)."""
+        return False
 
     # ---- the writer's thread -----------------------------------------------------------------
 
@@ -142,6 +153,7 @@ class QueuedWriter(Generic[Item]):
                 if not self._queue:
                     return
                 item, start, end = self._queue.popleft()
+            self._last_written = end
             try:
                 payload, state = self.encode(item)
                 self._writer.write(container.WINDOW, payload, start, end)

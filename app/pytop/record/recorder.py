@@ -109,14 +109,17 @@ class Recorder(QueuedWriter[WindowRecord]):
                 sum(d.slot_seconds for d in self._drains), timed[0].first_at if timed else 0.0,
                 timed[-1].last_at if timed else 0.0)
 
-    def window(self, circumstances: Circumstances, reset: bool = False, figures: Figures | None = None) -> None:
+    def window(self, circumstances: Circumstances, reset: bool = False, figures: Figures | None = None,
+               last: bool = False) -> None:
         """The window the drains since the last call make up closed, shown with `circumstances`;
-        figures: the live view's, after it (their totals go to a key frame when one is due)."""
+        figures: the live view's, after it (their totals go to a key frame when one is due, and
+        to the one that ends the file after the `last` window)."""
         end = time.time()
         self._span += circumstances.window_seconds  # (in the order a replay sums them)
         self._totals_off = self._totals_off or reset or self.dropped > 0
         totals = b""
-        if self.key_wanted and not self._totals_off and figures is not None and figures.totals is not None:
+        wanted = self.key_wanted or (last and not self.private)
+        if wanted and not self._totals_off and figures is not None and figures.totals is not None:
             p = Packer()
             put_totals(p, figures.total, figures.totals, figures.threads, self._span)
             totals = p.data()
@@ -158,6 +161,11 @@ class Recorder(QueuedWriter[WindowRecord]):
                        if (t.thread_id, t.native_id) != (0, 0)}
         totals, self._key_totals = self._key_totals, b""
         return key_payload(self._run_record, book, self._book.clock, totals if not self.dropped else b"")
+
+    def key_at_close(self) -> bool:
+        """The last window written brought the totals (it was the run's last), and no key came
+        after it."""
+        return bool(self._key_totals) and not self.private
 
     def key_now(self) -> bool:
         """With the totals of the window just written; without, when they cannot come (a reset,

@@ -241,6 +241,8 @@ class Replay:
                 self._at = i
                 self._keep(i)
         self._at = index
+        if index > first and (index - first) % every == 0 and index not in self._checkpoints:
+            self._keep(index)  # (reached from the key after it: work ahead waits for this one)
         return f
 
     def fill_timeline(self, stop: Callable[[], bool]) -> bool:
@@ -345,7 +347,7 @@ class Replay:
             if not self._front_totals:
                 return False
         for key in reversed(keys):
-            if key.index > index:
+            if key.index > index + 1:
                 continue
             state = self._key_state(key)
             if state is None or state.book is None or state.totals is None:
@@ -353,6 +355,11 @@ class Replay:
             totals = state.totals
             if whole and totals.folded:
                 return False
+            # A key right after the window holds the state the window left: only the window's
+            # own figures are read (a recording's last window, and the key its end wrote).
+            after = self._record(index) if key.index == index + 1 else None
+            if key.index == index + 1 and after is None:
+                continue
             figures, tree = Figures(), TreeCheck()
             if not tree.sound((state.book,)):
                 self.damaged += 1
@@ -368,8 +375,24 @@ class Replay:
             self._clock, self._offset, self._elapsed_live = state.clock
             self._span, self._range_from, self._at = totals.span, 0.0, key.index - 1
             self._from_session = True
+            if after is not None:
+                self._window_after(index, after, whole)
             return True
         return False
+
+    def _window_after(self, index: int, record: WindowRecord, whole: bool) -> None:
+        """Window `index`'s own figures, on top of the state after it (the key that follows it):
+        its drains counted into the open window alone, as live (the totals, names, stacks and
+        threads are the key's already)."""
+        f = self._figures
+        if not whole:
+            f.window, f.window_table = Counts(), FunctionSums(f.book)
+            for d in record.drains:
+                f.window.forget(d.evicted)
+                f.window.add_drain(d)
+                f.window_table.add_rows(d.function_rows, d.line_rows)
+        self._records = {index: record}
+        self.timeline.learn(index, window_load(record).cpu_pct)
 
     def _key_state(self, key: StoredKey) -> KeyState | None:
         """What a key frame holds, if it reads whole and holds the session's totals."""

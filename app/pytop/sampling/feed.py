@@ -29,8 +29,10 @@ class DrainSink(Protocol):
 
     def add(self, drain: Drain) -> None: ...
     def schedule(self) -> tuple[int, int, float, float, float]: ...
-    def window(self, circumstances: Circumstances, reset: bool = False, figures: Figures | None = None) -> None:
-        """figures: the live view's, after the window (a key frame's totals come from them)."""
+    def window(self, circumstances: Circumstances, reset: bool = False, figures: Figures | None = None,
+               last: bool = False) -> None:
+        """figures: the live view's, after the window (a key frame's totals come from them);
+        last: the run's last window."""
     def status(self) -> RecordStatus: ...
 
 

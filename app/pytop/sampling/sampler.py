@@ -210,7 +210,7 @@ class Sampler:
         view = self.windows.view
         if not self.feed.engine.is_open and (view.narrowed or view.focus is not None or view.tree):
             raise RuntimeError("final_snapshot() after stop() shows all threads' table only")
-        return self.windows.close(exited=self.end is not None, reason=self.end)
+        return self.windows.close(exited=self.end is not None, reason=self.end, last=True)
 
     def profile(self) -> Profile:
         """Everything since the reset (the open window is in it already), for reports: ask
@@ -306,7 +306,7 @@ class Sampler:
                 feed.shut()  # all it still holds goes into the final figures
                 if self._exit_status is not None:
                     windows.exit_status = self._exit_status(EXIT_STATUS_WAIT)
-                self.publish(windows.close(exited=True, reason=feed.end))
+                self.publish(windows.close(exited=True, reason=feed.end, last=True))
                 return
             if self._handle(command):
                 self._publish_view(command)

@@ -92,8 +92,9 @@ class Windows:
     def open_for(self) -> float:
         return time.monotonic() - self.opened
 
-    def close(self, exited: bool = False, reason: str | None = None) -> Snapshot:
-        """The open window's snapshot (and the totals'); a new window opens."""
+    def close(self, exited: bool = False, reason: str | None = None, last: bool = False) -> Snapshot:
+        """The open window's snapshot (and the totals'); a new window opens. last: the run's last
+        window (a recording ends with the state after it, for a reader that opens it there)."""
         self.feed.drain_if_sampling()
         f = self.feed.figures
         moved = fold_finished(f)
@@ -124,7 +125,7 @@ class Windows:
         if recorder is not None:  # its window began at the last cut (--batch: a second or two ago)
             ticks, _, _, _, last_at = recorder.schedule()
             span = sampled_span(ticks, last_at, self._start(self._cut_from), max(now - self._cut_at, 1e-9))
-            recorder.window(replace(circumstances, window_seconds=span), reset=self._reset, figures=f)
+            recorder.window(replace(circumstances, window_seconds=span), reset=self._reset, figures=f, last=last)
             self._reset = False
             self._cut_from, self._cut_at = self._sampled_from, now
         snapshot = self._build(circumstances)
