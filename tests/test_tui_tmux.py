@@ -23,6 +23,7 @@ import pytest
 
 import helpers
 from conftest import available
+from pytop.record.recording import open_recording
 
 pytestmark = [pytest.mark.skipif(shutil.which("tmux") is None and not helpers.IN_CI, reason="tmux not installed"),
               pytest.mark.target]  # real targets in a real terminal
@@ -302,6 +303,10 @@ def test_record_live_then_replay_in_the_same_view(terminal: Terminal, some_inter
         windows = int(re.search(r"pytop: recorded (\d+) windows", said)[1])  # type: ignore[index]
         assert windows >= 3
         wait_for_the_prompt(terminal)  # (CI once typed the next line while pytop was still ending)
+    # What was sampled since the last refresh is the last window, and a key frame after it holds
+    # the state it left: the replay opens there reading that window alone.
+    recording = open_recording(str(path))
+    assert len(recording.windows) == windows and recording.keys[-1].index == windows, [k.index for k in recording.keys]
     terminal.type(" ".join([*helpers.PYTOP, str(path)]))
     # (one whole screen: a capture can catch the header drawn before the table)
     terminal.wait_for(lambda s: f"window {windows} of {windows}" in s and "spinning (" in s

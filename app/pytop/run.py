@@ -172,6 +172,7 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
         if private is not None:
             private.close()
         else:
+            sampler.end_recording()
             stop_recording(recorder)
         if stats_file:
             write_statistics(stats_file, sampler.statistics())

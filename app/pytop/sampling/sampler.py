@@ -140,6 +140,13 @@ class Sampler:
             self.windows.ended = min(self.windows.ended, time.monotonic())
             self.feed.close()  # final_snapshot() still works: it needs no stack sums in the default view
 
+    def end_recording(self) -> None:
+        """Once stopped (a live view that quit): what was sampled since the view's last window
+        closed goes to the recording as its last window, with the totals, so that the file ends
+        with the state the run left (a key frame after it: record/queued.py)."""
+        if not self._thread.is_alive() and self.feed.recorder is not None:
+            self.windows.record_cut(last=True)
+
     def send(self, command: commands.Command) -> None:
         """Ask for a view, a reset, a pace or an export (core/commands.py); a snapshot follows."""
         if isinstance(command, commands.ChangeMode) and command.mode not in MODES:

@@ -136,12 +136,13 @@ class Windows:
         self.opened = now
         return snapshot
 
-    def record_cut(self) -> None:
+    def record_cut(self, last: bool = False) -> None:
         """--record in a run whose view closes seldom (--batch: one window for the run): the
         recording still gets a window every few seconds, with the circumstances the view would
-        have shown for it. The view's own window goes on."""
+        have shown for it. The view's own window goes on. last: the run has ended (what was
+        sampled since the view's last window is the recording's last, with the totals)."""
         recorder = self.feed.recorder
-        if recorder is None:
+        if recorder is None or (last and not recorder.schedule()[0]):
             return
         # Whole: each cut's window holds the time its sleepers slept through it (a drain of
         # the threads with news only left all of it to the run's last window); a pool's nappers
@@ -163,7 +164,7 @@ class Windows:
             processes=processes.alive, sampler_cpu=news.sampler_cpu, start_up_cpu=news.start_up_cpu,
             stacks_dropped=news.stacks_dropped, stacks_coarsened=news.stacks_coarsened,
             last_error=self.feed.last_error, window_number=self._number, window_end=time.time()), reset=self._reset,
-            figures=self.feed.figures)
+            figures=self.feed.figures, last=last)
         self._reset = False
         self._cut_at = now
 
