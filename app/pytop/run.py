@@ -172,8 +172,10 @@ def run_live(target: Target | Parent, settings: Settings, *, sort: str, full_fil
         if private is not None:
             private.close()
         else:
-            sampler.end_recording()
-            stop_recording(recorder)
+            try:
+                sampler.end_recording()
+            finally:  # (the file is closed, and how it went said, whatever happened before)
+                stop_recording(recorder)
         if stats_file:
             write_statistics(stats_file, sampler.statistics())
     if sampler.failure:  # it was on screen until the user quit; say it once more where it stays
